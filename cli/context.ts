@@ -1,0 +1,61 @@
+import { existsSync } from "node:fs";
+import path from "node:path";
+import type { Logger } from "pino";
+import { demoConfig } from "../src/config/demo.js";
+import { loadConfigFile, parseConfig } from "../src/config/load.js";
+import type { Config } from "../src/config/schema.js";
+import { createLogger } from "../src/server/logger.js";
+import { openDatabase } from "../src/runtime/database.js";
+import { runMigrations } from "../src/db/migrate.js";
+import { createServices, type Services } from "../src/runtime/services.js";
+
+export interface CommonOptions {
+  config?: string;
+  dataDir?: string;
+  json?: boolean;
+}
+
+export const dataDirOf = (opts: CommonOptions) =>
+  path.resolve(opts.dataDir ?? process.env.GATEWAY_DATA_DIR ?? ".gateway");
+
+/** `--config`, else GATEWAY_CONFIG, else ./gateway.yaml when it exists; undefined when there is none. */
+export function configPathOf(opts: CommonOptions): string | undefined {
+  const explicit = opts.config ?? process.env.GATEWAY_CONFIG;
+  if (explicit) return path.resolve(explicit);
+  return existsSync("gateway.yaml") ? path.resolve("gateway.yaml") : undefined;
+}
+
+// Placeholder address: admin commands never call the upstream, they only need the demo catalog and plans.
+export const builtInDemoConfig = (mockBaseUrl = "http://127.0.0.1:9/v1", mockKey = "mock-key") =>
+  parseConfig(demoConfig(mockBaseUrl, mockKey), "built-in demo config");
+
+/** Admin commands use the config file when there is one, else the built-in demo config `npm start` runs on. */
+export function loadAdminConfig(opts: CommonOptions): Config {
+  const file = configPathOf(opts);
+  return file ? loadConfigFile(file) : builtInDemoConfig();
+}
+
+/** Admin commands log only warnings, to stderr, so stdout stays clean for `--json`. */
+export const adminLogger = (): Logger => createLogger(process.env.GATEWAY_LOG_LEVEL ?? "warn", process.stderr);
+
+/**
+ * Runs `fn` with services on the gateway's database: the running embedded server when `serve` is up, else
+ * one started for the duration of the command. Migrations are applied first, so a fresh data dir works.
+ */
+export async function withServices<T>(opts: CommonOptions, fn: (services: Services) => Promise<T>): Promise<T> {
+  const config = loadAdminConfig(opts);
+  const logger = adminLogger();
+  const dataDir = dataDirOf(opts);
+  const db = await openDatabase({ config, env: process.env, dataDir, logger, mode: "attach-or-start", poolSize: 2 });
+  try {
+    await runMigrations(db.pool);
+    const services = await createServices({ config, pool: db.pool, logger, listen: false });
+    try {
+      return await fn(services);
+    } finally {
+      await services.close();
+    }
+  } finally {
+    await db.close();
+  }
+}

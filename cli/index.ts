@@ -1,0 +1,20 @@
+import { Command } from "commander";
+import { configCommand } from "./config.js";
+import { keysCommand } from "./keys.js";
+import { migrateCommand } from "./migrate.js";
+import { mockUpstreamCommand } from "./mock-upstream.js";
+import { serveCommand } from "./serve.js";
+import { usersCommand } from "./users.js";
+import { fail } from "./output.js";
+
+const program = new Command("gateway")
+  .description("self-hosted model gateway")
+  .configureOutput({ outputError: (message, write) => write(message.split("\n")[0] + "\n") })
+  .addCommand(serveCommand())
+  .addCommand(migrateCommand())
+  .addCommand(configCommand())
+  .addCommand(usersCommand())
+  .addCommand(keysCommand())
+  .addCommand(mockUpstreamCommand());
+
+program.parseAsync(process.argv).catch(fail);

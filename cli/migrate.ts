@@ -1,0 +1,32 @@
+import { Command } from "commander";
+import { runMigrations } from "../src/db/migrate.js";
+import { migrateWorkerSchema } from "../src/jobs/worker.js";
+import { openDatabase } from "../src/runtime/database.js";
+import { adminLogger, dataDirOf, loadAdminConfig, type CommonOptions } from "./context.js";
+import { withCommonOptions } from "./options.js";
+import { action, printJson } from "./output.js";
+
+export function migrateCommand(): Command {
+  return withCommonOptions(new Command("migrate").description("apply database migrations (serve also does this on start)")).action(
+    action(async (opts: CommonOptions) => {
+      const logger = adminLogger();
+      const db = await openDatabase({
+        config: loadAdminConfig(opts),
+        env: process.env,
+        dataDir: dataDirOf(opts),
+        logger,
+        mode: "attach-or-start",
+        poolSize: 2,
+      });
+      try {
+        if (!opts.json) process.stderr.write(`applying migrations (${db.source} database)…\n`);
+        await runMigrations(db.pool);
+        await migrateWorkerSchema(db.pool, logger);
+      } finally {
+        await db.close();
+      }
+      if (opts.json) printJson({ ok: true });
+      else process.stdout.write("database is up to date\n");
+    }),
+  );
+}

@@ -1,0 +1,9 @@
+import type { Command } from "commander";
+
+/** The options every data command shares (DESIGN.md §4). */
+export function withCommonOptions(cmd: Command): Command {
+  return cmd
+    .option("--config <file>", "config file (default: $GATEWAY_CONFIG, else ./gateway.yaml)")
+    .option("--data-dir <dir>", "data dir of the embedded database (default: $GATEWAY_DATA_DIR, else ./.gateway)")
+    .option("--json", "print JSON for scripts");
+}

@@ -1,0 +1,99 @@
+import { Command, InvalidArgumentError } from "commander";
+import { loadConfigFile } from "../src/config/load.js";
+import type { Config } from "../src/config/schema.js";
+import { startMockUpstream } from "../src/mock-upstream/server.js";
+import { seedDemo, type DemoCredentials } from "../src/runtime/demo.js";
+import { startGateway } from "../src/runtime/gateway.js";
+import { createLogger } from "../src/server/logger.js";
+import { builtInDemoConfig, configPathOf, dataDirOf } from "./context.js";
+import { action } from "./output.js";
+
+interface ServeOptions {
+  config?: string;
+  host?: string;
+  port?: number;
+  dataDir?: string;
+  demo?: boolean;
+  worker: boolean;
+}
+
+export const parsePort = (value: string) => {
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidArgumentError("must be an integer 0..65535");
+  return port;
+};
+
+const say = (line: string) => process.stderr.write(`${line}\n`);
+
+function banner(url: string, creds: DemoCredentials): string {
+  return [
+    "",
+    `Gateway demo is ready at ${url}`,
+    `  demo user: ${creds.email}${creds.password ? ` / password ${creds.password}` : ""} (admin)`,
+    `  API key:   ${creds.key}`,
+    "",
+    "Try it:",
+    `  curl -s ${url}/v1/models -H "Authorization: Bearer ${creds.key}"`,
+    "",
+    "Ctrl-C stops the gateway, its worker and the embedded PostgreSQL.",
+    "",
+  ].join("\n");
+}
+
+export function serveCommand(): Command {
+  return new Command("serve")
+    .description("run the gateway (HTTP server, background worker, embedded PostgreSQL unless DATABASE_URL is set)")
+    .option("--config <file>", "config file (default: $GATEWAY_CONFIG, else ./gateway.yaml)")
+    .option("--host <host>", "listen address (overrides server.host)")
+    .option("--port <port>", "listen port (overrides server.port)", parsePort)
+    .option("--data-dir <dir>", "data dir of the embedded database (default: $GATEWAY_DATA_DIR, else ./.gateway)")
+    .option("--demo", "seed a demo user and key; without a config file, use the built-in demo config and mock upstream")
+    .option("--no-worker", "do not run background jobs in this process")
+    .action(
+      action(async (opts: ServeOptions) => {
+        const file = configPathOf(opts);
+        if (!file && !opts.demo) {
+          throw new Error("no config file: pass --config FILE, set GATEWAY_CONFIG, create ./gateway.yaml, or run with --demo");
+        }
+        const mock = !file ? await startMockUpstream({ apiKey: "mock-key" }) : undefined;
+        let config: Config = file ? loadConfigFile(file) : builtInDemoConfig(mock!.baseUrl, "mock-key");
+        config = {
+          ...config,
+          server: { ...config.server, host: opts.host ?? config.server.host, port: opts.port ?? config.server.port },
+        };
+        const dataDir = dataDirOf(opts);
+        say(`starting gateway (${file ? `config ${file}` : "built-in demo config"}, data dir ${dataDir})…`);
+        const gateway = await startGateway({
+          config,
+          dataDir,
+          env: process.env,
+          logger: createLogger(config.logging.level),
+          worker: opts.worker,
+        }).catch(async (err: unknown) => {
+          await mock?.close();
+          throw err;
+        });
+
+        let signals = 0;
+        const shutdown = async (signal: string) => {
+          signals += 1;
+          if (signals === 2) {
+            say(`${signal} again: cutting open connections, still stopping PostgreSQL (once more to exit at once)`);
+            gateway.hurry();
+            return;
+          }
+          if (signals > 2) process.exit(1);
+          say(`${signal}: draining requests and stopping…`);
+          await gateway.stop();
+          await mock?.close();
+          say("stopped");
+          process.exit(0);
+        };
+        process.on("SIGINT", () => void shutdown("SIGINT"));
+        process.on("SIGTERM", () => void shutdown("SIGTERM"));
+
+        if (opts.demo) say(banner(gateway.url, await seedDemo(gateway.services, dataDir)));
+        else say(`gateway listening on ${gateway.url}`);
+      }),
+    );
+}

@@ -1,0 +1,74 @@
+// Lint config. Besides the usual checks it enforces the one-way import direction of DESIGN.md §3:
+//   pure (errors, billing, config) <- providers <- db/quota <- services <- {routes, jobs} <- runtime <- {cli, worker-kit}
+import js from "@eslint/js";
+import tseslint from "typescript-eslint";
+
+const layer = (regex, message) => ({ regex, message });
+
+const notCli = layer("(^|/)(cli|worker-kit)(/|$)", "src/ never imports cli/ or worker-kit/ (they depend on src/, not the reverse).");
+const notRuntime = layer("(^|/)runtime/", "Only cli/ and the runtime itself use src/runtime (the composition root).");
+const serviceFolders = "(inference|media|support|transfers|analytics|server|jobs|runtime|auth|catalog|mock-upstream)";
+const ioFolders = `(db|quota|providers|${serviceFolders.slice(1, -1)})`;
+
+export const importLayers = [
+  {
+    files: ["src/**/*.ts"],
+    rules: { "no-restricted-imports": ["error", { patterns: [notCli, notRuntime] }] },
+  },
+  {
+    files: ["src/runtime/**/*.ts"],
+    rules: { "no-restricted-imports": ["error", { patterns: [notCli] }] },
+  },
+  {
+    files: ["src/errors.ts", "src/billing/**/*.ts", "src/config/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            notCli,
+            layer(`(^|/)${ioFolders}/`, "Pure modules (errors, billing, config) import no I/O layer."),
+            layer("^(pg|drizzle-orm|undici|hono|graphile-worker)", "Pure modules stay free of I/O libraries."),
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ["src/providers/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { patterns: [notCli, layer(`(^|/)(db|quota|${serviceFolders.slice(1, -1)})/`, "Providers sit below the ledger and the services.")] },
+      ],
+    },
+  },
+  {
+    files: ["src/db/**/*.ts", "src/quota/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            notCli,
+            // Feature folders own their tables, which the schema index re-exports.
+            layer(`(^|/)${serviceFolders}/(?!schema\\.js$)`, "The database and ledger layers do not import services or routes."),
+          ],
+        },
+      ],
+    },
+  },
+];
+
+export default tseslint.config(
+  { ignores: ["dist/", "node_modules/", "migrations/", "coverage/", ".gateway/"] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { globals: { process: "readonly", console: "readonly", URL: "readonly", Buffer: "readonly" } },
+    rules: {
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
+    },
+  },
+  ...importLayers,
+);

@@ -1,0 +1,37 @@
+import { drizzle } from "drizzle-orm/node-postgres";
+import type { Logger } from "pino";
+import type { Config } from "../config/schema.js";
+import type { Pool } from "../db/pool.js";
+import { createApiKeyService } from "./api-keys.js";
+import { loadJwtSecret } from "./jwt-secret.js";
+import { createApiKeyAuthenticator } from "./key-authenticator.js";
+import { createSessionService } from "./sessions.js";
+import type { AuthServices } from "./types.js";
+import { createUserService } from "./users.js";
+
+export interface AuthServiceOptions {
+  pool: Pool;
+  config: Config;
+  logger: Logger;
+  env: NodeJS.ProcessEnv;
+  /** False for admin commands: no LISTEN connection, and therefore no key cache. */
+  listen: boolean;
+}
+
+export async function createAuthServices(opts: AuthServiceOptions): Promise<AuthServices> {
+  const { pool, config, env } = opts;
+  const logger = opts.logger.child({ component: "auth" });
+  const db = drizzle(pool);
+  const secret = await loadJwtSecret({ config, env, pool });
+  const users = createUserService(db, config);
+  const botToken = env.SUPPORT_BOT_TOKEN || undefined;
+  if (botToken && botToken.length < 32) logger.warn("SUPPORT_BOT_TOKEN is shorter than 32 characters; use a long random token");
+  const keyAuth = await createApiKeyAuthenticator({ pool, config, logger, listen: opts.listen });
+  return {
+    users,
+    apiKeys: createApiKeyService({ db, config, users, onChanged: (hash) => keyAuth.forget(hash) }),
+    sessions: createSessionService({ db, config, secret }),
+    keyAuth,
+    botToken,
+  };
+}

@@ -1,0 +1,178 @@
+import pg from "pg";
+import type { Logger } from "pino";
+import type { Config } from "../config/schema.js";
+import type { Pool } from "../db/pool.js";
+import type { ApiKeyPrincipal } from "../server/context.js";
+import { API_KEY_CHANNEL } from "./api-keys.js";
+import { hashApiKey, looksLikeApiKey } from "./api-key-secret.js";
+import type { ApiKeyAuthenticator } from "./types.js";
+
+const MAX_CACHED = 10_000;
+const TOUCH_INTERVAL_MS = 60_000;
+const RETRY_MIN_MS = 1_000;
+const RETRY_MAX_MS = 30_000;
+
+interface CacheEntry {
+  principal: ApiKeyPrincipal;
+  expiresAt: number;
+}
+
+interface KeyRow {
+  id: string;
+  user_id: string;
+  kind: "inference" | "reseller";
+  models: string[] | null;
+  plan: string;
+}
+
+// A named statement: parsed and planned once per pooled connection rather than on every uncached request.
+const LOOKUP = {
+  name: "auth_api_key_lookup",
+  text: `select k.id, k.user_id, k.kind, k.models, u.plan
+           from api_keys k join users u on u.id = k.user_id
+          where k.secret_hash = $1 and k.revoked_at is null`,
+};
+
+export interface KeyAuthenticatorOptions {
+  pool: Pool;
+  config: Config;
+  logger: Logger;
+  /** Without LISTEN nothing would tell this process about revocations, so the cache stays off. */
+  listen: boolean;
+}
+
+/** The authenticator as the key service in the same process sees it. */
+export interface LocalKeyCache extends ApiKeyAuthenticator {
+  /**
+   * Drops one key at once. NOTIFY reaches this process too, but only after a round trip; the revoking request
+   * must not be answered before its own process has forgotten the key.
+   */
+  forget(hash: string): void;
+}
+
+/**
+ * Resolves API keys with a per-process positive cache. The cache is only trusted while a LISTEN connection is
+ * up: every revocation in any process NOTIFYs the key's hash, and losing the connection drops the whole cache
+ * until it is back, so a revocation is never missed.
+ */
+class CachedKeyAuthenticator implements LocalKeyCache {
+  private readonly cache = new Map<string, CacheEntry>();
+  private readonly lastTouched = new Map<string, number>();
+  private readonly ttlMs: number;
+  // Bumped on every invalidation; a lookup that raced with one does not cache what it read.
+  private generation = 0;
+  private listener: pg.Client | null = null;
+  private listening = false;
+  private retryMs = RETRY_MIN_MS;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(private readonly opts: KeyAuthenticatorOptions) {
+    this.ttlMs = opts.config.auth.key_cache_ttl_seconds * 1000;
+  }
+
+  async start(): Promise<void> {
+    if (this.opts.listen && this.ttlMs > 0) await this.connect();
+  }
+
+  async authenticate(secret: string): Promise<ApiKeyPrincipal | null> {
+    if (!looksLikeApiKey(secret)) return null;
+    const hash = hashApiKey(secret);
+    const now = Date.now();
+    const cached = this.cache.get(hash);
+    if (cached) {
+      if (cached.expiresAt > now) {
+        this.touch(cached.principal.keyId, now);
+        return cached.principal;
+      }
+      this.cache.delete(hash);
+    }
+    const generation = this.generation;
+    const { rows } = await this.opts.pool.query<KeyRow>({ ...LOOKUP, values: [hash] });
+    const row = rows[0];
+    if (!row) return null;
+    const principal: ApiKeyPrincipal = { keyId: row.id, userId: row.user_id, kind: row.kind, plan: row.plan, models: row.models };
+    if (this.listening && generation === this.generation) this.remember(hash, principal, now);
+    this.touch(row.id, now);
+    return principal;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.retryTimer);
+    const client = this.listener;
+    this.listener = null;
+    this.invalidateAll();
+    await client?.end().catch(() => {});
+  }
+
+  forget(hash: string) {
+    this.generation++;
+    this.cache.delete(hash);
+  }
+
+  private remember(hash: string, principal: ApiKeyPrincipal, now: number) {
+    if (this.cache.size >= MAX_CACHED) this.cache.delete(this.cache.keys().next().value!);
+    this.cache.set(hash, { principal, expiresAt: now + this.ttlMs });
+  }
+
+  private invalidateAll() {
+    this.generation++;
+    this.cache.clear();
+  }
+
+  /** last_used_at is informational: written at most once a minute per key, never awaited by the request. */
+  private touch(keyId: string, now: number) {
+    const last = this.lastTouched.get(keyId);
+    if (last !== undefined && now - last < TOUCH_INTERVAL_MS) return;
+    if (this.lastTouched.size >= MAX_CACHED) this.lastTouched.clear();
+    this.lastTouched.set(keyId, now);
+    this.opts.pool
+      .query("update api_keys set last_used_at = now() where id = $1", [keyId])
+      .catch((err: unknown) => this.opts.logger.warn({ err, key_id: keyId }, "recording api key last use failed"));
+  }
+
+  private async connect(): Promise<void> {
+    const client = new pg.Client({ ...this.opts.pool.options, keepAlive: true });
+    this.listener = client;
+    client.on("notification", (msg) => {
+      if (msg.channel === API_KEY_CHANNEL && msg.payload) this.forget(msg.payload);
+    });
+    client.on("error", (err) => this.lost(client, err));
+    client.on("end", () => this.lost(client, new Error("connection ended")));
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${API_KEY_CHANNEL}`);
+    } catch (err) {
+      this.lost(client, err as Error);
+      return;
+    }
+    if (this.listener !== client) {
+      // close() ran while we were connecting.
+      await client.end().catch(() => {});
+      return;
+    }
+    // Revocations while we were deaf were missed: anything read before this point must not be cached.
+    this.generation++;
+    this.listening = true;
+    this.retryMs = RETRY_MIN_MS;
+  }
+
+  private lost(client: pg.Client, err: Error) {
+    if (this.listener !== client) return;
+    this.listener = null;
+    this.listening = false;
+    this.invalidateAll();
+    client.end().catch(() => {});
+    if (this.closed) return;
+    this.opts.logger.warn({ err, retry_ms: this.retryMs }, "api key cache disabled: LISTEN connection lost");
+    this.retryTimer = setTimeout(() => void this.connect(), this.retryMs);
+    this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
+  }
+}
+
+export async function createApiKeyAuthenticator(opts: KeyAuthenticatorOptions): Promise<LocalKeyCache> {
+  const authenticator = new CachedKeyAuthenticator(opts);
+  await authenticator.start();
+  return authenticator;
+}

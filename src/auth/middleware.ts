@@ -1,0 +1,85 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { Context, MiddlewareHandler } from "hono";
+import { getCookie } from "hono/cookie";
+import { errors } from "../errors.js";
+import type { AppEnv, SessionPrincipal } from "../server/context.js";
+import type { ApiKeyAuthenticator, SessionService } from "./types.js";
+
+export const SESSION_COOKIE = "gw_session";
+
+const STATE_CHANGING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+const BEARER = /^bearer +(\S+) *$/i;
+
+/** The credential of `Authorization: Bearer <credential>`; null when absent or in another scheme. */
+export function bearerToken(header: string | undefined): string | null {
+  if (!header) return null;
+  return BEARER.exec(header)?.[1] ?? null;
+}
+
+const sha256 = (value: string) => createHash("sha256").update(value).digest();
+
+/** Constant-time whatever the lengths: digests are compared, so not even the expected length leaks. */
+function safeEqual(given: string, expected: string): boolean {
+  return timingSafeEqual(sha256(given), sha256(expected));
+}
+
+/** {root}/v1 and /native: an inference or reseller key, in whichever header the client's official SDK uses. */
+export function apiKeyAuth(keyAuth: ApiKeyAuthenticator): MiddlewareHandler<AppEnv> {
+  return async function apiKeyAuth(c, next) {
+    const secret = bearerToken(c.req.header("authorization")) ?? c.req.header("x-api-key") ?? c.req.header("x-goog-api-key");
+    if (!secret) throw errors.unauthorized("Missing API key; send it as 'Authorization: Bearer <key>'.");
+    const principal = await keyAuth.authenticate(secret);
+    if (!principal) throw errors.unauthorized("Invalid or revoked API key.");
+    c.set("apiKey", principal);
+    await next();
+  };
+}
+
+async function requireSession(c: Context<AppEnv>, sessions: SessionService): Promise<SessionPrincipal> {
+  const token = bearerToken(c.req.header("authorization")) ?? getCookie(c, SESSION_COOKIE);
+  if (!token) {
+    throw errors.invalidSession(
+      `Missing session; log in with POST /api/v1/auth/login and send the token as a bearer token or the ${SESSION_COOKIE} cookie.`,
+    );
+  }
+  if (token.startsWith("gw_")) {
+    throw errors.invalidSession("API keys do not authorise user endpoints; log in with POST /api/v1/auth/login instead.");
+  }
+  const session = await sessions.verify(token);
+  if (!session) throw errors.invalidSession();
+  c.set("session", session);
+  return session;
+}
+
+/** /api/v1/user: a logged-in user of any role. */
+export function sessionAuth(sessions: SessionService): MiddlewareHandler<AppEnv> {
+  return async function sessionAuth(c, next) {
+    await requireSession(c, sessions);
+    await next();
+  };
+}
+
+/** /api/v1/admin: an admin session, and the session's CSRF token on every state change. */
+export function adminAuth(sessions: SessionService): MiddlewareHandler<AppEnv> {
+  return async function adminAuth(c, next) {
+    const session = await requireSession(c, sessions);
+    if (session.role !== "admin") throw errors.forbidden("Admin role required.", "admin_required");
+    if (STATE_CHANGING.has(c.req.method)) {
+      const given = c.req.header("x-csrf-token");
+      if (!given || !safeEqual(given, sessions.csrfTokenFor(session.sessionId))) {
+        throw errors.forbidden("Missing or invalid X-CSRF-Token header; send the csrf_token returned by login.", "csrf_failed");
+      }
+    }
+    await next();
+  };
+}
+
+/** /api/v1/internal: the support bot token. Without a configured token the surface is closed. */
+export function botAuth(token: string | undefined): MiddlewareHandler<AppEnv> {
+  const expected = token ? sha256(token) : undefined;
+  return async function botAuth(c, next) {
+    const given = bearerToken(c.req.header("authorization"));
+    if (!expected || !given || !timingSafeEqual(sha256(given), expected)) throw errors.unauthorized("Invalid or missing bot token.");
+    await next();
+  };
+}

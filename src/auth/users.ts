@@ -1,0 +1,73 @@
+import { asc, eq, sql } from "drizzle-orm";
+import type { NodePgDatabase } from "drizzle-orm/node-postgres";
+import { z } from "zod";
+import type { Config } from "../config/schema.js";
+import { errors } from "../errors.js";
+import { hashPassword } from "./passwords.js";
+import { users } from "./schema.js";
+import type { CreateUserInput, PublicUser, UserService } from "./types.js";
+
+const MIN_PASSWORD = 8;
+// scrypt pre-hashes any length, but an unbounded password is still a cheap way to burn CPU per login.
+const MAX_PASSWORD = 1024;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const emailSchema = z.email();
+
+export const isUuid = (value: string) => UUID.test(value);
+
+export type UserRow = typeof users.$inferSelect;
+
+export function toPublicUser(row: Pick<UserRow, "id" | "email" | "role" | "plan" | "createdAt">): PublicUser {
+  return { id: row.id, email: row.email, role: row.role, plan: row.plan, created_at: row.createdAt.toISOString() };
+}
+
+/**
+ * drizzle wraps driver errors in an error whose message lists the query parameters (password hashes, key
+ * hashes); unwrap to the driver's own error so those never reach a log line.
+ */
+export function driverError(err: unknown): unknown {
+  return err instanceof Error && err.cause instanceof Error ? err.cause : err;
+}
+
+export const isUniqueViolation = (err: unknown) => (err as { code?: unknown }).code === "23505";
+
+export function createUserService(db: NodePgDatabase, config: Config): UserService {
+  async function create(input: CreateUserInput): Promise<PublicUser> {
+    const email = typeof input.email === "string" ? input.email.trim() : "";
+    if (!emailSchema.safeParse(email).success) throw errors.badRequest("email must be a valid email address.", "email");
+    const password = input.password;
+    if (typeof password !== "string" || password.length < MIN_PASSWORD || password.length > MAX_PASSWORD) {
+      throw errors.badRequest(`password must be ${MIN_PASSWORD} to ${MAX_PASSWORD} characters long.`, "password");
+    }
+    const role = input.role ?? "user";
+    if (role !== "user" && role !== "admin") throw errors.badRequest('role must be "user" or "admin".', "role");
+    const plan = input.plan ?? config.default_plan;
+    if (!Object.hasOwn(config.plans, plan)) {
+      throw errors.badRequest(`unknown plan "${plan}"; configured plans: ${Object.keys(config.plans).join(", ")}.`, "plan");
+    }
+    const passwordHash = await hashPassword(password);
+    try {
+      const [row] = await db.insert(users).values({ email, passwordHash, role, plan }).returning();
+      return toPublicUser(row!);
+    } catch (err) {
+      const cause = driverError(err);
+      // The unique index on lower(email) is the arbiter: a pre-check alone would race with a concurrent create.
+      if (isUniqueViolation(cause)) throw errors.conflict(`a user with email ${email} already exists`, "email_taken");
+      throw cause;
+    }
+  }
+
+  async function list(): Promise<PublicUser[]> {
+    const rows = await db.select().from(users).orderBy(asc(users.createdAt), asc(users.id));
+    return rows.map(toPublicUser);
+  }
+
+  async function find(idOrEmail: string): Promise<PublicUser | null> {
+    const needle = idOrEmail.trim();
+    const where = isUuid(needle) ? eq(users.id, needle) : sql`lower(${users.email}) = lower(${needle})`;
+    const [row] = await db.select().from(users).where(where).limit(1);
+    return row ? toPublicUser(row) : null;
+  }
+
+  return { create, list, find };
+}

@@ -1,0 +1,61 @@
+import { readFileSync } from "node:fs";
+import { parse as parseYaml, YAMLParseError } from "yaml";
+import { z } from "zod";
+import { configSchema, type Config } from "./schema.js";
+import { interpolate, InterpolationError } from "./interpolate.js";
+
+/** A config that cannot be used. `path` names the failing field (`models.gpt-4o.targets.0`), or "" for the file. */
+export class ConfigError extends Error {
+  constructor(
+    readonly path: string,
+    readonly reason: string,
+    readonly file: string,
+  ) {
+    super(`invalid config ${file}${path ? ` at ${path}` : ""}: ${reason}`);
+    this.name = "ConfigError";
+  }
+}
+
+const dotted = (path: readonly PropertyKey[]) => path.map(String).join(".");
+
+/** Validates an already-parsed document (YAML or the built-in demo object). */
+export function parseConfig(raw: unknown, file: string, env: NodeJS.ProcessEnv = process.env): Config {
+  let resolved: unknown;
+  try {
+    resolved = interpolate(raw ?? {}, env);
+  } catch (err) {
+    if (err instanceof InterpolationError) throw new ConfigError(dotted(err.path), err.message, file);
+    throw err;
+  }
+  const result = configSchema.safeParse(resolved);
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    throw new ConfigError(dotted(issue.path), describeIssue(issue), file);
+  }
+  return result.data;
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  if (issue.code === "unrecognized_keys") return `unknown key${issue.keys.length > 1 ? "s" : ""} ${issue.keys.join(", ")}`;
+  return issue.message;
+}
+
+export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.env): Config {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    throw new ConfigError("", `cannot read file (${(err as NodeJS.ErrnoException).code ?? "error"})`, file);
+  }
+  let raw: unknown;
+  try {
+    raw = parseYaml(text, { prettyErrors: true, uniqueKeys: true });
+  } catch (err) {
+    const reason = err instanceof YAMLParseError ? err.message.split("\n")[0]! : String(err);
+    throw new ConfigError("", `not valid YAML: ${reason}`, file);
+  }
+  if (raw !== null && raw !== undefined && (typeof raw !== "object" || Array.isArray(raw))) {
+    throw new ConfigError("", "the document must be a mapping", file);
+  }
+  return parseConfig(raw, file, env);
+}

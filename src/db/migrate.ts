@@ -1,0 +1,45 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { drizzle } from "drizzle-orm/node-postgres";
+import { migrate } from "drizzle-orm/node-postgres/migrator";
+import type { Pool } from "./pool.js";
+
+import { packageRoot } from "../package-root.js";
+
+export const migrationsFolder = path.join(packageRoot, "migrations");
+
+// Any constant shared by every gateway process: two `serve` processes starting together must not both apply
+// the same migration.
+const MIGRATION_LOCK = 7_410_221;
+
+export async function runMigrations(pool: Pool): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query("select pg_advisory_lock($1)", [MIGRATION_LOCK]);
+    try {
+      await migrate(drizzle(client), { migrationsFolder });
+    } finally {
+      await client.query("select pg_advisory_unlock($1)", [MIGRATION_LOCK]);
+    }
+  } finally {
+    client.release();
+  }
+}
+
+function expectedMigrationCount(): number {
+  const journal = JSON.parse(readFileSync(path.join(migrationsFolder, "meta", "_journal.json"), "utf8")) as {
+    entries: unknown[];
+  };
+  return journal.entries.length;
+}
+
+/** True when every committed migration has been applied to this database. */
+export async function migrationsApplied(pool: Pool): Promise<boolean> {
+  const expected = expectedMigrationCount();
+  try {
+    const { rows } = await pool.query<{ n: string }>("select count(*) as n from drizzle.__drizzle_migrations");
+    return Number(rows[0]!.n) >= expected;
+  } catch {
+    return false;
+  }
+}

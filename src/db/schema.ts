@@ -1,0 +1,2 @@
+// Every feature folder owns its tables; this index is what drizzle-kit and the query builder see.
+export * from "../auth/schema.js";

@@ -1,0 +1,115 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Context, MiddlewareHandler } from "hono";
+import { z } from "zod";
+import type { MockUpstreamEnv } from "./app.js";
+
+/**
+ * Fault injection for the mock upstream, driven only by request headers so that request bodies stay valid
+ * provider requests and each test controls its own request. A malformed header value counts as absent (a test
+ * typo degrades to a normal answer instead of a confusing mock error). docs/mock-upstream.md lists them all.
+ */
+export interface Faults {
+  /** `x-mock-status`: answer this status (400–599) with a provider-shaped error body. */
+  status?: number;
+  /** `x-mock-retry-after`: `Retry-After` on that error (delay seconds or an HTTP date), passed through verbatim. */
+  retryAfter?: string;
+  /** `x-mock-retry-after-ms`: `retry-after-ms` on that error (the OpenAI SDK's millisecond variant). */
+  retryAfterMs?: number;
+  /** `x-mock-delay-ms`: wait before the first byte, at most MAX_DELAY_MS. */
+  delayMs?: number;
+  /** `x-mock-chunk-delay-ms`: wait between stream chunks, at most MAX_DELAY_MS. */
+  chunkDelayMs?: number;
+  /** `x-mock-drop-after`: in a stream, send this many content chunks, then destroy the connection. */
+  dropAfter?: number;
+  /** `x-mock-omit-usage`: leave usage out of the answer (JSON and stream). */
+  omitUsage: boolean;
+}
+
+export const MAX_DELAY_MS = 60_000;
+
+const nonNegativeInt = z
+  .string()
+  .trim()
+  .regex(/^\d{1,9}$/)
+  .transform(Number);
+const delay = nonNegativeInt.transform((ms) => Math.min(ms, MAX_DELAY_MS));
+const flag = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .transform((v) => v === "1" || v === "true");
+
+/** Each field falls back to undefined on its own, so one bad header never disables the others. */
+const faultHeaders = z.object({
+  "x-mock-status": nonNegativeInt.pipe(z.number().min(400).max(599)).optional().catch(undefined),
+  "x-mock-retry-after": z
+    .string()
+    .trim()
+    .refine((v) => /^\d+$/.test(v) || !Number.isNaN(Date.parse(v)))
+    .optional()
+    .catch(undefined),
+  "x-mock-retry-after-ms": nonNegativeInt.optional().catch(undefined),
+  "x-mock-delay-ms": delay.optional().catch(undefined),
+  "x-mock-chunk-delay-ms": delay.optional().catch(undefined),
+  "x-mock-drop-after": nonNegativeInt.optional().catch(undefined),
+  "x-mock-omit-usage": flag.optional().catch(undefined),
+});
+
+export function parseFaults(headers: Headers): Faults {
+  const raw: Record<string, string> = {};
+  for (const name of Object.keys(faultHeaders.shape)) {
+    const value = headers.get(name);
+    if (value !== null) raw[name] = value;
+  }
+  const h = faultHeaders.parse(raw);
+  return {
+    status: h["x-mock-status"],
+    retryAfter: h["x-mock-retry-after"],
+    retryAfterMs: h["x-mock-retry-after-ms"],
+    delayMs: h["x-mock-delay-ms"],
+    chunkDelayMs: h["x-mock-chunk-delay-ms"],
+    dropAfter: h["x-mock-drop-after"],
+    omitUsage: h["x-mock-omit-usage"] ?? false,
+  };
+}
+
+/** OpenAI's error body: all four fields always present (the `Error` schema requires `param` and `code`). */
+export function openaiError(
+  c: Context,
+  status: number,
+  message: string,
+  opts: { type?: string; code?: string | null; param?: string | null } = {},
+): Response {
+  const error = { message, type: opts.type ?? "invalid_request_error", param: opts.param ?? null, code: opts.code ?? null };
+  return c.json({ error }, status as 400);
+}
+
+function injectedError(c: Context, f: Faults & { status: number }): Response {
+  // The marker word lets gateway tests assert that raw upstream error bodies never reach their clients.
+  const message = `Mock upstream injected HTTP ${f.status} (upstream-secret-detail).`;
+  const kind =
+    f.status === 429
+      ? { type: "requests", code: "rate_limit_exceeded" }
+      : f.status >= 500
+        ? { type: "server_error", code: null }
+        : { type: "invalid_request_error", code: "mock_fault" };
+  const res = openaiError(c, f.status, message, kind);
+  if (f.retryAfter !== undefined) res.headers.set("Retry-After", f.retryAfter);
+  if (f.retryAfterMs !== undefined) res.headers.set("retry-after-ms", String(f.retryAfterMs));
+  return res;
+}
+
+/**
+ * Parses the fault headers once per request (routes read them from `c.get("faults")`), applies the delay before
+ * anything is sent, then answers an injected status instead of running the route.
+ */
+export function injectFaults(): MiddlewareHandler<MockUpstreamEnv> {
+  return async function mockFaults(c, next) {
+    const faults = parseFaults(c.req.raw.headers);
+    c.set("faults", faults);
+    // The signal fires when the client goes away, so an abandoned slow request does not keep a timer alive.
+    if (faults.delayMs) await sleep(faults.delayMs, undefined, { signal: c.req.raw.signal }).catch(() => {});
+    if (faults.status !== undefined) return injectedError(c, { ...faults, status: faults.status });
+    await next();
+  };
+}

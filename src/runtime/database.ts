@@ -1,0 +1,47 @@
+import type { Logger } from "pino";
+import type { Config } from "../config/schema.js";
+import { startEmbeddedPostgres, type EmbeddedPostgres } from "../db/embedded.js";
+import { createPool, type Pool } from "../db/pool.js";
+
+export interface OpenDatabase {
+  pool: Pool;
+  /** "external" when DATABASE_URL or database.url chose the server, else where the embedded one listens. */
+  source: "external" | "embedded";
+  close(): Promise<void>;
+}
+
+export interface OpenDatabaseOptions {
+  config: Config;
+  env: NodeJS.ProcessEnv;
+  dataDir: string;
+  logger: Logger;
+  /** `serve` owns the embedded server; admin commands attach to a running one or start it briefly. */
+  mode: "own" | "attach-or-start";
+  poolSize?: number;
+}
+
+/** DATABASE_URL (or database.url) selects an external PostgreSQL; without one, the embedded server is used. */
+export async function openDatabase(opts: OpenDatabaseOptions): Promise<OpenDatabase> {
+  const external = opts.env.DATABASE_URL || opts.config.database.url;
+  const poolSize = opts.poolSize ?? opts.config.database.pool_size;
+  const onPoolError = (err: Error) => opts.logger.warn({ err: err.message }, "idle database connection lost");
+  if (external) {
+    const pool = createPool(external, poolSize, onPoolError);
+    return { pool, source: "external", close: () => pool.end() };
+  }
+  const embedded: EmbeddedPostgres = await startEmbeddedPostgres({
+    dataDir: opts.dataDir,
+    port: opts.config.database.embedded_port,
+    mode: opts.mode,
+    log: (line) => opts.logger.info(line),
+  });
+  const pool = createPool(embedded.url, poolSize, onPoolError);
+  return {
+    pool,
+    source: "embedded",
+    async close() {
+      await pool.end();
+      await embedded.stop();
+    },
+  };
+}

@@ -1,0 +1,61 @@
+import type { Logger } from "pino";
+import type { Config } from "../config/schema.js";
+import { runMigrations } from "../db/migrate.js";
+import { startWorker, type BackgroundWorker } from "../jobs/worker.js";
+import { createApp } from "../server/app.js";
+import { listen, type HttpServer } from "../server/listen.js";
+import { openDatabase } from "./database.js";
+import { createServices, type Services } from "./services.js";
+
+export interface GatewayOptions {
+  config: Config;
+  dataDir: string;
+  env: NodeJS.ProcessEnv;
+  logger: Logger;
+  worker: boolean;
+}
+
+export interface RunningGateway {
+  url: string;
+  services: Services;
+  /** Drains HTTP, then stops the worker, the database pool and (when embedded) PostgreSQL. Idempotent. */
+  stop(): Promise<void>;
+  /** Ends a running drain at once; the rest of stop() (worker, database) still runs. */
+  hurry(): void;
+}
+
+/** What `gateway serve` runs: database, migrations, services, HTTP server and background worker. */
+export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
+  const { config, logger } = opts;
+  const cleanups: (() => Promise<void>)[] = [];
+  const unwind = async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) {
+      await cleanup().catch((err: Error) => logger.error({ err: err.message }, "shutdown step failed"));
+    }
+  };
+  try {
+    const db = await openDatabase({ config, env: opts.env, dataDir: opts.dataDir, logger, mode: "own" });
+    cleanups.push(() => db.close());
+    await runMigrations(db.pool);
+    const services = await createServices({ config, pool: db.pool, logger, env: opts.env });
+    cleanups.push(() => services.close());
+    let worker: BackgroundWorker | undefined;
+    if (opts.worker) {
+      worker = await startWorker({
+        pool: db.pool,
+        logger,
+        concurrency: config.worker.concurrency,
+        deps: { sessions: services.auth.sessions },
+      });
+      cleanups.push(() => worker!.stop());
+    }
+    const http: HttpServer = await listen(createApp(services), config.server.host, config.server.port);
+    cleanups.push(() => http.close(config.server.drain_timeout_ms));
+    logger.info({ url: http.url, database: db.source, worker: Boolean(worker) }, "gateway listening");
+    let stopping: Promise<void> | undefined;
+    return { url: http.url, services, stop: () => (stopping ??= unwind()), hurry: () => http.closeConnections() };
+  } catch (err) {
+    await unwind();
+    throw err;
+  }
+}

@@ -1,0 +1,53 @@
+import { Hono } from "hono";
+import type { Logger } from "pino";
+import type { AuthServices } from "../auth/types.js";
+import { adminAuth, apiKeyAuth, botAuth, sessionAuth } from "../auth/middleware.js";
+import { adminRoutes, authRoutes, internalRoutes, userRoutes } from "../auth/routes.js";
+import type { Catalog } from "../catalog/catalog.js";
+import type { Config } from "../config/schema.js";
+import type { Pool } from "../db/pool.js";
+import { modelListRoutes, nativeModelListRoutes } from "../inference/models-route.js";
+import type { AppEnv } from "./context.js";
+import { handleError } from "./error-envelope.js";
+import { healthRoutes } from "./health.js";
+import { notFoundOrMethodNotAllowed } from "./not-found.js";
+import { requestContext } from "./request-id.js";
+
+export interface AppDeps {
+  config: Config;
+  pool: Pool;
+  logger: Logger;
+  auth: AuthServices;
+  catalog: Catalog;
+}
+
+/**
+ * Assembles the HTTP app. One auth middleware per surface (DESIGN.md §4), mounted here and nowhere else, so no
+ * route checks credentials by hand.
+ */
+export function createApp(deps: AppDeps): Hono<AppEnv> {
+  const { auth, config } = deps;
+  const bodyLimit = config.server.max_body_bytes;
+  const app = new Hono<AppEnv>();
+
+  app.use("*", requestContext(deps.logger));
+  app.onError(handleError);
+  app.notFound(notFoundOrMethodNotAllowed(app));
+
+  app.route("/", healthRoutes(deps.pool));
+
+  app.use("/v1/*", apiKeyAuth(auth.keyAuth));
+  app.use("/native/*", apiKeyAuth(auth.keyAuth));
+  app.use("/api/v1/user/*", sessionAuth(auth.sessions));
+  app.use("/api/v1/admin/*", adminAuth(auth.sessions));
+  app.use("/api/v1/internal/*", botAuth(auth.botToken));
+
+  app.route("/v1", modelListRoutes(deps.catalog));
+  app.route("/native", nativeModelListRoutes(deps.catalog));
+  app.route("/api/v1/auth", authRoutes({ sessions: auth.sessions, config, bodyLimit }));
+  app.route("/api/v1/user", userRoutes());
+  app.route("/api/v1/admin", adminRoutes({ users: auth.users, apiKeys: auth.apiKeys, bodyLimit }));
+  app.route("/api/v1/internal", internalRoutes());
+
+  return app;
+}

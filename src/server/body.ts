@@ -1,0 +1,79 @@
+import type { Context } from "hono";
+import type { z } from "zod";
+import { errors } from "../errors.js";
+import type { AppEnv } from "./context.js";
+
+// Bodies are read straight from Node's incoming stream (DESIGN.md §5: no WHATWG Request body per call) and the
+// size cap is enforced while reading, so an oversize body is refused before it is buffered or parsed.
+
+async function readCapped(c: Context<AppEnv>, limit: number): Promise<Buffer> {
+  const declared = Number(c.req.header("content-length"));
+  if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
+  const incoming = c.env?.incoming;
+  if (!incoming) {
+    // In-process calls (app.request) have no Node stream; the same cap applies.
+    const buf = Buffer.from(await c.req.raw.arrayBuffer());
+    if (buf.length > limit) throw tooLarge(limit);
+    return buf;
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of incoming as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) {
+      incoming.pause();
+      throw tooLarge(limit);
+    }
+    chunks.push(chunk);
+  }
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+}
+
+function tooLarge(limit: number) {
+  const err = errors.payloadTooLarge(limit);
+  // The rest of the body is never read; closing the connection stops the client from sending it.
+  err.headers.Connection = "close";
+  return err;
+}
+
+function isJson(contentType: string | undefined): boolean {
+  if (!contentType) return false;
+  const mime = contentType.split(";")[0]!.trim().toLowerCase();
+  return mime === "application/json" || mime.endsWith("+json");
+}
+
+/** Reads and parses a JSON body: 415 for another content type, 413 over the cap, 400 for malformed JSON. */
+export async function readJson(c: Context<AppEnv>, limit: number): Promise<unknown> {
+  if (!isJson(c.req.header("content-type"))) {
+    throw errors.unsupportedMediaType("Content-Type must be application/json.");
+  }
+  const buf = await readCapped(c, limit);
+  if (buf.length === 0) throw errors.badRequest("Request body is empty; a JSON object is required.", null, "invalid_json");
+  try {
+    return JSON.parse(buf.toString("utf8"));
+  } catch (err) {
+    throw errors.badRequest(`Request body is not valid JSON: ${(err as Error).message}.`, null, "invalid_json");
+  }
+}
+
+/** `messages[0].role` style, as OpenAI reports `param`. */
+export function paramPath(path: readonly PropertyKey[]): string | null {
+  if (path.length === 0) return null;
+  return path.reduce<string>((acc, key) => {
+    if (typeof key === "number") return `${acc}[${key}]`;
+    return acc ? `${acc}.${String(key)}` : String(key);
+  }, "");
+}
+
+/** Validates a parsed body; the first issue becomes a 400 naming the failing field in `param`. */
+export function validate<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const param = paramPath(issue.path);
+  throw errors.badRequest(param ? `Invalid ${param}: ${issue.message}` : issue.message, param, "invalid_value");
+}
+
+export async function readValidJson<S extends z.ZodType>(c: Context<AppEnv>, schema: S, limit: number): Promise<z.infer<S>> {
+  return validate(schema, await readJson(c, limit));
+}

@@ -1,0 +1,24 @@
+import type { Context } from "hono";
+import { GatewayError, errors } from "../errors.js";
+import type { AppEnv } from "./context.js";
+
+/** The gateway error envelope (DESIGN.md §5); also matches the OpenAI `ErrorResponse` schema. */
+export function errorBody(err: GatewayError, requestId: string | null) {
+  return {
+    error: { message: err.message, type: err.type, code: err.code, param: err.param, request_id: requestId },
+  };
+}
+
+export function errorResponse(c: Context<AppEnv>, err: GatewayError): Response {
+  // Headers go in with the body: @hono/node-server may write a response from its construction arguments, so
+  // headers set on it afterwards can be lost.
+  return c.json(errorBody(err, c.get("requestId") ?? null), err.status as 400, err.headers);
+}
+
+/** app.onError: typed errors map to their status; anything else is logged and becomes a bare 500. */
+export function handleError(err: Error, c: Context<AppEnv>): Response {
+  if (err instanceof GatewayError) return errorResponse(c, err);
+  const log = c.get("log");
+  log?.error({ err }, "unhandled error");
+  return errorResponse(c, errors.internal());
+}

@@ -1,0 +1,56 @@
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createAdaptorServer } from "@hono/node-server";
+import type { Hono } from "hono";
+import type { AppEnv } from "./context.js";
+
+export interface HttpServer {
+  url: string;
+  port: number;
+  /** Stops accepting, lets in-flight requests finish for up to `drainMs`, then cuts what is left. */
+  close(drainMs: number): Promise<void>;
+  /** Cuts every open connection now (ends a drain early). */
+  closeConnections(): void;
+}
+
+export class ListenError extends Error {}
+
+export async function listen(app: Hono<AppEnv>, host: string, port: number): Promise<HttpServer> {
+  const server = createAdaptorServer({ fetch: app.fetch }) as Server;
+  // Node's default 5s keep-alive is shorter than most load balancers' idle timeout; a mismatch drops requests.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", (err: NodeJS.ErrnoException) => {
+      const reason =
+        err.code === "EADDRINUSE"
+          ? "is already in use"
+          : err.code === "EACCES"
+            ? "needs more privileges"
+            : err.code === "EADDRNOTAVAIL"
+              ? "is not an address of this machine"
+              : `cannot be used (${err.code ?? err.message})`;
+      reject(new ListenError(`cannot listen: ${host}:${port} ${reason}`));
+    });
+    server.listen(port, host, () => resolve());
+  });
+  const bound = (server.address() as AddressInfo).port;
+  const shownHost = host.includes(":") ? `[${host}]` : host;
+  return {
+    url: `http://${shownHost === "0.0.0.0" ? "127.0.0.1" : shownHost}:${bound}`,
+    port: bound,
+    close: (drainMs) =>
+      new Promise<void>((resolve) => {
+        const deadline = setTimeout(() => server.closeAllConnections(), drainMs);
+        // A keep-alive connection turns idle once its in-flight response ends; close it then, not at the deadline.
+        const sweep = setInterval(() => server.closeIdleConnections(), 50);
+        server.close(() => {
+          clearTimeout(deadline);
+          clearInterval(sweep);
+          resolve();
+        });
+        server.closeIdleConnections();
+      }),
+    closeConnections: () => server.closeAllConnections(),
+  };
+}

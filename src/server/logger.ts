@@ -1,0 +1,13 @@
+import pino, { type DestinationStream, type Logger } from "pino";
+
+// Header names that may carry a credential; pino drops them should any object holding them be logged.
+const redact = {
+  paths: ["*.authorization", "*.cookie", "*['x-api-key']", "*['x-goog-api-key']", "*.password", "*.api_key", "*.key"],
+  censor: "[redacted]",
+};
+
+export function createLogger(level: string, destination?: DestinationStream): Logger {
+  return pino({ level, redact, base: { service: "gateway" } }, destination ?? pino.destination({ fd: 1, sync: false }));
+}
+
+export type { Logger };

@@ -1,0 +1,79 @@
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { gateway, processesMentioning, tempDir } from "../helpers/cli.js";
+
+// Admin commands on a data dir with no running gateway: each starts the embedded database briefly.
+describe("gateway admin commands", () => {
+  let work: Awaited<ReturnType<typeof tempDir>>;
+  let dataDir: string;
+  const run = (...args: string[]) => gateway([...args, "--data-dir", dataDir], { cwd: work.dir });
+
+  beforeAll(async () => {
+    work = await tempDir("gateway-e2e-cli-");
+    dataDir = path.join(work.dir, "data");
+  });
+  afterAll(async () => {
+    for (const pid of processesMentioning(work.dir)) process.kill(pid, "SIGKILL");
+    await work.remove();
+  });
+
+  it("creates users and keys, prints JSON, refuses duplicates with one line, and stops its database", async () => {
+    const created = await run("users", "create", "--email", "Ops@Example.com", "--password", "correct horse", "--role", "admin", "--json");
+    expect(created.exitCode).toBe(0);
+    const user = JSON.parse(created.stdout) as Record<string, unknown>;
+    expect(user).toMatchObject({ email: "Ops@Example.com", role: "admin", plan: "free" });
+    expect(user.id).toEqual(expect.any(String));
+
+    const duplicate = await run("users", "create", "--email", "ops@example.com", "--password", "another pass");
+    expect(duplicate.exitCode).not.toBe(0);
+    expect(duplicate.stderr.trim().split("\n")).toHaveLength(1);
+    expect(duplicate.stderr).toMatch(/already exists/);
+
+    const key = await run("keys", "create", "--user", "ops@example.com", "--kind", "reseller", "--models", "demo-small", "--json");
+    expect(key.exitCode).toBe(0);
+    const parsed = JSON.parse(key.stdout) as { id: string; key: string; prefix: string; kind: string; user_id: string };
+    expect(parsed).toMatchObject({ kind: "reseller", user_id: user.id, models: ["demo-small"] });
+    expect(parsed.key.startsWith(parsed.prefix)).toBe(true);
+
+    const listed = JSON.parse((await run("keys", "list", "--json")).stdout) as { id: string; key?: string }[];
+    expect(listed.map((k) => k.id)).toEqual([parsed.id]);
+    expect(JSON.stringify(listed)).not.toContain(parsed.key);
+
+    const revoked = await run("keys", "revoke", parsed.id, "--json");
+    expect(JSON.parse(revoked.stdout).revoked_at).toEqual(expect.any(String));
+    const unknown = await run("keys", "revoke", "00000000-0000-0000-0000-000000000000");
+    expect(unknown.exitCode).toBe(1);
+    expect(unknown.stderr.trim().split("\n")).toHaveLength(1);
+
+    const badModel = await run("keys", "create", "--user", "ops@example.com", "--models", "no-such-model");
+    expect(badModel.exitCode).toBe(1);
+
+    const users = JSON.parse((await run("users", "list", "--json")).stdout) as unknown[];
+    expect(users).toHaveLength(1);
+    expect(processesMentioning(dataDir)).toEqual([]);
+  }, 120_000);
+
+  it("validates config files: exit 2 naming the field, masked secrets when valid", async () => {
+    const bad = path.join(work.dir, "bad.yaml");
+    writeFileSync(bad, "providers:\n  p: { protocol: openai, base_url: not-a-url }\n");
+    const invalid = await gateway(["config", "check", "--config", bad], { cwd: work.dir });
+    expect(invalid.exitCode).toBe(2);
+    expect(invalid.stderr).toMatch(/providers\.p\.base_url/);
+    expect(invalid.stderr.trim().split("\n")).toHaveLength(1);
+
+    const serveInvalid = await gateway(["serve", "--config", bad, "--data-dir", dataDir], { cwd: work.dir });
+    expect(serveInvalid.exitCode).toBe(2);
+
+    const good = path.join(work.dir, "good.yaml");
+    writeFileSync(good, "providers:\n  p: { protocol: openai, base_url: 'https://api.example.com/v1', api_key: '${P_KEY}' }\n");
+    const valid = await gateway(["config", "check", "--config", good, "--json"], { cwd: work.dir, env: { P_KEY: "sk-very-secret" } });
+    expect(valid.exitCode).toBe(0);
+    expect(valid.stdout).not.toContain("sk-very-secret");
+    expect(JSON.parse(valid.stdout).providers.p.api_key).toBe("****");
+
+    const usage = await gateway(["keys", "create"], { cwd: work.dir });
+    expect(usage.exitCode).not.toBe(0);
+    expect(usage.stderr.trim().split("\n")).toHaveLength(1);
+  }, 60_000);
+});

@@ -1,0 +1,74 @@
+import { afterAll, describe, expect, it } from "vitest";
+import { gateway, isAlive, postmasterPid, processesMentioning, startServe, tempDir, type ServeProcess } from "../helpers/cli.js";
+
+// The newcomer's path: `gateway serve --demo` on a fresh data dir, embedded PostgreSQL, no DATABASE_URL.
+describe("gateway serve --demo", () => {
+  const running: ServeProcess[] = [];
+  let workdir: Awaited<ReturnType<typeof tempDir>>;
+
+  afterAll(async () => {
+    for (const s of running) if (s.proc.exitCode === null) s.proc.kill("SIGKILL");
+    if (workdir) {
+      for (const pid of processesMentioning(workdir.dir)) process.kill(pid, "SIGKILL");
+      await workdir.remove();
+    }
+  });
+
+  async function start(dataDir: string) {
+    const serve = startServe(["--demo", "--port", "0", "--data-dir", dataDir], { cwd: workdir.dir });
+    running.push(serve);
+    const [, url] = await serve.waitFor(/ready at (http:\/\/\S+)/);
+    const [, key] = await serve.waitFor(/API key:\s+(\S+)/);
+    const [curl] = await serve.waitFor(/curl -s \S+\/v1\/models -H "Authorization: Bearer \S+"/);
+    return { serve, url: url!, key: key!, curl: curl! };
+  }
+
+  it("starts on a fresh data dir, answers with the printed key, and leaves no postgres behind on SIGTERM", async () => {
+    workdir = await tempDir("gateway-e2e-demo-");
+    const dataDir = `${workdir.dir}/data`;
+    const first = await start(dataDir);
+    expect(first.curl).toContain(first.key);
+
+    const res = await fetch(`${first.url}/v1/models`, { headers: { Authorization: `Bearer ${first.key}` } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-request-id")).toMatch(/^req_/);
+    const body = (await res.json()) as { object: string; data: { id: string; object: string }[] };
+    expect(body.object).toBe("list");
+    expect(body.data.map((m) => m.id)).toContain("demo-small");
+
+    const unauth = await fetch(`${first.url}/v1/models`);
+    expect(unauth.status).toBe(401);
+
+    const pgPid = postmasterPid(dataDir);
+    expect(isAlive(pgPid)).toBe(true);
+
+    first.serve.proc.kill("SIGTERM");
+    const result = await first.serve.proc;
+    expect(result.exitCode).toBe(0);
+    expect(isAlive(pgPid)).toBe(false);
+    expect(processesMentioning(dataDir)).toEqual([]);
+
+    // A second start reuses the data: no initdb, the same demo key still works. SIGINT stops it as Ctrl-C would.
+    const second = await start(dataDir);
+    expect(second.serve.stderr()).not.toMatch(/initialis/i);
+    expect(second.key).toBe(first.key);
+    const again = await fetch(`${second.url}/v1/models`, { headers: { Authorization: `Bearer ${second.key}` } });
+    expect(again.status).toBe(200);
+
+    // Admin commands attach to the running embedded database; a key revoked there is refused at once.
+    const created = await gateway(["keys", "create", "--user", "demo@example.com", "--json", "--data-dir", dataDir], { cwd: workdir.dir });
+    expect(created.exitCode).toBe(0);
+    const key = JSON.parse(created.stdout) as { id: string; key: string };
+    const auth = { headers: { Authorization: `Bearer ${key.key}` } };
+    expect((await fetch(`${second.url}/v1/models`, auth)).status).toBe(200);
+    const revoked = await gateway(["keys", "revoke", key.id, "--data-dir", dataDir], { cwd: workdir.dir });
+    expect(revoked.exitCode).toBe(0);
+    expect((await fetch(`${second.url}/v1/models`, auth)).status).toBe(401);
+
+    const secondPg = postmasterPid(dataDir);
+    second.serve.proc.kill("SIGINT");
+    expect((await second.serve.proc).exitCode).toBe(0);
+    expect(isAlive(secondPg)).toBe(false);
+    expect(processesMentioning(dataDir)).toEqual([]);
+  }, 180_000);
+});

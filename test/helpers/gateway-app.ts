@@ -1,0 +1,44 @@
+import { parseConfig } from "../../src/config/load.js";
+import type { ConfigInput } from "../../src/config/schema.js";
+import { createServices, type Services } from "../../src/runtime/services.js";
+import { createApp } from "../../src/server/app.js";
+import { listen } from "../../src/server/listen.js";
+import { createLogger } from "../../src/server/logger.js";
+import { createTestDatabase, type TestDatabase } from "./db.js";
+
+export interface TestGateway {
+  url: string;
+  services: Services;
+  db: TestDatabase;
+  close(): Promise<void>;
+}
+
+export const testConfig = (overrides: Partial<ConfigInput> = {}) =>
+  parseConfig(
+    {
+      providers: { main: { protocol: "openai", base_url: "http://127.0.0.1:9/v1" } },
+      models: { m1: { kind: "chat", upstream: "m1", targets: ["main"] } },
+      ...overrides,
+    },
+    "test config",
+  );
+
+/** The real app on a real HTTP port and a fresh database of its own. */
+export async function startTestGateway(
+  opts: { config?: Partial<ConfigInput>; env?: NodeJS.ProcessEnv; db?: TestDatabase } = {},
+): Promise<TestGateway> {
+  const db = opts.db ?? (await createTestDatabase());
+  const config = testConfig(opts.config);
+  const services = await createServices({ config, pool: db.pool, logger: createLogger("silent"), env: opts.env ?? {} });
+  const http = await listen(createApp(services), "127.0.0.1", 0);
+  return {
+    url: http.url,
+    services,
+    db,
+    async close() {
+      await http.close(0);
+      await services.close();
+      if (!opts.db) await db.drop();
+    },
+  };
+}

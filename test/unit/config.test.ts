@@ -1,0 +1,99 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { interpolate } from "../../src/config/interpolate.js";
+import { ConfigError, loadConfigFile, parseConfig } from "../../src/config/load.js";
+import { maskSecrets } from "../../src/config/mask.js";
+
+const dir = mkdtempSync(path.join(os.tmpdir(), "gateway-config-"));
+const file = (name: string, text: string) => {
+  const p = path.join(dir, name);
+  writeFileSync(p, text);
+  return p;
+};
+
+const minimal = `
+providers:
+  main:
+    protocol: openai
+    base_url: https://api.example.com/v1
+    api_key: \${MAIN_API_KEY}
+models:
+  gpt-4o-mini:
+    kind: chat
+    upstream: gpt-4o-mini-2024-07-18
+    targets: [main, { provider: main, model: other }]
+    token_multiplier: 1
+plans:
+  free: { daily_tokens: 200000, weekly_resets: 1, context_limit: 128000 }
+`;
+
+function failure(fn: () => unknown): ConfigError {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof ConfigError) return err;
+    throw err;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("config loading", () => {
+  it("loads the DESIGN.md minimal shape with defaults filled in", () => {
+    const config = loadConfigFile(file("ok.yaml", minimal), { MAIN_API_KEY: "sk-secret" });
+    expect(config.providers.main!.api_key).toBe("sk-secret");
+    expect(config.models["gpt-4o-mini"]!.targets).toEqual(["main", { provider: "main", model: "other" }]);
+    expect(config.server.port).toBe(8080);
+    expect(config.default_plan).toBe("free");
+  });
+
+  it.each([
+    ["unknown provider in targets", minimal.replace("[main,", "[nope,"), "models.gpt-4o-mini.targets.0"],
+    ["bad protocol", minimal.replace("protocol: openai", "protocol: carrier-pigeon"), "providers.main.protocol"],
+    ["negative multiplier", minimal.replace("token_multiplier: 1", "token_multiplier: -1"), "models.gpt-4o-mini.token_multiplier"],
+    ["unknown key", `${minimal}\nsurprise: 1\n`, ""],
+    ["port out of range", `${minimal}\nserver: { port: 70000 }\n`, "server.port"],
+    ["unknown default plan", `${minimal}\ndefault_plan: gold\n`, "default_plan"],
+    ["missing env var", minimal, "providers.main.api_key"],
+  ])("names the failing field: %s", (_name, text, expectedPath) => {
+    const env = expectedPath === "providers.main.api_key" ? {} : { MAIN_API_KEY: "k" };
+    const err = failure(() => loadConfigFile(file("bad.yaml", text), env));
+    expect(err.path).toBe(expectedPath);
+    expect(err.message).toContain(expectedPath === "" ? "bad.yaml" : `at ${expectedPath}`);
+  });
+
+  it("reports unreadable files and broken YAML without a path", () => {
+    expect(failure(() => loadConfigFile(path.join(dir, "absent.yaml"))).message).toMatch(/cannot read file \(ENOENT\)/);
+    expect(failure(() => loadConfigFile(file("broken.yaml", "models: [unclosed\n"))).message).toMatch(/not valid YAML/);
+    expect(failure(() => loadConfigFile(file("list.yaml", "- 1\n- 2\n"))).message).toMatch(/must be a mapping/);
+  });
+
+  it("masks secrets when printed", () => {
+    const config = parseConfig(
+      { database: { url: "postgres://u:hunter2@db/x" }, auth: { jwt_secret: "s".repeat(40) } },
+      "t",
+    );
+    const text = JSON.stringify(maskSecrets(loadConfigFile(file("m.yaml", minimal), { MAIN_API_KEY: "sk-live-123" })));
+    expect(text).not.toContain("sk-live-123");
+    const masked = JSON.stringify(maskSecrets(config));
+    expect(masked).not.toContain("hunter2");
+    expect(masked).not.toContain("s".repeat(40));
+  });
+});
+
+describe("env interpolation", () => {
+  it("substitutes, defaults, escapes and types whole placeholders", () => {
+    const env = { A: "x", PORT: "9000", ON: "true" };
+    expect(interpolate({ v: "pre-${A}-post", d: "${MISSING:-fallback}", e: "$${A}" }, env)).toEqual({
+      v: "pre-x-post",
+      d: "fallback",
+      e: "${A}",
+    });
+    expect(interpolate({ port: "${PORT}", flag: "${ON}", text: "p${PORT}" }, env)).toEqual({ port: 9000, flag: true, text: "p9000" });
+  });
+
+  it("never lets an env value inject structure", () => {
+    expect(interpolate({ k: "${EVIL}" }, { EVIL: "a\nb: c" })).toEqual({ k: "a\nb: c" });
+  });
+});
