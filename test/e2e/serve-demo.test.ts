@@ -71,4 +71,21 @@ describe("gateway serve --demo", () => {
     expect(isAlive(secondPg)).toBe(false);
     expect(processesMentioning(dataDir)).toEqual([]);
   }, 180_000);
+
+  it("recovers after the gateway was killed outright and its PostgreSQL survived as an orphan", async () => {
+    const dataDir = `${workdir.dir}/crash`;
+    const crashed = await start(dataDir);
+    const orphan = postmasterPid(dataDir);
+    crashed.serve.proc.kill("SIGKILL");
+    await crashed.serve.proc;
+    expect(isAlive(orphan)).toBe(true);
+
+    const restarted = await start(dataDir);
+    expect(isAlive(orphan)).toBe(false);
+    const res = await fetch(`${restarted.url}/v1/models`, { headers: { Authorization: `Bearer ${restarted.key}` } });
+    expect(res.status).toBe(200);
+    restarted.serve.proc.kill("SIGTERM");
+    expect((await restarted.serve.proc).exitCode).toBe(0);
+    expect(processesMentioning(dataDir)).toEqual([]);
+  }, 180_000);
 });

@@ -71,12 +71,17 @@ export function startServe(args: string[], opts: { cwd: string; env?: Record<str
   };
 }
 
+/** A zombie (exited, not yet reaped: orphans wait for whatever adopts them) counts as dead. */
 export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+  try {
+    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8"));
+  } catch {
+    return false;
   }
 }
 
@@ -87,7 +92,7 @@ export function processesMentioning(needle: string): number[] {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8");
-      if (cmdline.includes(needle)) pids.push(Number(entry));
+      if (cmdline.includes(needle) && isAlive(Number(entry))) pids.push(Number(entry));
     } catch {
       // the process ended while we looked
     }

@@ -1,3 +1,4 @@
+import type { Logger } from "pino";
 import { parseConfig } from "../../src/config/load.js";
 import type { ConfigInput } from "../../src/config/schema.js";
 import { createServices, type Services } from "../../src/runtime/services.js";
@@ -25,11 +26,11 @@ export const testConfig = (overrides: Partial<ConfigInput> = {}) =>
 
 /** The real app on a real HTTP port and a fresh database of its own. */
 export async function startTestGateway(
-  opts: { config?: Partial<ConfigInput>; env?: NodeJS.ProcessEnv; db?: TestDatabase } = {},
+  opts: { config?: Partial<ConfigInput>; env?: NodeJS.ProcessEnv; db?: TestDatabase; logger?: Logger } = {},
 ): Promise<TestGateway> {
   const db = opts.db ?? (await createTestDatabase());
   const config = testConfig(opts.config);
-  const services = await createServices({ config, pool: db.pool, logger: createLogger("silent"), env: opts.env ?? {} });
+  const services = await createServices({ config, pool: db.pool, logger: opts.logger ?? createLogger("silent"), env: opts.env ?? {} });
   const http = await listen(createApp(services), "127.0.0.1", 0);
   return {
     url: http.url,

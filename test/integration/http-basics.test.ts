@@ -1,7 +1,11 @@
 import { request } from "node:http";
+import { Writable } from "node:stream";
 import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runMigrations } from "../../src/db/migrate.js";
 import { listen } from "../../src/server/listen.js";
+import { createLogger } from "../../src/server/logger.js";
+import { createTestDatabase } from "../helpers/db.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { validateOpenAI } from "../helpers/openapi.js";
 
@@ -9,8 +13,15 @@ const CAP = 2048;
 
 describe("HTTP basics", () => {
   let gw: TestGateway;
+  const logLines: string[] = [];
   beforeAll(async () => {
-    gw = await startTestGateway({ config: { server: { max_body_bytes: CAP } } });
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        logLines.push(...chunk.toString().split("\n").filter(Boolean));
+        done();
+      },
+    });
+    gw = await startTestGateway({ config: { server: { max_body_bytes: CAP } }, logger: createLogger("info", sink) });
   });
   afterAll(() => gw.close());
 
@@ -76,10 +87,46 @@ describe("HTTP basics", () => {
     expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
   });
 
+  it("logs one access line per request with id, route, status and latency, and never a secret or body", async () => {
+    const { users, apiKeys } = gw.services.auth;
+    await users.create({ email: "logs@example.test", password: "secret-password-1" });
+    const { key } = await apiKeys.create({ user: "logs@example.test" });
+    const ok = await login(JSON.stringify({ email: "logs@example.test", password: "secret-password-1" }));
+    const { token } = (await ok.json()) as { token: string };
+    const models = await fetch(`${gw.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
+    await login(JSON.stringify({ email: "logs@example.test", password: "wrong-password-2" }));
+    await new Promise((r) => setTimeout(r, 50));
+    const text = logLines.join("\n");
+    for (const secret of [key, token, "secret-password-1", "wrong-password-2", "logs@example.test"]) {
+      expect(text).not.toContain(secret);
+    }
+    const line = logLines.map((l) => JSON.parse(l)).find((l) => l.req_id === models.headers.get("x-request-id"));
+    expect(line).toMatchObject({ msg: "request", method: "GET", route: "/v1/models", status: 200 });
+    expect(line.latency_ms).toEqual(expect.any(Number));
+  });
+
   it("reports readiness: database reachable and migrations applied", async () => {
     const res = await fetch(`${gw.url}/readyz`);
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ status: "ready", checks: { database: true, migrations: true } });
+  });
+});
+
+describe("readiness", () => {
+  it("answers 503 while migrations are not applied", async () => {
+    const db = await createTestDatabase({ migrate: false });
+    // Auth needs its tables to start, so migrate them, then roll the bookkeeping back to look unmigrated.
+    await runMigrations(db.pool);
+    await db.pool.query("delete from drizzle.__drizzle_migrations");
+    const gw = await startTestGateway({ db });
+    try {
+      const res = await fetch(`${gw.url}/readyz`);
+      expect(res.status).toBe(503);
+      expect(await res.json()).toEqual({ status: "not_ready", checks: { database: true, migrations: false } });
+    } finally {
+      await gw.close();
+      await db.drop();
+    }
   });
 });
 
