@@ -17,10 +17,12 @@ export function requestContext(logger: Logger): MiddlewareHandler<AppEnv> {
     const requestId = newRequestId();
     c.set("requestId", requestId);
     c.set("log", logger.child({ req_id: requestId }));
-    await next();
+    // Set before the handler runs, so they are part of the response as it is built: editing a finished
+    // response makes @hono/node-server rebuild it.
     c.header("X-Request-Id", requestId);
     c.header("Cache-Control", "no-store");
     c.header("X-Content-Type-Options", "nosniff");
+    await next();
     c.get("log").info(
       {
         method: c.req.method,

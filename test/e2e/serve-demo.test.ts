@@ -1,4 +1,6 @@
+import OpenAI from "openai";
 import { afterAll, describe, expect, it } from "vitest";
+import { validateOpenAI } from "../helpers/openapi.js";
 import { gateway, isAlive, postmasterPid, processesMentioning, startServe, tempDir, type ServeProcess } from "../helpers/cli.js";
 
 // The newcomer's path: `gateway serve --demo` on a fresh data dir, embedded PostgreSQL, no DATABASE_URL.
@@ -33,8 +35,16 @@ describe("gateway serve --demo", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("x-request-id")).toMatch(/^req_/);
     const body = (await res.json()) as { object: string; data: { id: string; object: string }[] };
-    expect(body.object).toBe("list");
-    expect(body.data.map((m) => m.id)).toContain("demo-small");
+    expect(validateOpenAI("ListModelsResponse", body)).toEqual([]);
+    expect(body.data.map((m) => m.id)).toEqual(["demo-small", "demo-large"]);
+
+    // The official SDK, unmodified, pointed at the gateway.
+    const sdk = new OpenAI({ apiKey: first.key, baseURL: `${first.url}/v1` });
+    const listed = [];
+    for await (const model of sdk.models.list()) listed.push(model.id);
+    expect(listed).toEqual(["demo-small", "demo-large"]);
+    const wrong = new OpenAI({ apiKey: "gw_wrong", baseURL: `${first.url}/v1`, maxRetries: 0 });
+    await expect(wrong.models.list()).rejects.toMatchObject({ status: 401 });
 
     const unauth = await fetch(`${first.url}/v1/models`);
     expect(unauth.status).toBe(401);
