@@ -1,13 +1,14 @@
 // Lint config. Besides the usual checks it enforces the one-way import direction of DESIGN.md §3:
 //   pure (errors, billing, config) <- providers <- db/quota <- services <- {routes, jobs} <- runtime <- {cli, worker-kit}
 import js from "@eslint/js";
+import globals from "globals";
 import tseslint from "typescript-eslint";
 
 const layer = (regex, message) => ({ regex, message });
 
 const notCli = layer("(^|/)(cli|worker-kit)(/|$)", "src/ never imports cli/ or worker-kit/ (they depend on src/, not the reverse).");
 const notRuntime = layer("(^|/)runtime/", "Only cli/ and the runtime itself use src/runtime (the composition root).");
-const serviceFolders = "(inference|media|support|transfers|analytics|server|jobs|runtime|auth|catalog|mock-upstream)";
+const serviceFolders = "(inference|media|support|transfers|analytics|server|jobs|runtime|auth|catalog|metering|account|mock-upstream)";
 const ioFolders = `(db|quota|providers|${serviceFolders.slice(1, -1)})`;
 
 export const importLayers = [
@@ -65,7 +66,7 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    languageOptions: { globals: { process: "readonly", console: "readonly", URL: "readonly", Buffer: "readonly" } },
+    languageOptions: { globals: globals.node },
     rules: {
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
     },

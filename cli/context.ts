@@ -49,7 +49,7 @@ export async function withServices<T>(opts: CommonOptions, fn: (services: Servic
   const db = await openDatabase({ config, env: process.env, dataDir, logger, mode: "attach-or-start", poolSize: 2 });
   try {
     await runMigrations(db.pool);
-    const services = await createServices({ config, pool: db.pool, logger, listen: false });
+    const services = await createServices({ config, pool: db.pool, logger, serving: false });
     try {
       return await fn(services);
     } finally {

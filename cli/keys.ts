@@ -4,7 +4,7 @@ import { action, printJson, printTable } from "./output.js";
 import { withServices, type CommonOptions } from "./context.js";
 import { withCommonOptions } from "./options.js";
 
-const columns = ["id", "prefix", "kind", "name", "user_id", "models", "created_at", "revoked_at"];
+const columns = ["id", "prefix", "kind", "name", "user_id", "models", "pricing_group", "created_at", "revoked_at"];
 
 const parseModels = (value: string) =>
   value
@@ -20,10 +20,11 @@ export function keysCommand(): Command {
     .addOption(new Option("--kind <kind>", "key kind").choices(["inference", "reseller"]).default("inference"))
     .option("--name <name>", "label shown in listings", "")
     .option("--models <ids>", "comma-separated public model IDs the key is limited to", parseModels)
+    .option("--group <id>", "pricing group from the config (its multiplier applies to every charge)", "default")
     .action(
-      action(async (opts: CommonOptions & { user: string; kind: "inference" | "reseller"; name: string; models?: string[] }) => {
+      action(async (opts: CommonOptions & { user: string; kind: "inference" | "reseller"; name: string; models?: string[]; group: string }) => {
         const created = await withServices(opts, (s) =>
-          s.auth.apiKeys.create({ user: opts.user, kind: opts.kind, name: opts.name, models: opts.models ?? null }),
+          s.auth.apiKeys.create({ user: opts.user, kind: opts.kind, name: opts.name, models: opts.models ?? null, pricing_group: opts.group }),
         );
         if (opts.json) printJson(created);
         else {

@@ -22,6 +22,7 @@ function toPublicKey(row: KeyRow): PublicApiKey {
     kind: row.kind,
     prefix: row.prefix,
     models: row.models,
+    pricing_group: row.pricingGroup,
     created_at: row.createdAt.toISOString(),
     revoked_at: row.revokedAt?.toISOString() ?? null,
     last_used_at: row.lastUsedAt?.toISOString() ?? null,
@@ -68,13 +69,17 @@ export function createApiKeyService({ db, config, users, onChanged }: ApiKeyServ
       throw errors.badRequest(`name must be a string of at most ${MAX_NAME} characters.`, "name");
     }
     const models = checkModels(input.models, config);
+    const pricingGroup = input.pricing_group ?? "default";
+    if (!config.pricing_groups[pricingGroup]) {
+      throw errors.badRequest(`unknown pricing group "${pricingGroup}".`, "pricing_group");
+    }
     const userId = await userIdOf(input.user);
     const secret = generateApiKey();
     try {
       const row = await db.transaction(async (tx) => {
         const [inserted] = await tx
           .insert(apiKeys)
-          .values({ userId, name, kind, secretHash: secret.hash, prefix: secret.prefix, models })
+          .values({ userId, name, kind, secretHash: secret.hash, prefix: secret.prefix, models, pricingGroup })
           .returning();
         await notify(tx, secret.hash);
         return inserted!;

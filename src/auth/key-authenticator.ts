@@ -22,13 +22,14 @@ interface KeyRow {
   user_id: string;
   kind: "inference" | "reseller";
   models: string[] | null;
+  pricing_group: string;
   plan: string;
 }
 
 // A named statement: parsed and planned once per pooled connection rather than on every uncached request.
 const LOOKUP = {
   name: "auth_api_key_lookup",
-  text: `select k.id, k.user_id, k.kind, k.models, u.plan
+  text: `select k.id, k.user_id, k.kind, k.models, k.pricing_group, u.plan
            from api_keys k join users u on u.id = k.user_id
           where k.secret_hash = $1 and k.revoked_at is null`,
 };
@@ -91,7 +92,14 @@ class CachedKeyAuthenticator implements LocalKeyCache {
     const { rows } = await this.opts.pool.query<KeyRow>({ ...LOOKUP, values: [hash] });
     const row = rows[0];
     if (!row) return null;
-    const principal: ApiKeyPrincipal = { keyId: row.id, userId: row.user_id, kind: row.kind, plan: row.plan, models: row.models };
+    const principal: ApiKeyPrincipal = {
+      keyId: row.id,
+      userId: row.user_id,
+      kind: row.kind,
+      plan: row.plan,
+      models: row.models,
+      pricingGroup: row.pricing_group,
+    };
     if (this.listening && generation === this.generation) this.remember(hash, principal, now);
     this.touch(row.id, now);
     return principal;

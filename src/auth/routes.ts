@@ -24,6 +24,7 @@ const createKeyBody = z.object({
   kind: z.enum(["inference", "reseller"]).optional(),
   name: z.string().optional(),
   models: z.array(z.string()).nullable().optional(),
+  pricing_group: z.string().optional(),
 });
 
 export function authRoutes(deps: { sessions: SessionService; config: Config; bodyLimit: number }) {

@@ -29,6 +29,8 @@ export const apiKeys = pgTable(
     prefix: text("prefix").notNull(),
     // Public model IDs the key is restricted to; null = every model the user's plan allows.
     models: text("models").array(),
+    // A pricing group of the config; its multiplier applies to every quota charge made with the key.
+    pricingGroup: text("pricing_group").notNull().default("default"),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     revokedAt: timestamp("revoked_at", { withTimezone: true }),
     lastUsedAt: timestamp("last_used_at", { withTimezone: true }),

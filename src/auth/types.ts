@@ -17,6 +17,7 @@ export interface PublicApiKey {
   kind: "inference" | "reseller";
   prefix: string;
   models: string[] | null;
+  pricing_group: string;
   created_at: string;
   revoked_at: string | null;
   last_used_at: string | null;
@@ -35,6 +36,7 @@ export interface CreateKeyInput {
   kind?: "inference" | "reseller";
   name?: string;
   models?: string[] | null;
+  pricing_group?: string;
 }
 
 export interface UserService {

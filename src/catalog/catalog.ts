@@ -1,10 +1,13 @@
 import type { Config, ModelConfig } from "../config/schema.js";
+import type { Target } from "../providers/types.js";
 
 export interface CatalogModel {
   id: string;
   config: ModelConfig;
   /** Unix seconds: the release date when configured, else when this catalog was built. */
   created: number;
+  /** Upstream targets in fallback order, resolved once. */
+  targets: Target[];
 }
 
 export interface Catalog {
@@ -19,6 +22,11 @@ export function createCatalog(config: Config, now = Date.now()): Catalog {
     id,
     config: model,
     created: model.release_date ? Math.floor(Date.parse(`${model.release_date}T00:00:00Z`) / 1000) : built,
+    targets: model.targets.map((target) => {
+      const providerId = typeof target === "string" ? target : target.provider;
+      const upstreamModel = typeof target === "string" ? model.upstream : (target.model ?? model.upstream);
+      return { providerId, provider: config.providers[providerId]!, upstreamModel };
+    }),
   }));
   const byId = new Map(models.map((m) => [m.id, m]));
   return { all: () => models, get: (id) => byId.get(id) };

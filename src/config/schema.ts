@@ -11,6 +11,10 @@ export const providerSchema = z.strictObject({
   protocol: z.enum(providerProtocols),
   base_url: z.url({ protocol: /^https?$/ }),
   api_key: z.string().default(""),
+  /** openai: ask for usage in streams (stream_options.include_usage); off for servers that reject it. */
+  stream_usage: z.boolean().default(true),
+  /** Keep-alive connections to this provider per gateway process. */
+  max_connections: z.int().positive().default(256),
   timeouts: z
     .strictObject({
       connect_ms: z.int().positive().default(5_000),
@@ -27,6 +31,10 @@ export const modelSchema = z.strictObject({
   upstream: z.string().min(1),
   targets: z.array(targetSchema).min(1),
   token_multiplier: z.number().nonnegative().default(1),
+  /** Price of a completion token relative to a prompt token. */
+  completion_ratio: z.number().nonnegative().default(1),
+  /** Price of a cached prompt token relative to an uncached one. */
+  cached_ratio: z.number().nonnegative().default(1),
   owned_by: z.string().default("gateway"),
   description: z.string().default(""),
   release_date: z.iso.date().optional(),
@@ -36,6 +44,13 @@ export const planSchema = z.strictObject({
   daily_tokens: z.int().nonnegative(),
   weekly_resets: z.int().nonnegative().default(0),
   context_limit: z.int().positive(),
+  /** Public model IDs this plan may use; absent = every model. */
+  models: z.array(id).optional(),
+});
+
+export const pricingGroupSchema = z.strictObject({
+  /** Applies to every quota charge of keys in the group (the key's global multiplier). */
+  multiplier: z.number().nonnegative().default(1),
 });
 
 export const configSchema = z
@@ -68,6 +83,22 @@ export const configSchema = z
       .strictObject({ level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info") })
       .prefault({}),
     worker: z.strictObject({ concurrency: z.int().positive().max(64).default(2) }).prefault({}),
+    quota: z
+      .strictObject({
+        /** Completion tokens reserved when a request sets no max_tokens. */
+        default_completion_reserve: z.int().positive().default(4096),
+        /** A hold older than this is expired even if its process still looks alive. */
+        max_hold_seconds: z.int().positive().default(6 * 3600),
+      })
+      .prefault({}),
+    analytics: z
+      .strictObject({
+        batch_size: z.int().positive().max(5000).default(500),
+        flush_interval_ms: z.int().positive().default(1000),
+        max_buffered: z.int().positive().default(20_000),
+      })
+      .prefault({}),
+    pricing_groups: z.record(id, pricingGroupSchema).default({ default: { multiplier: 1 } }),
     providers: z.record(id, providerSchema).default({}),
     models: z.record(id, modelSchema).default({}),
     plans: z.record(id, planSchema).default({ free: { daily_tokens: 200_000, weekly_resets: 1, context_limit: 128_000 } }),
@@ -86,6 +117,16 @@ export const configSchema = z
         }
       });
     }
+    for (const [planId, plan] of Object.entries(cfg.plans)) {
+      plan.models?.forEach((model, i) => {
+        if (!cfg.models[model]) {
+          ctx.addIssue({ code: "custom", path: ["plans", planId, "models", i], message: `unknown model "${model}"` });
+        }
+      });
+    }
+    if (!cfg.pricing_groups.default) {
+      ctx.addIssue({ code: "custom", path: ["pricing_groups"], message: 'a "default" pricing group is required' });
+    }
     if (!cfg.plans[cfg.default_plan]) {
       ctx.addIssue({ code: "custom", path: ["default_plan"], message: `unknown plan "${cfg.default_plan}"` });
     }
@@ -96,3 +137,4 @@ export type ConfigInput = z.input<typeof configSchema>;
 export type ProviderConfig = z.infer<typeof providerSchema>;
 export type ModelConfig = z.infer<typeof modelSchema>;
 export type PlanConfig = z.infer<typeof planSchema>;
+export type PricingGroupConfig = z.infer<typeof pricingGroupSchema>;

@@ -1,13 +1,16 @@
 import type { Task, TaskList } from "graphile-worker";
 import type { SessionService } from "../auth/types.js";
+import type { QuotaLedger } from "../quota/index.js";
 
 export interface JobDeps {
   sessions: SessionService;
+  ledger: QuotaLedger;
 }
 
 /** Payload type of every task, declared once per task name. */
 export interface TaskPayloads {
   prune_sessions: Record<string, unknown>;
+  expire_holds: Record<string, unknown>;
 }
 
 // Delivery is at least once: every task must be safe to run twice.
@@ -18,9 +21,20 @@ function pruneSessions(deps: JobDeps): Task {
   };
 }
 
+// Returns the pending quota of holds whose process died (or that outlived the maximum hold time).
+function expireHolds(deps: JobDeps): Task {
+  return async (_payload, helpers) => {
+    const expired = await deps.ledger.expireAbandoned();
+    if (expired > 0) helpers.logger.info(`expired ${expired} abandoned quota holds`);
+  };
+}
+
 export function taskList(deps: JobDeps): TaskList & Record<keyof TaskPayloads, Task> {
-  return { prune_sessions: pruneSessions(deps) };
+  return { prune_sessions: pruneSessions(deps), expire_holds: expireHolds(deps) };
 }
 
 // jobKey keeps one pending run per task even when several gateway processes share the schedule.
-export const crontab = ["*/15 * * * * prune_sessions ?jobKey=prune_sessions&max=3"].join("\n");
+export const crontab = [
+  "*/15 * * * * prune_sessions ?jobKey=prune_sessions&max=3",
+  "* * * * * expire_holds ?jobKey=expire_holds&max=3",
+].join("\n");

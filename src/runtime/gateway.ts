@@ -45,7 +45,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         pool: db.pool,
         logger,
         concurrency: config.worker.concurrency,
-        deps: { sessions: services.auth.sessions },
+        deps: {
+          sessions: services.auth.sessions,
+          ledger: services.ledger,
+        },
       });
       cleanups.push(() => worker!.stop());
     }

@@ -1,9 +1,16 @@
 import type { Logger } from "pino";
+import { createRequestLogWriter } from "../analytics/writer.js";
+import type { RequestLogWriter } from "../analytics/types.js";
 import { createAuthServices } from "../auth/index.js";
 import type { AuthServices } from "../auth/types.js";
 import { createCatalog, type Catalog } from "../catalog/catalog.js";
 import type { Config } from "../config/schema.js";
 import type { Pool } from "../db/pool.js";
+import { createMetering, type Metering } from "../metering/meter.js";
+import { createProviders, type Providers } from "../providers/registry.js";
+import { createQuotaLedger } from "../quota/ledger.js";
+import { registerInstance } from "../quota/instances.js";
+import type { QuotaLedger } from "../quota/types.js";
 
 export interface Services {
   config: Config;
@@ -11,6 +18,11 @@ export interface Services {
   logger: Logger;
   auth: AuthServices;
   catalog: Catalog;
+  ledger: QuotaLedger;
+  providers: Providers;
+  requestLog: RequestLogWriter;
+  metering: Metering;
+  /** Waits for settlements, flushes the request log, stops the heartbeat, closes upstream pools. */
   close(): Promise<void>;
 }
 
@@ -19,25 +31,47 @@ export interface ServiceOptions {
   pool: Pool;
   logger: Logger;
   env?: NodeJS.ProcessEnv;
-  /** Admin commands need no LISTEN connection for the key cache. */
-  listen?: boolean;
+  /**
+   * True for a process that serves requests (LISTEN for key revocations, instance heartbeat); admin commands
+   * pass false.
+   */
+  serving?: boolean;
 }
 
 /** The composition root shared by `serve`, the admin commands and the tests. */
 export async function createServices(opts: ServiceOptions): Promise<Services> {
-  const auth = await createAuthServices({
-    pool: opts.pool,
-    config: opts.config,
-    logger: opts.logger,
-    env: opts.env ?? process.env,
-    listen: opts.listen ?? true,
+  const { config, pool, logger } = opts;
+  const serving = opts.serving ?? true;
+  const auth = await createAuthServices({ pool, config, logger, env: opts.env ?? process.env, listen: serving });
+  const ledger = createQuotaLedger(pool, { maxHoldSeconds: config.quota.max_hold_seconds });
+  const instance = serving
+    ? await registerInstance(pool, { onError: (err) => logger.warn({ err: err.message }, "instance heartbeat failed") })
+    : null;
+  const requestLog = createRequestLogWriter({
+    pool,
+    logger,
+    batchSize: config.analytics.batch_size,
+    flushIntervalMs: config.analytics.flush_interval_ms,
+    maxBuffered: config.analytics.max_buffered,
   });
+  const providers = createProviders(config);
+  const metering = createMetering({ config, ledger, requestLog, instanceId: instance?.id ?? "", logger });
   return {
-    config: opts.config,
-    pool: opts.pool,
-    logger: opts.logger,
+    config,
+    pool,
+    logger,
     auth,
-    catalog: createCatalog(opts.config),
-    close: () => auth.keyAuth.close(),
+    catalog: createCatalog(config),
+    ledger,
+    providers,
+    requestLog,
+    metering,
+    async close() {
+      await metering.drain();
+      await requestLog.close();
+      await instance?.stop();
+      await providers.close();
+      await auth.keyAuth.close();
+    },
   };
 }

@@ -6,7 +6,13 @@ import { adminRoutes, authRoutes, internalRoutes, userRoutes } from "../auth/rou
 import type { Catalog } from "../catalog/catalog.js";
 import type { Config } from "../config/schema.js";
 import type { Pool } from "../db/pool.js";
+import { userRequestRoutes } from "../analytics/routes.js";
+import { chatRoutes } from "../inference/chat-route.js";
 import { modelListRoutes, nativeModelListRoutes } from "../inference/models-route.js";
+import type { Metering } from "../metering/meter.js";
+import type { Providers } from "../providers/registry.js";
+import { userQuotaRoutes } from "../account/quota-route.js";
+import type { QuotaLedger } from "../quota/types.js";
 import type { AppEnv } from "./context.js";
 import { handleError } from "./error-envelope.js";
 import { healthRoutes } from "./health.js";
@@ -19,6 +25,9 @@ export interface AppDeps {
   logger: Logger;
   auth: AuthServices;
   catalog: Catalog;
+  ledger: QuotaLedger;
+  providers: Providers;
+  metering: Metering;
 }
 
 /**
@@ -42,10 +51,13 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.use("/api/v1/admin/*", adminAuth(auth.sessions));
   app.use("/api/v1/internal/*", botAuth(auth.botToken));
 
-  app.route("/v1", modelListRoutes(deps.catalog));
-  app.route("/native", nativeModelListRoutes(deps.catalog));
+  app.route("/v1", modelListRoutes(deps.catalog, config));
+  app.route("/v1", chatRoutes({ config, catalog: deps.catalog, providers: deps.providers, metering: deps.metering, bodyLimit }));
+  app.route("/native", nativeModelListRoutes(deps.catalog, config));
   app.route("/api/v1/auth", authRoutes({ sessions: auth.sessions, config, bodyLimit }));
   app.route("/api/v1/user", userRoutes());
+  app.route("/api/v1/user", userRequestRoutes({ pool: deps.pool }));
+  app.route("/api/v1/user", userQuotaRoutes({ ledger: deps.ledger, config }));
   app.route("/api/v1/admin", adminRoutes({ users: auth.users, apiKeys: auth.apiKeys, bodyLimit }));
   app.route("/api/v1/internal", internalRoutes());
 

@@ -9,6 +9,7 @@ export interface ApiKeyPrincipal {
   plan: string;
   /** Public model IDs the key is limited to; null = whatever the plan allows. */
   models: string[] | null;
+  pricingGroup: string;
 }
 
 export interface SessionPrincipal {

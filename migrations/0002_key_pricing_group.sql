@@ -1,0 +1,1 @@
+ALTER TABLE "api_keys" ADD COLUMN "pricing_group" text DEFAULT 'default' NOT NULL;

@@ -1,0 +1,126 @@
+import { errors } from "../errors.js";
+import type { Pool } from "../db/pool.js";
+import type { ErrorClass, UsageSource } from "./types.js";
+
+/**
+ * A request as its user sees it. Routing metadata (upstream model, provider, fallback path) stays private.
+ * quota_charged is a JSON number: the table's check constraint keeps it within Number.MAX_SAFE_INTEGER, so
+ * the number is exact and clients need no big-integer parsing to add up their bill.
+ */
+export interface UserRequestLog {
+  request_id: string;
+  created_at: string;
+  route: string;
+  model: string;
+  status: number;
+  error_class: ErrorClass | null;
+  streamed: boolean;
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+  quota_charged: number;
+  usage_source: UsageSource;
+  latency_ms: number;
+  ttfb_ms: number | null;
+}
+
+export interface UserRequestPage {
+  requests: UserRequestLog[];
+  next_cursor: string | null;
+}
+
+interface DbRow {
+  request_id: string;
+  created_at: Date;
+  cursor_t: string;
+  route: string;
+  public_model: string;
+  status: number;
+  error_class: ErrorClass | null;
+  streamed: boolean;
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+  quota_charged: string;
+  usage_source: UsageSource;
+  latency_ms: number;
+  ttfb_ms: number | null;
+}
+
+// The cursor carries PostgreSQL's own text of created_at (microseconds): a JS Date would truncate to
+// milliseconds and skip or repeat rows whose timestamps differ below that.
+const SELECT = `select request_id, created_at,
+  to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_t,
+  route, public_model, status, error_class, streamed, input_tokens, output_tokens, cached_tokens,
+  quota_charged, usage_source, latency_ms::float8 as latency_ms, ttfb_ms::float8 as ttfb_ms
+from request_logs`;
+const ORDER = "order by created_at desc, request_id desc";
+const FIRST_PAGE = `${SELECT} where user_id = $1 ${ORDER} limit $2`;
+// A row comparison matches the (user_id, created_at desc, request_id desc) index, so each page is one range scan.
+const NEXT_PAGE = `${SELECT} where user_id = $1 and (created_at, request_id) < ($3::timestamptz, $4::text) ${ORDER} limit $2`;
+
+const CURSOR_TIME = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\.\d{6}Z$/;
+
+interface Cursor {
+  t: string;
+  id: string;
+}
+
+const encodeCursor = (cursor: Cursor) => Buffer.from(JSON.stringify(cursor)).toString("base64url");
+
+function decodeCursor(value: string): Cursor {
+  const invalid = () => errors.badRequest("Invalid cursor; pass the next_cursor of a previous page unchanged.", "cursor", "invalid_cursor");
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(value, "base64url").toString("utf8"));
+  } catch {
+    throw invalid();
+  }
+  const { t, id } = (parsed ?? {}) as Partial<Record<keyof Cursor, unknown>>;
+  if (typeof t !== "string" || typeof id !== "string" || id.includes("\0")) throw invalid();
+  const seconds = CURSOR_TIME.exec(t)?.[1];
+  const date = new Date(`${seconds}Z`);
+  // The round trip rejects what the pattern lets through but PostgreSQL would refuse (2025-02-30, 24:00:00, year 0).
+  if (!seconds || Number.isNaN(date.getTime()) || date.getUTCFullYear() < 1 || date.toISOString().slice(0, 19) !== seconds) {
+    throw invalid();
+  }
+  return { t, id };
+}
+
+function toApi(row: DbRow): UserRequestLog {
+  return {
+    request_id: row.request_id,
+    created_at: row.created_at.toISOString(),
+    route: row.route,
+    model: row.public_model,
+    status: row.status,
+    error_class: row.error_class,
+    streamed: row.streamed,
+    input_tokens: row.input_tokens,
+    output_tokens: row.output_tokens,
+    cached_tokens: row.cached_tokens,
+    quota_charged: Number(row.quota_charged),
+    usage_source: row.usage_source,
+    latency_ms: row.latency_ms,
+    ttfb_ms: row.ttfb_ms,
+  };
+}
+
+/** The user's own requests, newest first, keyset-paginated; `limit` is validated by the caller. */
+export async function listUserRequests(
+  pool: Pool,
+  userId: string,
+  page: { limit: number; cursor?: string | undefined },
+): Promise<UserRequestPage> {
+  const after = page.cursor === undefined ? null : decodeCursor(page.cursor);
+  // One row more than asked tells whether another page exists, so the last page never links to an empty one.
+  const { rows } = after
+    ? await pool.query<DbRow>(NEXT_PAGE, [userId, page.limit + 1, after.t, after.id])
+    : await pool.query<DbRow>(FIRST_PAGE, [userId, page.limit + 1]);
+  const shown = rows.slice(0, page.limit);
+  const last = shown.at(-1);
+  return {
+    requests: shown.map(toApi),
+    next_cursor: rows.length > page.limit && last ? encodeCursor({ t: last.cursor_t, id: last.request_id }) : null,
+  };
+}

@@ -1,0 +1,26 @@
+import { Hono } from "hono";
+import { z } from "zod";
+import type { Pool } from "../db/pool.js";
+import { validate } from "../server/body.js";
+import type { AppEnv } from "../server/context.js";
+import { listUserRequests } from "./queries.js";
+
+const LIMIT_MESSAGE = "must be an integer from 1 to 100";
+
+const listQuery = z.object({
+  limit: z
+    .string()
+    .regex(/^\d{1,3}$/, { error: LIMIT_MESSAGE })
+    .transform(Number)
+    .pipe(z.number().min(1, { error: LIMIT_MESSAGE }).max(100, { error: LIMIT_MESSAGE }))
+    .default(20),
+  cursor: z.string().optional(),
+});
+
+/** Mounted under /api/v1/user (session auth): a user's own request log, with the quota charged per request. */
+export function userRequestRoutes(deps: { pool: Pool }) {
+  return new Hono<AppEnv>().get("/requests", async (c) => {
+    const query = validate(listQuery, c.req.query());
+    return c.json(await listUserRequests(deps.pool, c.get("session").userId, query));
+  });
+}

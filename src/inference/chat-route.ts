@@ -1,0 +1,120 @@
+import { Hono } from "hono";
+import type { Catalog, CatalogModel } from "../catalog/catalog.js";
+import type { Config } from "../config/schema.js";
+import { resolveModel } from "../metering/access.js";
+import { countPromptTokens, countTextTokens, estimatePromptTokens } from "../metering/estimate.js";
+import type { Metering } from "../metering/meter.js";
+import type { Providers } from "../providers/registry.js";
+import type { JsonResult, StreamEvent, StreamResult, UsageReport } from "../providers/types.js";
+import { UpstreamError } from "../providers/types.js";
+import { readValidJson } from "../server/body.js";
+import type { AppEnv } from "../server/context.js";
+import { chatRequestSchema, type ChatRequest } from "./chat-schema.js";
+import { relayChatStream } from "./chat-stream.js";
+import { clientDisconnect, OVERHEAD_HEADER } from "./client.js";
+
+export interface ChatRouteDeps {
+  config: Config;
+  catalog: Catalog;
+  providers: Providers;
+  metering: Metering;
+  bodyLimit: number;
+}
+
+type Attempt = { result: JsonResult } | { result: StreamResult; events: AsyncIterator<StreamEvent>; first: IteratorResult<StreamEvent> };
+
+const ROUTE = "/v1/chat/completions";
+
+/** Completion text of a JSON answer, for the local count when the upstream reports no usage. */
+function completionText(body: Record<string, unknown>): string {
+  const parts: string[] = [];
+  for (const choice of (Array.isArray(body.choices) ? body.choices : []) as { message?: Record<string, unknown> }[]) {
+    const message = choice.message ?? {};
+    if (typeof message.content === "string") parts.push(message.content);
+    if (typeof message.refusal === "string") parts.push(message.refusal);
+    if (message.tool_calls !== undefined) parts.push(JSON.stringify(message.tool_calls));
+  }
+  return parts.join("");
+}
+
+/** POST /v1/chat/completions, JSON and SSE, through the metering path. */
+export function chatRoutes(deps: ChatRouteDeps) {
+  const { config, catalog, providers, metering } = deps;
+
+  return new Hono<AppEnv>().post("/chat/completions", async (c) => {
+    const startedAt = performance.now();
+    const key = c.get("apiKey");
+    const base = { requestId: c.get("requestId"), route: ROUTE, clientProtocol: "openai", key, startedAt, streamed: false };
+    let body: ChatRequest | undefined;
+    let model: CatalogModel;
+    try {
+      body = await readValidJson(c, chatRequestSchema, deps.bodyLimit);
+      base.streamed = body.stream === true;
+      model = resolveModel(catalog, config, key, body.model, "chat");
+    } catch (err) {
+      // Refusals before metering still get their row, so the user can find the request by its id.
+      metering.logRejected({ ...base, modelId: body?.model ?? "" }, err);
+      throw err;
+    }
+    const modelId = body.model;
+    const extra = [body.tools, body.response_format];
+    const completionCap = body.max_completion_tokens ?? body.max_tokens ?? config.quota.default_completion_reserve;
+    const meter = await metering.begin({
+      ...base,
+      model,
+      estimate: { promptTokens: estimatePromptTokens(body.messages, extra), completionTokens: completionCap * (body.n ?? 1) },
+      exactPromptTokens: () => countPromptTokens(body.messages, extra),
+    });
+
+    const abort = new AbortController();
+    const stopWatching = clientDisconnect(c, abort);
+    let attempt: Attempt;
+    try {
+      attempt = await meter.call(async (target) => {
+        const call = providers.get(target.providerId)?.chatCompletions;
+        if (!call) throw new UpstreamError("connect", null);
+        const result = await call({ ...body, model: target.upstreamModel }, { target, signal: abort.signal });
+        if (result.kind === "json") return { result };
+        // Read the first event before committing to this target: a stream that fails before it still falls back.
+        const events = result.events[Symbol.asyncIterator]();
+        return { result, events, first: await events.next() };
+      });
+    } catch (err) {
+      stopWatching();
+      if (err instanceof UpstreamError && err.failure === "aborted") return c.body(null, 499 as never);
+      throw err;
+    }
+
+    const countPrompt = () => countPromptTokens(body.messages, extra);
+    if ("events" in attempt) {
+      c.header("Content-Type", "text/event-stream; charset=utf-8");
+      c.header("X-Accel-Buffering", "no");
+      c.header(OVERHEAD_HEADER, meter.overheadMs().toFixed(3));
+      return c.body(
+        relayChatStream({
+          meter,
+          publicModel: modelId,
+          requestId: base.requestId,
+          clientWantsUsage: body.stream_options?.include_usage === true,
+          first: attempt.first,
+          events: attempt.events,
+          countPrompt,
+          abort: () => abort.abort(),
+        }),
+      );
+    }
+
+    stopWatching();
+    const json = attempt.result.body;
+    json.model = modelId;
+    const usage: UsageReport = attempt.result.usage ?? {
+      promptTokens: countPrompt(),
+      completionTokens: countTextTokens(completionText(json)),
+      cachedTokens: 0,
+    };
+    meter.markFirstByte();
+    void meter.settle(usage, attempt.result.usage ? "upstream" : "estimated");
+    c.header(OVERHEAD_HEADER, meter.overheadMs().toFixed(3));
+    return c.json(json);
+  });
+}

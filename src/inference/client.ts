@@ -1,0 +1,24 @@
+import type { Context } from "hono";
+import type { AppEnv } from "../server/context.js";
+
+/** The gateway's own time on a request, in ms (like LiteLLM's x-litellm-overhead-duration-ms). */
+export const OVERHEAD_HEADER = "x-gateway-overhead-ms";
+
+/**
+ * Aborts `controller` when the client goes away before the response finished, so the upstream request is
+ * cancelled too. Returns the function that stops watching.
+ */
+export function clientDisconnect(c: Context<AppEnv>, controller: AbortController): () => void {
+  const outgoing = c.env?.outgoing;
+  if (!outgoing) return () => {};
+  // The client may have left already (during authentication or the reservation): "close" will not fire again.
+  if (outgoing.destroyed && !outgoing.writableFinished) {
+    controller.abort();
+    return () => {};
+  }
+  const onClose = () => {
+    if (!outgoing.writableFinished) controller.abort();
+  };
+  outgoing.once("close", onClose);
+  return () => outgoing.off("close", onClose);
+}

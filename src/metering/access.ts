@@ -1,0 +1,32 @@
+import type { Catalog, CatalogModel } from "../catalog/catalog.js";
+import type { Config, ModelConfig } from "../config/schema.js";
+import type { ApiKeyPrincipal } from "../server/context.js";
+import { meteringErrors } from "./errors.js";
+
+/** Why a key may not use a model: its plan's model list, or the key's own `--models` list; null = allowed. */
+export function deniedBy(config: Config, key: ApiKeyPrincipal, modelId: string): "plan" | "key" | null {
+  const planModels = config.plans[key.plan]?.models;
+  if (planModels && !planModels.includes(modelId)) return "plan";
+  if (key.models && !key.models.includes(modelId)) return "key";
+  return null;
+}
+
+export function visibleModels(catalog: Catalog, config: Config, key: ApiKeyPrincipal): CatalogModel[] {
+  return catalog.all().filter((m) => deniedBy(config, key, m.id) === null);
+}
+
+/** The model a request names: 404 unknown, 400 wrong kind for the route, 403 not allowed for this key. */
+export function resolveModel(
+  catalog: Catalog,
+  config: Config,
+  key: ApiKeyPrincipal,
+  modelId: string,
+  kind: ModelConfig["kind"],
+): CatalogModel {
+  const model = catalog.get(modelId);
+  if (!model) throw meteringErrors.modelNotFound(modelId);
+  const denied = deniedBy(config, key, modelId);
+  if (denied) throw meteringErrors.modelForbidden(modelId, denied);
+  if (model.config.kind !== kind) throw meteringErrors.wrongKind(modelId, model.config.kind);
+  return model;
+}

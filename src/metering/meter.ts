@@ -1,0 +1,264 @@
+import type { Logger } from "pino";
+import type { ErrorClass, RequestLogRow, RequestLogWriter, UsageSource } from "../analytics/types.js";
+import { chatQuota, type ChatRates } from "../billing/chat-quota.js";
+import type { CatalogModel } from "../catalog/catalog.js";
+import type { Config } from "../config/schema.js";
+import { GatewayError, errors } from "../errors.js";
+import type { Target, UsageReport } from "../providers/types.js";
+import { UpstreamError } from "../providers/types.js";
+import type { Hold, QuotaLedger } from "../quota/types.js";
+import type { ApiKeyPrincipal } from "../server/context.js";
+import { errorClassOf, meteringErrors, upstreamToClient } from "./errors.js";
+
+// THE metering path (DESIGN.md §3): admit → reserve → call with fallback → deliver → settle once → log.
+// Every billed route drives a Meter; none touches the ledger or the request log itself.
+
+export interface MeteringDeps {
+  config: Config;
+  ledger: QuotaLedger;
+  requestLog: RequestLogWriter;
+  instanceId: string;
+  logger: Logger;
+}
+
+export interface MeterStart {
+  requestId: string;
+  route: string;
+  clientProtocol: string;
+  key: ApiKeyPrincipal;
+  model: CatalogModel;
+  /** performance.now() when the request arrived. */
+  startedAt: number;
+  streamed: boolean;
+  /** Cheap, conservative token estimates for admission and the hold. */
+  estimate: { promptTokens: number; completionTokens: number };
+  /** The tokenizer's prompt count: consulted only when the estimate is over the plan's context limit. */
+  exactPromptTokens: () => number;
+}
+
+export interface Metering {
+  /** Admission and the hold: 400 over the context limit, 403 without a plan, 429 without quota. */
+  begin(start: MeterStart): Promise<Meter>;
+  /** Logs a request refused before metering began (unknown model, bad body) for the user's request list. */
+  logRejected(start: Omit<MeterStart, "estimate" | "exactPromptTokens" | "model"> & { modelId: string }, err: unknown): void;
+  /** Waits for settlements still running (shutdown calls this before closing the pool). */
+  drain(): Promise<void>;
+}
+
+/** Settlements run after delivery; shutdown waits for them so none is lost. */
+class Inflight {
+  private readonly running = new Set<Promise<unknown>>();
+  track<T>(work: Promise<T>): Promise<T> {
+    this.running.add(work);
+    void work.finally(() => this.running.delete(work)).catch(() => {});
+    return work;
+  }
+  async drain() {
+    while (this.running.size > 0) await Promise.allSettled([...this.running]);
+  }
+}
+
+const SETTLE_ATTEMPTS = 3;
+
+export class Meter {
+  private fallbackPath: string[] = [];
+  private target: Target | undefined;
+  private upstreamStartedAt: number | undefined;
+  private upstreamDoneAt: number | undefined;
+  private firstByteAt: number | undefined;
+  private resolved = false;
+
+  constructor(
+    private readonly deps: MeteringDeps,
+    private readonly inflight: Inflight,
+    readonly start: MeterStart,
+    private readonly hold: Hold,
+    private readonly rates: ChatRates,
+  ) {}
+
+  /**
+   * Tries the model's targets in order: the next one after a connection error, a timeout before the first
+   * byte, or 429/500/502/503/504/529; never after another status. On final failure the hold is released.
+   */
+  async call<T>(attempt: (target: Target) => Promise<T>): Promise<T> {
+    let last: UpstreamError = new UpstreamError("connect", null);
+    this.upstreamStartedAt = performance.now();
+    for (const target of this.start.model.targets) {
+      try {
+        const result = await attempt(target);
+        this.target = target;
+        this.upstreamDoneAt = performance.now();
+        return result;
+      } catch (err) {
+        if (!(err instanceof UpstreamError)) {
+          await this.fail(err);
+          throw err;
+        }
+        last = err;
+        this.fallbackPath.push(target.providerId);
+        if (!err.retryable) break;
+      }
+    }
+    await this.fail(last);
+    throw last.failure === "aborted" ? last : upstreamToClient(last);
+  }
+
+  get upstream(): Target | undefined {
+    return this.target;
+  }
+
+  /** Milliseconds spent in the gateway itself so far (before the upstream call and after its answer). */
+  overheadMs(): number {
+    const now = performance.now();
+    const before = (this.upstreamStartedAt ?? now) - this.start.startedAt;
+    return before + (now - (this.upstreamDoneAt ?? now));
+  }
+
+  markFirstByte(): void {
+    this.firstByteAt ??= performance.now();
+  }
+
+  get delivered(): boolean {
+    return this.firstByteAt !== undefined;
+  }
+
+  /** Posts the real charge exactly once; later calls (and fail/cancel) do nothing. */
+  settle(usage: UsageReport, source: UsageSource, status = 200, errorClass: ErrorClass | null = null): Promise<bigint> {
+    if (this.resolved) return Promise.resolve(0n);
+    this.resolved = true;
+    return this.inflight.track(this.post(usage, source, status, errorClass));
+  }
+
+  private async post(usage: UsageReport, source: UsageSource, status: number, errorClass: ErrorClass | null): Promise<bigint> {
+    const charged = chatQuota(usage, this.rates);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.deps.ledger.settle(this.hold.id, charged);
+        break;
+      } catch (err) {
+        // The service was delivered: a lost settlement would make it free. Retry, then leave a loud trace.
+        if (attempt >= SETTLE_ATTEMPTS) {
+          this.deps.logger.error({ err, hold_id: this.hold.id, charged: String(charged), req_id: this.start.requestId }, "SETTLEMENT_FAILED");
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 50 * attempt));
+      }
+    }
+    this.log({ status, errorClass, usage, charged, source });
+    return charged;
+  }
+
+  /** Releases the hold of a request that delivered nothing (upstream error, client gone); once. */
+  fail(err: unknown, status?: number, errorClass: ErrorClass = errorClassOf(err)): Promise<void> {
+    if (this.resolved) return Promise.resolve();
+    this.resolved = true;
+    return this.inflight.track(this.void(err, status, errorClass));
+  }
+
+  private async void(err: unknown, status: number | undefined, errorClass: ErrorClass): Promise<void> {
+    try {
+      await this.deps.ledger.release(this.hold.id);
+    } catch (releaseErr) {
+      // An unreleased hold is expired by the expire_holds task; nothing is charged for it.
+      this.deps.logger.warn({ err: releaseErr, hold_id: this.hold.id }, "releasing a hold failed");
+    }
+    const clientStatus = status ?? (errorClass === "client_cancelled" ? 499 : err instanceof UpstreamError ? upstreamToClient(err).status : err instanceof GatewayError ? err.status : 500);
+    this.log({ status: clientStatus, errorClass, usage: null, charged: 0n, source: "none" });
+  }
+
+  private log(outcome: { status: number; errorClass: ErrorClass | null; usage: UsageReport | null; charged: bigint; source: UsageSource }) {
+    const now = performance.now();
+    const { start } = this;
+    const answered = this.target?.providerId;
+    this.deps.requestLog.write({
+      requestId: start.requestId,
+      userId: start.key.userId,
+      keyId: start.key.keyId,
+      route: start.route,
+      clientProtocol: start.clientProtocol,
+      publicModel: start.model.id,
+      upstreamModel: this.target?.upstreamModel ?? null,
+      provider: answered ?? null,
+      fallbackPath: this.fallbackPath,
+      status: outcome.status,
+      errorClass: outcome.errorClass,
+      inputTokens: outcome.usage?.promptTokens ?? 0,
+      outputTokens: outcome.usage?.completionTokens ?? 0,
+      cachedTokens: outcome.usage?.cachedTokens ?? 0,
+      quotaCharged: outcome.charged,
+      usageSource: outcome.source,
+      latencyMs: round(now - start.startedAt),
+      ttfbMs: this.firstByteAt === undefined ? null : round(this.firstByteAt - start.startedAt),
+      streamed: start.streamed,
+      createdAt: new Date(),
+    } satisfies RequestLogRow);
+  }
+}
+
+const round = (ms: number) => Math.round(ms * 1000) / 1000;
+
+export function createMetering(deps: MeteringDeps): Metering {
+  const { config, ledger } = deps;
+  const inflight = new Inflight();
+
+  function rejectedRow(start: Parameters<Metering["logRejected"]>[0], err: unknown): RequestLogRow {
+    return {
+      requestId: start.requestId,
+      userId: start.key.userId,
+      keyId: start.key.keyId,
+      route: start.route,
+      clientProtocol: start.clientProtocol,
+      publicModel: start.modelId,
+      upstreamModel: null,
+      provider: null,
+      fallbackPath: [],
+      status: err instanceof GatewayError ? err.status : 500,
+      errorClass: errorClassOf(err),
+      inputTokens: 0,
+      outputTokens: 0,
+      cachedTokens: 0,
+      quotaCharged: 0n,
+      usageSource: "none",
+      latencyMs: round(performance.now() - start.startedAt),
+      ttfbMs: null,
+      streamed: start.streamed,
+      createdAt: new Date(),
+    };
+  }
+
+  async function begin(start: MeterStart): Promise<Meter> {
+    const reject = (err: GatewayError): never => {
+      deps.requestLog.write(rejectedRow({ ...start, modelId: start.model.id }, err));
+      throw err;
+    };
+    const plan = config.plans[start.key.plan];
+    if (!plan) reject(errors.forbidden(`The plan '${start.key.plan}' of this account no longer exists; contact the operator.`, "plan_missing"));
+    if (start.estimate.promptTokens > plan!.context_limit) {
+      const exact = start.exactPromptTokens();
+      if (exact > plan!.context_limit) reject(meteringErrors.contextLimit(exact, plan!.context_limit));
+    }
+    const model = start.model.config;
+    const rates: ChatRates = {
+      completionRatio: model.completion_ratio,
+      cachedRatio: model.cached_ratio,
+      tokenMultiplier: model.token_multiplier,
+      groupMultiplier: (config.pricing_groups[start.key.pricingGroup] ?? config.pricing_groups.default!).multiplier,
+    };
+    const amount = chatQuota({ ...start.estimate, cachedTokens: 0 }, rates);
+    const reserved = await ledger.reserve({
+      userId: start.key.userId,
+      amount,
+      dailyAllowance: BigInt(plan!.daily_tokens),
+      requestId: start.requestId,
+      instanceId: deps.instanceId,
+    });
+    if (!reserved.ok) reject(meteringErrors.quotaExceeded(reserved.used + reserved.reserved, reserved.allowance, reserved.resetsAt));
+    return new Meter(deps, inflight, start, (reserved as { hold: Hold }).hold, rates);
+  }
+
+  return {
+    begin,
+    logRejected: (start, err) => deps.requestLog.write(rejectedRow(start, err)),
+    drain: () => inflight.drain(),
+  };
+}

@@ -1,0 +1,79 @@
+import { Pool, errors as undiciErrors, type Dispatcher } from "undici";
+import type { ProviderConfig } from "../config/schema.js";
+import { UpstreamError } from "./types.js";
+
+/** One keep-alive pool per provider, with its connect timeout; per-request timeouts come from the config too. */
+export function createPool(provider: ProviderConfig): Pool {
+  return new Pool(new URL(provider.base_url).origin, {
+    connections: provider.max_connections,
+    keepAliveTimeout: 30_000,
+    connect: { timeout: provider.timeouts.connect_ms },
+  });
+}
+
+/** `{base_url}` + path, keeping the base URL's own path (`/v1`). */
+export function upstreamPath(provider: ProviderConfig, path: string): string {
+  return `${new URL(provider.base_url).pathname.replace(/\/$/, "")}${path}`;
+}
+
+/** A delay (seconds, or ms for retry-after-ms; the OpenAI SDK also reads fractions). */
+const DELAY = /^\d{1,10}(\.\d{1,3})?$/;
+/** RFC 9110 IMF-fixdate, e.g. `Sun, 06 Nov 1994 08:49:37 GMT`. */
+const HTTP_DATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/;
+
+const RETRY_HEADERS = {
+  "retry-after": (v: string) => DELAY.test(v) || HTTP_DATE.test(v),
+  "retry-after-ms": (v: string) => DELAY.test(v),
+} as const;
+
+function retryHeaders(headers: Dispatcher.ResponseData["headers"]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, wellFormed] of Object.entries(RETRY_HEADERS)) {
+    const value = headers[name];
+    // Only well-formed values pass: a number of seconds/ms or an HTTP date, never arbitrary upstream text
+    // (a character class such as [\w -] would let words like an upstream's internal detail through).
+    if (typeof value === "string" && wellFormed(value.trim())) out[name] = value.trim();
+  }
+  return out;
+}
+
+/** Maps undici's failures to the gateway's kinds; the original error (may name hosts) is not kept. */
+export function classifyError(err: unknown, signal: AbortSignal): UpstreamError {
+  if (err instanceof UpstreamError) return err;
+  if (signal.aborted) return new UpstreamError("aborted", null);
+  if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError) {
+    return new UpstreamError("timeout", null);
+  }
+  if (err instanceof undiciErrors.ConnectTimeoutError) return new UpstreamError("timeout", null);
+  return new UpstreamError("connect", null);
+}
+
+export interface PostOptions {
+  pool: Pool;
+  provider: ProviderConfig;
+  path: string;
+  headers: Record<string, string>;
+  body: string;
+  signal: AbortSignal;
+}
+
+/** POSTs JSON; a non-2xx answer becomes an UpstreamError after its body is discarded unread. */
+export async function postJson(opts: PostOptions): Promise<Dispatcher.ResponseData> {
+  let res: Dispatcher.ResponseData;
+  try {
+    res = await opts.pool.request({
+      method: "POST",
+      path: upstreamPath(opts.provider, opts.path),
+      headers: { "content-type": "application/json", ...opts.headers },
+      body: opts.body,
+      signal: opts.signal,
+      headersTimeout: opts.provider.timeouts.first_byte_ms,
+      bodyTimeout: opts.provider.timeouts.idle_ms,
+    });
+  } catch (err) {
+    throw classifyError(err, opts.signal);
+  }
+  if (res.statusCode >= 200 && res.statusCode < 300) return res;
+  await res.body.dump().catch(() => {});
+  throw new UpstreamError("status", res.statusCode, retryHeaders(res.headers));
+}

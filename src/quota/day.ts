@@ -1,0 +1,13 @@
+// "The day" ends at 00:00 UTC (DESIGN.md §5), whatever the process's TZ says.
+
+const DAY_MS = 86_400_000;
+
+/** The UTC day of `now` as YYYY-MM-DD: the period of a daily account. */
+export function utcDay(now: Date): string {
+  return now.toISOString().slice(0, 10);
+}
+
+/** The next 00:00 UTC strictly after `now`: when today's daily account stops applying. */
+export function nextResetAt(now: Date): Date {
+  return new Date(Math.floor(now.getTime() / DAY_MS) * DAY_MS + DAY_MS);
+}

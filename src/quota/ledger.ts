@@ -1,0 +1,178 @@
+import type { Pool } from "../db/pool.js";
+import { nextResetAt, utcDay } from "./day.js";
+import {
+  HoldResolvedError,
+  type AccountKind,
+  type DailyBalance,
+  type QuotaLedger,
+  type ReserveInput,
+  type ReserveResult,
+} from "./types.js";
+
+// Every statement here is one round trip (reserve and settle run on every billed request) and is atomic across
+// gateway processes by itself: row locks and the re-check PostgreSQL does on a row changed by a concurrent
+// writer (READ COMMITTED) decide every race, so no explicit transaction is needed.
+
+const DAILY: AccountKind = "daily_allowance";
+
+// The upsert's WHERE is evaluated on the locked, latest row: a hold is taken only if the plan's current
+// allowance minus posted and pending debits still covers it. A 0-unit hold (free models) thus succeeds while
+// remaining >= 0 but not after an overshoot: a negative balance refuses every request until the reset
+// (DESIGN.md §5), free ones included.
+const RESERVE = `
+with account as (
+  insert into quota_accounts as a (user_id, kind, period, credits, debits_pending, updated_at)
+  select $1::uuid, $2::text, $3::text, $4::bigint, $5::bigint, $8::timestamptz
+  where $5::bigint <= $4::bigint
+  on conflict (user_id, kind, period) do update
+    set debits_pending = a.debits_pending + excluded.debits_pending,
+        credits = excluded.credits,
+        updated_at = excluded.updated_at
+    where excluded.credits - a.debits_posted - a.debits_pending >= excluded.debits_pending
+  returning a.id
+)
+insert into quota_holds (account_id, amount, request_id, instance_id, created_at)
+select id, $5::bigint, $6::text, $7::uuid, $8::timestamptz from account
+returning id, account_id`;
+
+// An expired hold's pending amount was already returned by the expiry, so only a pending one gives it back.
+// UPDATE ... RETURNING shows the new status, hence the locking read of the prior one: FOR UPDATE waits for a
+// concurrent settle/release/expiry and re-reads the row it committed, so `prior.status` is never stale.
+const SETTLE = `
+with prior as (
+  select id, account_id, amount, status from quota_holds
+  where id = $1::uuid and status in ('pending', 'expired')
+  for update
+), hold as (
+  update quota_holds h set status = 'posted', charged = $2::bigint, resolved_at = now()
+  from prior where h.id = prior.id
+  returning prior.account_id, prior.amount, prior.status
+), account as (
+  update quota_accounts a
+  set debits_posted = a.debits_posted + $2::bigint,
+      debits_pending = a.debits_pending - case when hold.status = 'pending' then hold.amount else 0 end,
+      updated_at = now()
+  from hold where a.id = hold.account_id
+)
+select count(*)::int as n from hold`;
+
+const RELEASE = `
+with hold as (
+  update quota_holds set status = 'voided', resolved_at = now()
+  where id = $1::uuid and status = 'pending'
+  returning account_id, amount
+), account as (
+  update quota_accounts a set debits_pending = a.debits_pending - hold.amount, updated_at = now()
+  from hold where a.id = hold.account_id
+)
+select count(*)::int as n from hold`;
+
+const BALANCE = `
+select debits_posted, debits_pending from quota_accounts
+where user_id = $1::uuid and kind = $2::text and period = $3::text`;
+
+// Without an explicit time the database clock decides, because heartbeats are written with it too: a skewed
+// worker clock must not expire the holds of live processes.
+// SKIP LOCKED leaves a hold that is being settled or released right now to that statement; accounts are
+// locked in id order so that two overlapping expiry runs cannot deadlock. Instance rows silent for a day are
+// forgotten here too (a returning process re-creates its row on the next heartbeat).
+const EXPIRE = `
+with clock as (select coalesce($1::timestamptz, now()) as now),
+expired as (
+  update quota_holds h set status = 'expired', resolved_at = (select now from clock)
+  where h.status = 'pending' and h.id in (
+    select c.id from quota_holds c
+    cross join clock
+    left join gateway_instances i on i.id = c.instance_id
+    where c.status = 'pending'
+      and (i.id is null
+        or i.last_seen_at < clock.now - $2::int * interval '1 second'
+        or c.created_at < clock.now - $3::int * interval '1 second')
+    for update of c skip locked
+  )
+  returning h.account_id, h.amount
+), locked as (
+  select a.id, t.amount from quota_accounts a
+  join (select account_id, sum(amount)::bigint as amount from expired group by account_id) t on t.account_id = a.id
+  order by a.id
+  for update of a
+), credited as (
+  update quota_accounts a set debits_pending = a.debits_pending - locked.amount, updated_at = (select now from clock)
+  from locked where a.id = locked.id
+), forgotten as (
+  delete from gateway_instances where last_seen_at < (select now from clock) - interval '1 day'
+)
+select count(*)::int as n from expired`;
+
+export function createQuotaLedger(
+  pool: Pool,
+  opts: { maxHoldSeconds: number; instanceTimeoutSeconds?: number },
+): QuotaLedger {
+  const instanceTimeoutSeconds = opts.instanceTimeoutSeconds ?? 90;
+
+  async function balance(userId: string, dailyAllowance: bigint, now = new Date()): Promise<DailyBalance> {
+    const day = utcDay(now);
+    const { rows } = await pool.query<{ debits_posted: string; debits_pending: string }>({
+      name: "quota_balance",
+      text: BALANCE,
+      values: [userId, DAILY, day],
+    });
+    const used = BigInt(rows[0]?.debits_posted ?? 0);
+    const reserved = BigInt(rows[0]?.debits_pending ?? 0);
+    return {
+      day,
+      allowance: dailyAllowance,
+      used,
+      reserved,
+      remaining: dailyAllowance - used - reserved,
+      resetsAt: nextResetAt(now),
+    };
+  }
+
+  return {
+    balance,
+
+    async reserve(input: ReserveInput): Promise<ReserveResult> {
+      if (input.amount < 0n) throw new RangeError(`cannot hold a negative amount (${input.amount})`);
+      const now = input.now ?? new Date();
+      const { rows } = await pool.query<{ id: string; account_id: string }>({
+        name: "quota_reserve",
+        text: RESERVE,
+        values: [
+          input.userId,
+          DAILY,
+          utcDay(now),
+          input.dailyAllowance,
+          input.amount,
+          input.requestId,
+          input.instanceId,
+          now,
+        ],
+      });
+      const row = rows[0];
+      if (row) return { ok: true, hold: { id: row.id, accountId: row.account_id, amount: input.amount } };
+      const { allowance, used, reserved, resetsAt } = await balance(input.userId, input.dailyAllowance, now);
+      return { ok: false, allowance, used, reserved, resetsAt };
+    },
+
+    async settle(holdId: string, charged: bigint): Promise<void> {
+      if (charged < 0n) throw new RangeError(`cannot charge a negative amount (${charged})`);
+      const { rows } = await pool.query<{ n: number }>({ name: "quota_settle", text: SETTLE, values: [holdId, charged] });
+      if (rows[0]!.n === 0) throw new HoldResolvedError(holdId);
+    },
+
+    async release(holdId: string): Promise<void> {
+      const { rows } = await pool.query<{ n: number }>({ name: "quota_release", text: RELEASE, values: [holdId] });
+      if (rows[0]!.n === 0) throw new HoldResolvedError(holdId);
+    },
+
+    async expireAbandoned(now?: Date): Promise<number> {
+      const { rows } = await pool.query<{ n: number }>({
+        name: "quota_expire",
+        text: EXPIRE,
+        values: [now ?? null, instanceTimeoutSeconds, opts.maxHoldSeconds],
+      });
+      return rows[0]!.n;
+    },
+  };
+}

@@ -1,0 +1,69 @@
+// The quota ledger's contract (DESIGN.md §5-6). One mechanism for every balance the spec names: an account
+// (owner + kind + period) holds credits and posted/pending debits; a hold is a two-phase transfer against it:
+// pending -> posted (settle) | voided (release) | expired (its process died). Quota units are bigint.
+
+export type AccountKind = "daily_allowance";
+
+export interface Hold {
+  id: string;
+  accountId: string;
+  amount: bigint;
+}
+
+export interface ReserveInput {
+  userId: string;
+  /** Units to hold: the admission estimate. */
+  amount: bigint;
+  /** The plan's daily allowance; applied to today's account (a plan change applies at once). */
+  dailyAllowance: bigint;
+  requestId: string;
+  /** The gateway process making the hold; its heartbeat decides when an abandoned hold expires. */
+  instanceId: string;
+  now?: Date;
+}
+
+export type ReserveResult =
+  | { ok: true; hold: Hold }
+  | { ok: false; allowance: bigint; used: bigint; reserved: bigint; resetsAt: Date };
+
+export interface DailyBalance {
+  /** The UTC day, YYYY-MM-DD. */
+  day: string;
+  allowance: bigint;
+  /** Posted debits: settled charges (may exceed the allowance after an overshoot). */
+  used: bigint;
+  /** Pending holds. */
+  reserved: bigint;
+  /** allowance - used - reserved; negative after an overshoot. */
+  remaining: bigint;
+  resetsAt: Date;
+}
+
+export interface QuotaLedger {
+  /** One atomic statement: holds `amount` if today's remaining covers it, across every process. */
+  reserve(input: ReserveInput): Promise<ReserveResult>;
+  /**
+   * Posts the real charge (may exceed the hold: the service was delivered) and returns the hold's remainder.
+   * Also posts a hold that expired meanwhile. A hold settled or released before throws HoldResolvedError.
+   */
+  settle(holdId: string, charged: bigint): Promise<void>;
+  /** Voids a pending hold. A hold resolved before throws HoldResolvedError. */
+  release(holdId: string): Promise<void>;
+  /** Today's account of a user (zeros with the plan's allowance when nothing was used yet). */
+  balance(userId: string, dailyAllowance: bigint, now?: Date): Promise<DailyBalance>;
+  /** Expires pending holds of dead processes, or older than the configured maximum; returns how many. */
+  expireAbandoned(now?: Date): Promise<number>;
+}
+
+export class HoldResolvedError extends Error {
+  constructor(readonly holdId: string) {
+    super(`hold ${holdId} was already resolved`);
+    this.name = "HoldResolvedError";
+  }
+}
+
+/** A gateway process, known to the database by its heartbeat. */
+export interface Instance {
+  id: string;
+  stop(): Promise<void>;
+}

@@ -1,0 +1,315 @@
+import { quickAddJob, runOnce } from "graphile-worker";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createPool, type Pool } from "../../src/db/pool.js";
+import { taskList } from "../../src/jobs/tasks.js";
+import { migrateWorkerSchema } from "../../src/jobs/worker.js";
+import {
+  createQuotaLedger,
+  HoldResolvedError,
+  nextResetAt,
+  registerInstance,
+  type Hold,
+  type Instance,
+  type QuotaLedger,
+  type ReserveInput,
+} from "../../src/quota/index.js";
+import { createServices, type Services } from "../../src/runtime/services.js";
+import { createLogger } from "../../src/server/logger.js";
+import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
+import { testConfig } from "../helpers/gateway-app.js";
+
+const MAX_HOLD_SECONDS = 3600;
+
+// Seeded, so a failing concurrency run can be replayed.
+function random(seed: number): (max: number) => bigint {
+  return (max) => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+    return BigInt(1 + (seed % max));
+  };
+}
+
+describe("quota ledger", () => {
+  let db: TestDatabase;
+  let other: Pool;
+  let ledger: QuotaLedger;
+  let live: Instance;
+  let users = 0;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    // A second pool plays a second gateway process on the same database.
+    other = createPool(db.url, 10, () => {});
+    ledger = createQuotaLedger(db.pool, { maxHoldSeconds: MAX_HOLD_SECONDS });
+    live = await registerInstance(db.pool);
+  });
+  afterAll(async () => {
+    await live.stop();
+    await other.end();
+    await db.drop();
+  });
+
+  const newUser = async () => {
+    const { rows } = await db.pool.query<{ id: string }>(
+      "insert into users (email, password_hash, plan) values ($1, 'x', 'free') returning id",
+      [`quota-${++users}@example.test`],
+    );
+    return rows[0]!.id;
+  };
+  const accountOf = async (hold: Hold) => {
+    const { rows } = await db.pool.query<{ period: string; credits: string; debits_posted: string; debits_pending: string }>(
+      "select period, credits, debits_posted, debits_pending from quota_accounts where id = $1",
+      [hold.accountId],
+    );
+    const row = rows[0]!;
+    const [credits, posted, pending] = [row.credits, row.debits_posted, row.debits_pending].map(BigInt);
+    return { period: row.period, credits, posted, pending };
+  };
+  type HoldRow = { status: string; charged: string | null; resolved_at: Date | null };
+  const holdRow = async (id: string) =>
+    (await db.pool.query<HoldRow>("select * from quota_holds where id = $1", [id])).rows[0]!;
+  const input = (userId: string, amount: bigint, extra: Partial<ReserveInput> = {}): ReserveInput => ({
+    userId,
+    amount,
+    dailyAllowance: 1000n,
+    requestId: "req_test",
+    instanceId: live.id,
+    ...extra,
+  });
+  const hold = async (userId: string, amount: bigint, extra: Partial<ReserveInput> = {}, on = ledger) => {
+    const result = await on.reserve(input(userId, amount, extra));
+    if (!result.ok) throw new Error(`reserve of ${amount} refused`);
+    return result.hold;
+  };
+
+  it("holds within the allowance and refuses what is not covered, with the numbers", async () => {
+    const user = await newUser();
+    const now = new Date("2026-11-22T10:00:00Z");
+    const first = await hold(user, 700n, { now });
+    expect(first.amount).toBe(700n);
+    expect(await accountOf(first)).toEqual({ period: "2026-11-22", credits: 1000n, posted: 0n, pending: 700n });
+    expect(await ledger.reserve(input(user, 400n, { now }))).toEqual({
+      ok: false, allowance: 1000n, used: 0n, reserved: 700n, resetsAt: nextResetAt(now),
+    });
+    await ledger.release(first.id);
+    await expect(ledger.reserve(input(user, 1001n, { now }))).resolves.toMatchObject({ ok: false, reserved: 0n });
+    await expect(ledger.reserve(input(user, -1n))).rejects.toThrow(RangeError);
+  });
+
+  it("settle posts the real charge and frees the remainder; resolving twice has no second effect", async () => {
+    const user = await newUser();
+    const h = await hold(user, 500n);
+    await ledger.settle(h.id, 120n);
+    expect(await accountOf(h)).toMatchObject({ posted: 120n, pending: 0n });
+    expect(await holdRow(h.id)).toMatchObject({ status: "posted", charged: "120", resolved_at: expect.any(Date) });
+    expect((await ledger.balance(user, 1000n)).remaining).toBe(880n);
+    await expect(ledger.settle(h.id, 120n)).rejects.toBeInstanceOf(HoldResolvedError);
+    await expect(ledger.release(h.id)).rejects.toBeInstanceOf(HoldResolvedError);
+    expect(await accountOf(h)).toMatchObject({ posted: 120n, pending: 0n });
+
+    const voided = await hold(user, 300n);
+    await ledger.release(voided.id);
+    await expect(ledger.release(voided.id)).rejects.toBeInstanceOf(HoldResolvedError);
+    await expect(ledger.settle(voided.id, 1n)).rejects.toBeInstanceOf(HoldResolvedError);
+    expect(await accountOf(voided)).toMatchObject({ posted: 120n, pending: 0n });
+    expect((await holdRow(voided.id)).status).toBe("voided");
+    await expect(ledger.settle(voided.id, -1n)).rejects.toThrow(RangeError);
+  });
+
+  it("two processes settling the same hold at once post it once", async () => {
+    const user = await newUser();
+    const h = await hold(user, 100n);
+    const second = createQuotaLedger(other, { maxHoldSeconds: MAX_HOLD_SECONDS });
+    const outcomes = await Promise.allSettled([ledger.settle(h.id, 40n), second.settle(h.id, 40n), second.release(h.id)]);
+    expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(1);
+    for (const o of outcomes) if (o.status === "rejected") expect(o.reason).toBeInstanceOf(HoldResolvedError);
+    const account = await accountOf(h);
+    expect(account.pending).toBe(0n);
+    expect([0n, 40n]).toContain(account.posted);
+  });
+
+  it("an overshoot takes the balance below zero and refuses even 0-unit holds until the reset", async () => {
+    const user = await newUser();
+    const now = new Date("2026-11-22T10:00:00Z");
+    const h = await hold(user, 900n, { now });
+    await ledger.settle(h.id, 1500n);
+    expect(await ledger.balance(user, 1000n, now)).toMatchObject({ used: 1500n, reserved: 0n, remaining: -500n });
+    await expect(ledger.reserve(input(user, 0n, { now }))).resolves.toMatchObject({ ok: false, used: 1500n });
+    await expect(ledger.reserve(input(user, 1n, { now }))).resolves.toMatchObject({ ok: false });
+    // The next day starts from the full allowance.
+    await hold(user, 1000n, { now: nextResetAt(now) }).then((next) => ledger.release(next.id));
+
+    // Exactly spent is not overshot: free requests still pass.
+    const spent = await newUser();
+    await ledger.settle((await hold(spent, 1000n)).id, 1000n);
+    await ledger.release((await hold(spent, 0n)).id);
+  });
+
+  it("a plan change applies at once, up and down", async () => {
+    const user = await newUser();
+    const h = await hold(user, 600n);
+    await expect(ledger.reserve(input(user, 600n))).resolves.toMatchObject({ ok: false });
+    const upgraded = await hold(user, 600n, { dailyAllowance: 2000n });
+    expect(await accountOf(upgraded)).toMatchObject({ credits: 2000n, pending: 1200n });
+    expect((await ledger.balance(user, 2000n)).remaining).toBe(800n);
+    await expect(ledger.reserve(input(user, 1n, { dailyAllowance: 1000n }))).resolves.toMatchObject({
+      ok: false, allowance: 1000n, reserved: 1200n,
+    });
+    await ledger.release(h.id);
+    await ledger.release(upgraded.id);
+  });
+
+  it("the day ends at 00:00 UTC; a hold posts to the day it was made on", async () => {
+    const user = await newUser();
+    const late = new Date("2026-11-22T23:59:59.999Z");
+    const early = new Date("2026-11-23T00:00:00.000Z");
+    const before = await hold(user, 1000n, { now: late });
+    const after = await hold(user, 1000n, { now: early });
+    expect(before.accountId).not.toBe(after.accountId);
+    expect((await accountOf(before)).period).toBe("2026-11-22");
+    expect((await accountOf(after)).period).toBe("2026-11-23");
+    await ledger.settle(before.id, 250n);
+    expect(await accountOf(before)).toMatchObject({ posted: 250n, pending: 0n });
+    expect(await ledger.balance(user, 1000n, early)).toEqual({
+      day: "2026-11-23", allowance: 1000n, used: 0n, reserved: 1000n, remaining: 0n, resetsAt: new Date("2026-11-24T00:00:00Z"),
+    });
+    await ledger.release(after.id);
+    expect(await ledger.balance(await newUser(), 5n, early)).toMatchObject({ used: 0n, reserved: 0n, remaining: 5n });
+  });
+
+  describe("expiry", () => {
+    const lastSeen = (id: string, ago: string) =>
+      db.pool.query("update gateway_instances set last_seen_at = now() - $2::interval where id = $1", [id, ago]);
+    const deadInstance = async () => {
+      const dead = await registerInstance(db.pool, { heartbeatMs: 3_600_000 });
+      await lastSeen(dead.id, "91 seconds");
+      return dead;
+    };
+
+    it("expires the holds of a silent or stopped process and of old holds, keeps live ones; a late settle still posts", async () => {
+      const user = await newUser();
+      const dead = await deadInstance();
+      const stopped = await registerInstance(db.pool);
+      const kept = await hold(user, 100n);
+      const silent = await hold(user, 200n, { instanceId: dead.id });
+      const orphan = await hold(user, 50n, { instanceId: stopped.id });
+      await stopped.stop();
+      const old = await hold(await newUser(), 300n, { now: new Date(Date.now() - (MAX_HOLD_SECONDS + 5) * 1000) });
+      expect(await accountOf(kept)).toMatchObject({ pending: 350n });
+
+      expect(await ledger.expireAbandoned()).toBe(3);
+      expect(await ledger.expireAbandoned()).toBe(0);
+      for (const h of [silent, orphan, old]) expect((await holdRow(h.id)).status).toBe("expired");
+      expect((await holdRow(kept.id)).status).toBe("pending");
+      expect(await accountOf(kept)).toMatchObject({ posted: 0n, pending: 100n });
+      expect(await accountOf(old)).toMatchObject({ pending: 0n });
+
+      await ledger.settle(silent.id, 180n);
+      expect(await accountOf(kept)).toMatchObject({ posted: 180n, pending: 100n });
+      await expect(ledger.release(orphan.id)).rejects.toBeInstanceOf(HoldResolvedError);
+      expect(await accountOf(kept)).toMatchObject({ posted: 180n, pending: 100n });
+      await ledger.release(kept.id);
+      await dead.stop();
+    });
+
+    it("settles racing an expiry subtract each pending amount exactly once", async () => {
+      const user = await newUser();
+      const dead = await deadInstance();
+      const holds = await Promise.all(Array.from({ length: 200 }, () => hold(user, 5n, { instanceId: dead.id })));
+      const second = createQuotaLedger(other, { maxHoldSeconds: MAX_HOLD_SECONDS });
+      // Expiry runs interleaved with the settles, from both processes.
+      await Promise.all(
+        holds.flatMap((h, i) => {
+          const on = i % 2 ? ledger : second;
+          return i % 20 === 0 ? [on.expireAbandoned(), on.settle(h.id, 3n)] : [on.settle(h.id, 3n)];
+        }),
+      );
+      expect(await accountOf(holds[0]!)).toMatchObject({ posted: 600n, pending: 0n });
+      await dead.stop();
+    });
+
+    it("runs as the expire_holds task and forgets processes silent for a day", async () => {
+      const logger = createLogger("silent");
+      const services: Services = await createServices({ config: testConfig(), pool: db.pool, logger, env: {}, serving: false });
+      await migrateWorkerSchema(db.pool, logger);
+      const user = await newUser();
+      const dead = await deadInstance();
+      const h = await hold(user, 40n, { instanceId: dead.id });
+      await lastSeen(dead.id, "25 hours");
+      const tasks = taskList({ sessions: services.auth.sessions, ledger });
+      await quickAddJob({ pgPool: db.pool }, "expire_holds", {});
+      await runOnce({ pgPool: db.pool, taskList: tasks });
+      expect((await holdRow(h.id)).status).toBe("expired");
+      expect(await accountOf(h)).toMatchObject({ pending: 0n });
+      const left = await db.pool.query("select id from gateway_instances where id = $1", [dead.id]);
+      expect(left.rowCount).toBe(0);
+      // Completion is not awaited by runOnce: poll for the job's deletion, which proves it did not fail.
+      const jobsLeft = async () => (await db.pool.query("select count(*)::int as n from graphile_worker.jobs")).rows[0].n;
+      await expect.poll(jobsLeft).toBe(0);
+      await dead.stop();
+      await services.close();
+    });
+
+    it("heartbeats keep a process alive, re-create a forgotten row, and stop for good on stop()", async () => {
+      const instance = await registerInstance(db.pool, { heartbeatMs: 20 });
+      const seen = async () => {
+        const sql = "select now() - last_seen_at < interval '5 seconds' as fresh from gateway_instances where id = $1";
+        return (await db.pool.query(sql, [instance.id])).rows[0]?.fresh;
+      };
+      await db.pool.query("delete from gateway_instances where id = $1", [instance.id]);
+      await expect.poll(seen).toBe(true);
+      await instance.stop();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(await seen()).toBeUndefined();
+    });
+  });
+
+  describe("concurrency across two processes", () => {
+    it("never holds more than the allowance under 200 concurrent reserves, and books every settle exactly", async () => {
+      const rand = random(20_261_122);
+      const allowance = 10_000n;
+      const user = await newUser();
+      const ledgers = [ledger, createQuotaLedger(other, { maxHoldSeconds: MAX_HOLD_SECONDS })];
+      const reserveMany = (n: number) =>
+        Promise.all(Array.from({ length: n }, (_, i) => ledgers[i % 2]!.reserve(input(user, rand(200), { dailyAllowance: allowance }))));
+      const granted = (await reserveMany(200)).flatMap((r) => (r.ok ? [r.hold] : []));
+      const held = granted.reduce((sum, h) => sum + h.amount, 0n);
+      expect(held).toBeLessThanOrEqual(allowance);
+
+      // Resolve every hold while a second wave reserves, then resolve that wave too.
+      let posted = 0n;
+      const resolve = (holds: Hold[]) =>
+        holds.map((h, i) => {
+          if (i % 5 === 0) return ledgers[i % 2]!.release(h.id);
+          const charged = rand(Number(h.amount) + 1) - 1n;
+          posted += charged;
+          return ledgers[(i + 1) % 2]!.settle(h.id, charged);
+        });
+      const [, wave] = await Promise.all([Promise.all(resolve(granted)), reserveMany(100)]);
+      await Promise.all(resolve(wave.flatMap((r) => (r.ok ? [r.hold] : []))));
+
+      const account = await accountOf(granted[0]!);
+      const { rows } = await db.pool.query<{ status: string; n: number; charged: string | null }>(
+        "select status, count(*)::int as n, sum(charged) as charged from quota_holds where account_id = $1 group by status",
+        [granted[0]!.accountId],
+      );
+      const byStatus = Object.fromEntries(rows.map((r) => [r.status, r]));
+      expect(byStatus.pending).toBeUndefined();
+      expect(BigInt(byStatus.posted!.charged!)).toBe(posted);
+      expect(account).toMatchObject({ posted, pending: 0n });
+      expect(posted).toBeLessThanOrEqual(allowance);
+      const secondWave = byStatus.posted!.n + byStatus.voided!.n - granted.length;
+      console.info(`quota concurrency: ${granted.length}/200 held (${held} units), then ${secondWave}/100; ${posted}/${allowance} posted`);
+    });
+
+    it("grants exactly what fits when every reserve races for the same remainder", async () => {
+      const user = await newUser();
+      const ledgers = [ledger, createQuotaLedger(other, { maxHoldSeconds: MAX_HOLD_SECONDS })];
+      const results = await Promise.all(Array.from({ length: 50 }, (_, i) => ledgers[i % 2]!.reserve(input(user, 100n))));
+      const granted = results.flatMap((r) => (r.ok ? [r.hold] : []));
+      expect(granted).toHaveLength(10);
+      expect(await accountOf(granted[0]!)).toMatchObject({ posted: 0n, pending: 1000n });
+      await Promise.all(granted.map((h) => ledger.settle(h.id, 100n)));
+      expect(await accountOf(granted[0]!)).toMatchObject({ posted: 1000n, pending: 0n });
+    });
+  });
+});

@@ -1,0 +1,70 @@
+import { describe, expect, it } from "vitest";
+import { countPromptTokens, countTextTokens, estimatePromptTokens } from "../../src/metering/estimate.js";
+import { convertOpenAIUsage } from "../../src/providers/openai/convert-usage.js";
+import { parseSse } from "../../src/providers/sse.js";
+import { UpstreamError } from "../../src/providers/types.js";
+
+async function* bytes(...parts: string[]) {
+  for (const part of parts) yield new TextEncoder().encode(part);
+}
+
+async function collect(source: AsyncIterable<unknown>) {
+  const out: unknown[] = [];
+  for await (const item of source) out.push(item);
+  return out;
+}
+
+describe("parseSse", () => {
+  it("parses events split anywhere across chunks and stops at [DONE]", async () => {
+    const events = await collect(parseSse(bytes('data: {"a"', ':1}\n\nda', 'ta: {"b":2}\n\n', "data: [DONE]\n\n", 'data: {"late":1}\n\n')));
+    expect(events).toEqual([{ data: { a: 1 } }, { data: { b: 2 } }, { done: true }]);
+  });
+
+  it("treats a stream that ends without [DONE] as dropped", async () => {
+    await expect(collect(parseSse(bytes('data: {"a":1}\n\n')))).rejects.toBeInstanceOf(UpstreamError);
+  });
+
+  it("rejects events that are not JSON objects", async () => {
+    await expect(collect(parseSse(bytes("data: not json\n\n")))).rejects.toMatchObject({ failure: "protocol" });
+    await expect(collect(parseSse(bytes("data: [1,2]\n\n")))).rejects.toMatchObject({ failure: "protocol" });
+  });
+});
+
+describe("token estimates", () => {
+  const messages = [
+    { role: "system", content: "You are terse." },
+    { role: "user", content: [{ type: "text", text: "Describe this picture in detail please." }, { type: "image_url", image_url: { url: "data:," } }] },
+  ];
+
+  it("the cheap estimate is at least the tokenizer's count for ordinary text", () => {
+    expect(estimatePromptTokens(messages)).toBeGreaterThanOrEqual(countPromptTokens(messages));
+    const english = [{ role: "user", content: "The quick brown fox jumps over the lazy dog. ".repeat(200) }];
+    expect(estimatePromptTokens(english)).toBeGreaterThanOrEqual(countPromptTokens(english));
+  });
+
+  it("counts images with a flat allowance and messages with their overhead", () => {
+    const oneImage = countPromptTokens([{ role: "user", content: [{ type: "image_url", image_url: { url: "x" } }] }]);
+    expect(oneImage).toBe(765 + 4);
+    expect(countTextTokens("")).toBe(0);
+    expect(countTextTokens("hello world")).toBe(2);
+  });
+});
+
+describe("convertOpenAIUsage", () => {
+  it("reads prompt, completion and cached tokens", () => {
+    expect(convertOpenAIUsage({ prompt_tokens: 10, completion_tokens: 5, prompt_tokens_details: { cached_tokens: 4 } })).toEqual({
+      promptTokens: 10,
+      completionTokens: 5,
+      cachedTokens: 4,
+    });
+  });
+  it.each([null, undefined, {}, { prompt_tokens: -1, completion_tokens: 1 }, { prompt_tokens: 1.5, completion_tokens: 1 }, { prompt_tokens: "3", completion_tokens: 1 }])(
+    "returns null for unusable usage %j",
+    (usage) => {
+      expect(convertOpenAIUsage(usage)).toBeNull();
+    },
+  );
+  it("caps cached tokens at the prompt", () => {
+    expect(convertOpenAIUsage({ prompt_tokens: 3, completion_tokens: 0, prompt_tokens_details: { cached_tokens: 9 } })?.cachedTokens).toBe(3);
+  });
+});
