@@ -68,6 +68,9 @@ export const errors = {
     }),
   unsupportedMediaType: (message: string) =>
     new GatewayError({ status: 415, type: "invalid_request_error", message, code: "unsupported_media_type" }),
+  /** The client went away mid-request; nobody reads the answer, but the log row says what happened. */
+  clientClosed: () =>
+    new GatewayError({ status: 499, type: "invalid_request_error", message: "The client closed the request.", code: "client_closed_request" }),
   internal: (message = "The gateway hit an internal error. Retry later; cite the request id if it persists.") =>
     new GatewayError({ status: 500, type: "api_error", message, code: "internal_error" }),
   unavailable: (message: string) =>

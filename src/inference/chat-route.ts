@@ -11,6 +11,7 @@ import { readValidJson } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
 import { chatRequestSchema, type ChatRequest } from "./chat-schema.js";
 import { relayChatStream } from "./chat-stream.js";
+import { collectChoicesText } from "./chat-text.js";
 import { clientDisconnect, OVERHEAD_HEADER } from "./client.js";
 
 export interface ChatRouteDeps {
@@ -28,12 +29,7 @@ const ROUTE = "/v1/chat/completions";
 /** Completion text of a JSON answer, for the local count when the upstream reports no usage. */
 function completionText(body: Record<string, unknown>): string {
   const parts: string[] = [];
-  for (const choice of (Array.isArray(body.choices) ? body.choices : []) as { message?: Record<string, unknown> }[]) {
-    const message = choice.message ?? {};
-    if (typeof message.content === "string") parts.push(message.content);
-    if (typeof message.refusal === "string") parts.push(message.refusal);
-    if (message.tool_calls !== undefined) parts.push(JSON.stringify(message.tool_calls));
-  }
+  collectChoicesText(body.choices, "message", parts);
   return parts.join("");
 }
 
@@ -99,7 +95,7 @@ export function chatRoutes(deps: ChatRouteDeps) {
           first: attempt.first,
           events: attempt.events,
           countPrompt,
-          abort: () => abort.abort(),
+          upstream: abort,
         }),
       );
     }

@@ -2,6 +2,7 @@ import type { StreamEvent, UsageReport } from "../providers/types.js";
 import { convertOpenAIUsage } from "../providers/openai/convert-usage.js";
 import type { Meter } from "../metering/meter.js";
 import { countTextTokens } from "../metering/estimate.js";
+import { collectChoicesText } from "./chat-text.js";
 
 // Relays an OpenAI chat SSE stream chunk by chunk: the public model ID replaces the upstream one, the usage
 // chunk the gateway asked for reaches the client only if the client asked too, and whatever happens (end,
@@ -21,25 +22,8 @@ export interface ChatStreamOptions {
   events: AsyncIterator<StreamEvent>;
   /** Prompt tokens by the tokenizer, for a stream without upstream usage. */
   countPrompt: () => number;
-  abort: () => void;
-}
-
-/** Text the client received, for the local count: content, refusals and tool-call names and arguments. */
-function collectDelivered(chunk: Record<string, unknown>, into: string[]) {
-  const choices = chunk.choices;
-  if (!Array.isArray(choices)) return;
-  for (const choice of choices) {
-    const delta = (choice as { delta?: Record<string, unknown> }).delta;
-    if (!delta) continue;
-    if (typeof delta.content === "string") into.push(delta.content);
-    if (typeof delta.refusal === "string") into.push(delta.refusal);
-    if (Array.isArray(delta.tool_calls)) {
-      for (const call of delta.tool_calls as { function?: { name?: unknown; arguments?: unknown } }[]) {
-        if (typeof call.function?.name === "string") into.push(call.function.name);
-        if (typeof call.function?.arguments === "string") into.push(call.function.arguments);
-      }
-    }
-  }
+  /** Aborts the upstream request; aborted from outside, it means the client left. */
+  upstream: AbortController;
 }
 
 export function relayChatStream(opts: ChatStreamOptions): ReadableStream<Uint8Array> {
@@ -54,7 +38,7 @@ export function relayChatStream(opts: ChatStreamOptions): ReadableStream<Uint8Ar
     (local ??= { promptTokens: opts.countPrompt(), completionTokens: countTextTokens(delivered.join("")), cachedTokens: 0 });
 
   const settleLocal = (status: number, errorClass: "client_cancelled" | "upstream_error" | null) => {
-    if (!meter.delivered) return meter.fail(null, 499, errorClass ?? "upstream_error");
+    if (!meter.delivered) return meter.fail(null, errorClass === "client_cancelled" ? 499 : 502, errorClass ?? "upstream_error");
     if (usage) return meter.settle(usage, "upstream", status, errorClass);
     return meter.settle(localUsage(), "estimated", status, errorClass);
   };
@@ -87,13 +71,17 @@ export function relayChatStream(opts: ChatStreamOptions): ReadableStream<Uint8Ar
     const reported = chunk.usage === undefined || chunk.usage === null ? null : convertOpenAIUsage(chunk.usage);
     if (reported) usage = reported;
     if (typeof chunk.model === "string") chunk.model = opts.publicModel;
-    collectDelivered(chunk, delivered);
+    collectChoicesText(chunk.choices, "delta", delivered);
     if (!opts.clientWantsUsage) {
       if (Array.isArray(chunk.choices) && chunk.choices.length === 0 && chunk.usage !== undefined) return null;
       delete chunk.usage;
     }
     return sse(chunk);
   };
+
+  // The client can leave before the HTTP layer starts reading this stream (and would never cancel it): the
+  // disconnect watcher's abort settles too. Settling twice is a no-op.
+  opts.upstream.signal.addEventListener("abort", () => void settleLocal(499, "client_cancelled"), { once: true });
 
   return new ReadableStream<Uint8Array>(
     {
@@ -119,8 +107,11 @@ export function relayChatStream(opts: ChatStreamOptions): ReadableStream<Uint8Ar
             return;
           }
         } catch {
+          // Aborted: the client left, and the abort listener settled. Nobody reads this stream any more.
+          if (opts.upstream.signal.aborted) return;
           // Dropped or broken upstream after delivery began: bill what was delivered, tell the client in-band.
           void settleLocal(200, "upstream_error");
+          opts.upstream.abort();
           controller.enqueue(
             sse({
               error: {
@@ -135,9 +126,8 @@ export function relayChatStream(opts: ChatStreamOptions): ReadableStream<Uint8Ar
           controller.close();
         }
       },
-      async cancel() {
-        opts.abort();
-        await settleLocal(499, "client_cancelled");
+      cancel() {
+        opts.upstream.abort();
       },
     },
     // One event at a time: the upstream is read only as fast as the client takes it.

@@ -86,6 +86,7 @@ export function errorClassOf(err: unknown): ErrorClass {
     return "upstream_error";
   }
   if (err instanceof GatewayError) {
+    if (err.status === 499) return "client_cancelled";
     if (err.code === "insufficient_quota") return "quota_exceeded";
     if (err.code === "context_length_exceeded") return "context_limit";
     if (err.status === 401) return "authentication";

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type { z } from "zod";
-import { errors } from "../errors.js";
+import { GatewayError, errors } from "../errors.js";
 import type { AppEnv } from "./context.js";
 
 // Bodies are read straight from Node's incoming stream (DESIGN.md §5: no WHATWG Request body per call) and the
@@ -18,13 +18,19 @@ async function readCapped(c: Context<AppEnv>, limit: number): Promise<Buffer> {
   }
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of incoming as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) {
-      incoming.pause();
-      throw tooLarge(limit);
+  try {
+    for await (const chunk of incoming as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > limit) {
+        incoming.pause();
+        throw tooLarge(limit);
+      }
+      chunks.push(chunk);
     }
-    chunks.push(chunk);
+  } catch (err) {
+    if (err instanceof GatewayError) throw err;
+    // The stream only fails when the connection does: the client left while sending its body.
+    throw errors.clientClosed();
   }
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
 }

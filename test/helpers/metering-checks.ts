@@ -1,0 +1,116 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { expect } from "vitest";
+import type { Pool } from "../../src/db/pool.js";
+import type { TestGateway } from "./gateway-app.js";
+
+// Shared checks of the metering tests (chat-metering, chat-concurrency): SSE reading, and the "settled exactly
+// once" invariants of one user's ledger account, holds and request-log rows.
+
+export type Row = Record<string, unknown>;
+
+/** Request-log writes per request id, of gateways passed to countLogWrites (the table's conflict rule would hide a second row). */
+const logWrites = new Map<string, number>();
+
+/** Counts every request-log row a gateway writes, so settled() can tell "logged once" from "deduplicated". */
+export function countLogWrites(gw: TestGateway): void {
+  const writer = gw.services.requestLog;
+  const write = writer.write.bind(writer);
+  writer.write = (row) => {
+    logWrites.set(row.requestId, (logWrites.get(row.requestId) ?? 0) + 1);
+    write(row);
+  };
+}
+
+/** Reads SSE events one at a time: the data of each, or null at the end of the body. */
+export function sseEvents(res: Response): () => Promise<string | null> {
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  return async () => {
+    for (;;) {
+      const end = buffer.indexOf("\n\n");
+      if (end >= 0) {
+        const event = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        return event.replace(/^data: /, "");
+      }
+      const { done, value } = await reader.read();
+      if (done) return null;
+      buffer += decoder.decode(value, { stream: true });
+    }
+  };
+}
+
+/** The content delta of a chat chunk's first choice ("" when none). */
+export function deltaText(data: string): string {
+  const chunk = JSON.parse(data) as { choices?: { delta?: { content?: string | null } }[] };
+  return chunk.choices?.[0]?.delta?.content ?? "";
+}
+
+export async function rowsOf(pool: Pool, text: string, values: unknown[]): Promise<Row[]> {
+  return (await pool.query(text, values)).rows as Row[];
+}
+
+export const holdsOf = (pool: Pool, userId: string) =>
+  rowsOf(pool, "select h.* from quota_holds h join quota_accounts a on a.id = h.account_id where a.user_id = $1", [userId]);
+
+export interface Settled {
+  account: Row;
+  holds: Row[];
+  logs: Row[];
+  /** The first hold and log row (the only ones in single-request scenarios). */
+  hold: Row;
+  log: Row;
+}
+
+/**
+ * Waits until the user's `requests` holds are resolved (gateways see a cancellation asynchronously), then for
+ * every gateway's settlements and request log; asserts that each request was settled exactly once and that
+ * the ledger agrees with the log, and returns the rows.
+ */
+export async function settled(gateways: TestGateway[], userId: string, requests = 1): Promise<Settled> {
+  const pool = gateways[0]!.db.pool;
+  for (let i = 0; i < 400; i++) {
+    const holds = await holdsOf(pool, userId);
+    if (holds.length >= requests && holds.every((h) => h.status !== "pending")) break;
+    await sleep(25);
+  }
+  for (const gw of gateways) await gw.services.metering.drain();
+  for (const gw of gateways) await gw.services.requestLog.flush();
+  const [account] = await rowsOf(pool, "select * from quota_accounts where user_id = $1", [userId]);
+  const holds = await holdsOf(pool, userId);
+  const logs = await rowsOf(pool, "select * from request_logs where user_id = $1", [userId]);
+  const held = logs.filter((l) => holds.some((h) => h.request_id === l.request_id));
+  // Exactly once: one hold and one log row per metered request, nothing left pending, and they agree.
+  expect(holds).toHaveLength(requests);
+  expect(new Set(holds.map((h) => h.request_id)).size).toBe(requests);
+  expect(held).toHaveLength(requests);
+  expect(holds.filter((h) => h.status === "pending")).toEqual([]);
+  expect(account!.debits_pending).toBe("0");
+  const posted = holds.filter((h) => h.status === "posted").reduce((sum, h) => sum + BigInt(h.charged as string), 0n);
+  expect(BigInt(account!.debits_posted as string)).toBe(posted);
+  const logged = logs.reduce((sum, l) => sum + BigInt(l.quota_charged as string), 0n);
+  expect(logged).toBe(posted);
+  if (logWrites.size > 0) expect(logs.filter((l) => logWrites.get(l.request_id as string) !== 1)).toEqual([]);
+  for (const log of held) {
+    const hold = holds.find((h) => h.request_id === log.request_id)!;
+    expect(log.quota_charged).toBe(hold.status === "posted" ? hold.charged : "0");
+  }
+  return { account: account!, holds, logs, hold: holds[0]!, log: held[0]! };
+}
+
+/** Locks a user's ledger account rows in an open transaction, so reservations and settlements wait on it. */
+export async function lockAccount(pool: Pool, userId: string) {
+  const client = await pool.connect();
+  await client.query("begin");
+  await client.query("select 1 from quota_accounts where user_id = $1 for update", [userId]);
+  const waiting = "select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'";
+  return {
+    /** Statements of this database waiting on a lock. */
+    waiters: async () => (await client.query<{ n: number }>(waiting)).rows[0]!.n,
+    unlock: async () => {
+      await client.query("commit");
+      client.release();
+    },
+  };
+}

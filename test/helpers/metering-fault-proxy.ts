@@ -1,0 +1,77 @@
+import { once } from "node:events";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+
+// The gateway never forwards client headers upstream, so tests inject the mock upstream's fault headers with
+// this proxy: a provider whose base_url is `proxy.baseUrl({ "x-mock-drop-after": 3 })` gets those headers on
+// every request. The proxy also records whether the gateway hung up on a request before its answer ended.
+
+export interface ProxiedRequest {
+  path: string;
+  faults: Record<string, string>;
+  /** The gateway closed the connection before the answer was complete (its upstream call was aborted). */
+  abortedByGateway: boolean;
+  /** The answer ended (completely, or cut on purpose by an upstream drop). */
+  done: boolean;
+}
+
+export interface FaultProxy {
+  url: string;
+  /** A provider base_url (…/v1) whose requests carry `faults` as headers. */
+  baseUrl(faults?: Record<string, string | number>): string;
+  requests: ProxiedRequest[];
+  close(): Promise<void>;
+}
+
+export async function startFaultProxy(upstream: string): Promise<FaultProxy> {
+  const target = new URL(upstream);
+  const requests: ProxiedRequest[] = [];
+  const server = http.createServer((req, res) => {
+    const match = /^\/f\/([^/]*)(\/.*)$/.exec(req.url ?? "");
+    const faults = Object.fromEntries(new URLSearchParams(decodeURIComponent(match?.[1] ?? "")));
+    const record: ProxiedRequest = { path: match?.[2] ?? req.url ?? "", faults, abortedByGateway: false, done: false };
+    requests.push(record);
+    let upstreamCut = false;
+    const headers = { ...req.headers, ...faults, host: target.host };
+    const out = http.request({ host: target.hostname, port: target.port, method: req.method, path: record.path, headers }, (upRes) => {
+      res.writeHead(upRes.statusCode ?? 502, upRes.headers);
+      upRes.on("data", (chunk: Buffer) => res.write(chunk));
+      upRes.on("end", () => res.end());
+      upRes.on("close", () => {
+        if (upRes.complete) return;
+        // The upstream dropped the connection: drop ours too, after the bytes already written reach the gateway.
+        upstreamCut = true;
+        setImmediate(async () => {
+          const socket = res.socket;
+          if (socket && socket.writableLength > 0) await once(socket, "drain").catch(() => {});
+          socket?.destroy();
+        });
+      });
+    });
+    out.on("error", () => res.destroy());
+    req.pipe(out);
+    res.on("close", () => {
+      record.done = true;
+      if (!res.writableFinished && !upstreamCut) {
+        record.abortedByGateway = true;
+        out.destroy();
+      }
+    });
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    baseUrl: (faults = {}) => {
+      const spec = new URLSearchParams(Object.entries(faults).map(([k, v]): [string, string] => [k, String(v)])).toString();
+      return `${url}/f/${encodeURIComponent(spec || "none")}/v1`;
+    },
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
