@@ -54,12 +54,13 @@ export function chatRoutes(deps: ChatRouteDeps) {
     }
     const modelId = body.model;
     const extra = [body.tools, body.response_format];
+    const countPrompt = () => countPromptTokens(body.messages, extra);
     const completionCap = body.max_completion_tokens ?? body.max_tokens ?? config.quota.default_completion_reserve;
     const meter = await metering.begin({
       ...base,
       model,
       estimate: { promptTokens: estimatePromptTokens(body.messages, extra), completionTokens: completionCap * (body.n ?? 1) },
-      exactPromptTokens: () => countPromptTokens(body.messages, extra),
+      exactPromptTokens: countPrompt,
     });
 
     const abort = new AbortController();
@@ -81,7 +82,6 @@ export function chatRoutes(deps: ChatRouteDeps) {
       throw err;
     }
 
-    const countPrompt = () => countPromptTokens(body.messages, extra);
     if ("events" in attempt) {
       c.header("Content-Type", "text/event-stream; charset=utf-8");
       c.header("X-Accel-Buffering", "no");

@@ -81,7 +81,8 @@ export class Meter {
    * byte, or 429/500/502/503/504/529; never after another status. On final failure the hold is released.
    */
   async call<T>(attempt: (target: Target) => Promise<T>): Promise<T> {
-    let last: UpstreamError = new UpstreamError("connect", null);
+    // Built only on failure: an Error with its stack per successful request is measurable on the hot path.
+    let last: UpstreamError | undefined;
     this.upstreamStartedAt = performance.now();
     for (const target of this.start.model.targets) {
       try {
@@ -99,6 +100,7 @@ export class Meter {
         if (!err.retryable) break;
       }
     }
+    last ??= new UpstreamError("connect", null);
     await this.fail(last);
     throw last.failure === "aborted" ? last : upstreamToClient(last);
   }
