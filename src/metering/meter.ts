@@ -6,7 +6,7 @@ import type { Config } from "../config/schema.js";
 import { GatewayError, errors } from "../errors.js";
 import type { Target, UsageReport } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
-import type { Hold, QuotaLedger } from "../quota/types.js";
+import { HoldResolvedError, type Hold, type QuotaLedger } from "../quota/types.js";
 import type { ApiKeyPrincipal } from "../server/context.js";
 import { errorClassOf, meteringErrors, upstreamToClient } from "./errors.js";
 
@@ -138,8 +138,10 @@ export class Meter {
         await this.deps.ledger.settle(this.hold.id, charged);
         break;
       } catch (err) {
+        // A retry that finds the hold resolved means the earlier attempt committed and only its reply was lost.
+        if (err instanceof HoldResolvedError && attempt > 1) break;
         // The service was delivered: a lost settlement would make it free. Retry, then leave a loud trace.
-        if (attempt >= SETTLE_ATTEMPTS) {
+        if (attempt >= SETTLE_ATTEMPTS || err instanceof HoldResolvedError) {
           this.deps.logger.error({ err, hold_id: this.hold.id, charged: String(charged), req_id: this.start.requestId }, "SETTLEMENT_FAILED");
           break;
         }

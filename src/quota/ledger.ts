@@ -1,7 +1,7 @@
 import type { Pool } from "../db/pool.js";
 import { nextResetAt, utcDay } from "./day.js";
+import { createHoldResolver } from "./settle-batch.js";
 import {
-  HoldResolvedError,
   type AccountKind,
   type DailyBalance,
   type QuotaLedger,
@@ -11,7 +11,8 @@ import {
 
 // Every statement here is one round trip (reserve and settle run on every billed request) and is atomic across
 // gateway processes by itself: row locks and the re-check PostgreSQL does on a row changed by a concurrent
-// writer (READ COMMITTED) decide every race, so no explicit transaction is needed.
+// writer (READ COMMITTED) decide every race, so no explicit transaction is needed. Settlements and releases
+// share one statement per batch (settle-batch.ts).
 
 const DAILY: AccountKind = "daily_allowance";
 
@@ -34,38 +35,6 @@ with account as (
 insert into quota_holds (account_id, amount, request_id, instance_id, created_at)
 select id, $5::bigint, $6::text, $7::uuid, $8::timestamptz from account
 returning id, account_id`;
-
-// An expired hold's pending amount was already returned by the expiry, so only a pending one gives it back.
-// UPDATE ... RETURNING shows the new status, hence the locking read of the prior one: FOR UPDATE waits for a
-// concurrent settle/release/expiry and re-reads the row it committed, so `prior.status` is never stale.
-const SETTLE = `
-with prior as (
-  select id, account_id, amount, status from quota_holds
-  where id = $1::uuid and status in ('pending', 'expired')
-  for update
-), hold as (
-  update quota_holds h set status = 'posted', charged = $2::bigint, resolved_at = now()
-  from prior where h.id = prior.id
-  returning prior.account_id, prior.amount, prior.status
-), account as (
-  update quota_accounts a
-  set debits_posted = a.debits_posted + $2::bigint,
-      debits_pending = a.debits_pending - case when hold.status = 'pending' then hold.amount else 0 end,
-      updated_at = now()
-  from hold where a.id = hold.account_id
-)
-select count(*)::int as n from hold`;
-
-const RELEASE = `
-with hold as (
-  update quota_holds set status = 'voided', resolved_at = now()
-  where id = $1::uuid and status = 'pending'
-  returning account_id, amount
-), account as (
-  update quota_accounts a set debits_pending = a.debits_pending - hold.amount, updated_at = now()
-  from hold where a.id = hold.account_id
-)
-select count(*)::int as n from hold`;
 
 const BALANCE = `
 select debits_posted, debits_pending from quota_accounts
@@ -109,6 +78,7 @@ export function createQuotaLedger(
   opts: { maxHoldSeconds: number; instanceTimeoutSeconds?: number },
 ): QuotaLedger {
   const instanceTimeoutSeconds = opts.instanceTimeoutSeconds ?? 90;
+  const resolveHold = createHoldResolver(pool);
 
   async function balance(userId: string, dailyAllowance: bigint, now = new Date()): Promise<DailyBalance> {
     const day = utcDay(now);
@@ -156,15 +126,12 @@ export function createQuotaLedger(
     },
 
     async settle(holdId: string, charged: bigint): Promise<void> {
+      // Checked here: a bad charge must not fail the batch it would have joined.
       if (charged < 0n) throw new RangeError(`cannot charge a negative amount (${charged})`);
-      const { rows } = await pool.query<{ n: number }>({ name: "quota_settle", text: SETTLE, values: [holdId, charged] });
-      if (rows[0]!.n === 0) throw new HoldResolvedError(holdId);
+      return resolveHold(holdId, charged);
     },
 
-    async release(holdId: string): Promise<void> {
-      const { rows } = await pool.query<{ n: number }>({ name: "quota_release", text: RELEASE, values: [holdId] });
-      if (rows[0]!.n === 0) throw new HoldResolvedError(holdId);
-    },
+    release: (holdId: string): Promise<void> => resolveHold(holdId, null),
 
     async expireAbandoned(now?: Date): Promise<number> {
       const { rows } = await pool.query<{ n: number }>({
