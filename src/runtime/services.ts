@@ -1,27 +1,19 @@
 import type { Logger } from "pino";
+import type { AppDeps } from "../server/app.js";
 import { createRequestLogWriter } from "../analytics/writer.js";
 import type { RequestLogWriter } from "../analytics/types.js";
 import { createAuthServices } from "../auth/index.js";
-import type { AuthServices } from "../auth/types.js";
-import { createCatalog, type Catalog } from "../catalog/catalog.js";
+import { createCatalog } from "../catalog/catalog.js";
 import type { Config } from "../config/schema.js";
 import type { Pool } from "../db/pool.js";
-import { createMetering, type Metering } from "../metering/meter.js";
-import { createProviders, type Providers } from "../providers/registry.js";
+import { createMetering } from "../metering/meter.js";
+import { createProviders } from "../providers/registry.js";
 import { createQuotaLedger } from "../quota/ledger.js";
 import { registerInstance } from "../quota/instances.js";
-import type { QuotaLedger } from "../quota/types.js";
 
-export interface Services {
-  config: Config;
-  pool: Pool;
-  logger: Logger;
-  auth: AuthServices;
-  catalog: Catalog;
-  ledger: QuotaLedger;
-  providers: Providers;
+/** Everything the HTTP app needs, plus what only the process lifecycle touches. */
+export interface Services extends AppDeps {
   requestLog: RequestLogWriter;
-  metering: Metering;
   /** Waits for settlements, flushes the request log, stops the heartbeat, closes upstream pools. */
   close(): Promise<void>;
 }
