@@ -1,5 +1,6 @@
 import type { Pool } from "../db/pool.js";
 import { nextResetAt, utcDay } from "./day.js";
+import { createReserver } from "./reserve-batch.js";
 import { createHoldResolver } from "./settle-batch.js";
 import {
   type AccountKind,
@@ -11,30 +12,10 @@ import {
 
 // Every statement here is one round trip (reserve and settle run on every billed request) and is atomic across
 // gateway processes by itself: row locks and the re-check PostgreSQL does on a row changed by a concurrent
-// writer (READ COMMITTED) decide every race, so no explicit transaction is needed. Settlements and releases
-// share one statement per batch (settle-batch.ts).
+// writer (READ COMMITTED) decide every race, so no explicit transaction is needed. Reservations of one account
+// (reserve-batch.ts), and settlements and releases (settle-batch.ts), share one statement per batch.
 
 const DAILY: AccountKind = "daily_allowance";
-
-// The upsert's WHERE is evaluated on the locked, latest row: a hold is taken only if the plan's current
-// allowance minus posted and pending debits still covers it. A 0-unit hold (free models) thus succeeds while
-// remaining >= 0 but not after an overshoot: a negative balance refuses every request until the reset
-// (DESIGN.md §5), free ones included.
-const RESERVE = `
-with account as (
-  insert into quota_accounts as a (user_id, kind, period, credits, debits_pending, updated_at)
-  select $1::uuid, $2::text, $3::text, $4::bigint, $5::bigint, $8::timestamptz
-  where $5::bigint <= $4::bigint
-  on conflict (user_id, kind, period) do update
-    set debits_pending = a.debits_pending + excluded.debits_pending,
-        credits = excluded.credits,
-        updated_at = excluded.updated_at
-    where excluded.credits - a.debits_posted - a.debits_pending >= excluded.debits_pending
-  returning a.id
-)
-insert into quota_holds (account_id, amount, request_id, instance_id, created_at)
-select id, $5::bigint, $6::text, $7::uuid, $8::timestamptz from account
-returning id, account_id`;
 
 const BALANCE = `
 select debits_posted, debits_pending from quota_accounts
@@ -78,6 +59,7 @@ export function createQuotaLedger(
   opts: { maxHoldSeconds: number; instanceTimeoutSeconds?: number },
 ): QuotaLedger {
   const instanceTimeoutSeconds = opts.instanceTimeoutSeconds ?? 90;
+  const reserveHold = createReserver(pool, DAILY);
   const resolveHold = createHoldResolver(pool);
 
   async function balance(userId: string, dailyAllowance: bigint, now = new Date()): Promise<DailyBalance> {
@@ -105,24 +87,10 @@ export function createQuotaLedger(
     async reserve(input: ReserveInput): Promise<ReserveResult> {
       if (input.amount < 0n) throw new RangeError(`cannot hold a negative amount (${input.amount})`);
       const now = input.now ?? new Date();
-      const { rows } = await pool.query<{ id: string; account_id: string }>({
-        name: "quota_reserve",
-        text: RESERVE,
-        values: [
-          input.userId,
-          DAILY,
-          utcDay(now),
-          input.dailyAllowance,
-          input.amount,
-          input.requestId,
-          input.instanceId,
-          now,
-        ],
-      });
-      const row = rows[0];
-      if (row) return { ok: true, hold: { id: row.id, accountId: row.account_id, amount: input.amount } };
-      const { allowance, used, reserved, resetsAt } = await balance(input.userId, input.dailyAllowance, now);
-      return { ok: false, allowance, used, reserved, resetsAt };
+      const outcome = await reserveHold(input, now);
+      if (outcome.ok) return { ok: true, hold: { id: outcome.holdId, accountId: outcome.accountId, amount: input.amount } };
+      const { used, reserved } = outcome;
+      return { ok: false, allowance: input.dailyAllowance, used, reserved, resetsAt: nextResetAt(now) };
     },
 
     async settle(holdId: string, charged: bigint): Promise<void> {

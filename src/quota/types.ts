@@ -40,7 +40,10 @@ export interface DailyBalance {
 }
 
 export interface QuotaLedger {
-  /** One atomic statement: holds `amount` if today's remaining covers it, across every process. */
+  /**
+   * Holds `amount` if today's remaining covers it, atomically across every process. Concurrent calls for one
+   * account in one process share a statement (admitted in arrival order).
+   */
   reserve(input: ReserveInput): Promise<ReserveResult>;
   /**
    * Posts the real charge (may exceed the hold: the service was delivered) and returns the hold's remainder.
