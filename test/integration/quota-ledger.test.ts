@@ -1,6 +1,6 @@
 import { quickAddJob, runOnce } from "graphile-worker";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPool, type Pool } from "../../src/db/pool.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { Pool } from "../../src/db/pool.js";
 import { taskList } from "../../src/jobs/tasks.js";
 import { migrateWorkerSchema } from "../../src/jobs/worker.js";
 import {
@@ -15,10 +15,10 @@ import {
 } from "../../src/quota/index.js";
 import { createServices, type Services } from "../../src/runtime/services.js";
 import { createLogger } from "../../src/server/logger.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
+import type { TestDatabase } from "../helpers/db.js";
+import { MAX_HOLD_SECONDS, useLedgerFixture } from "../helpers/ledger-fixture.js";
 import { testConfig } from "../helpers/gateway-app.js";
 
-const MAX_HOLD_SECONDS = 3600;
 
 // Seeded, so a failing concurrency run can be replayed.
 function random(seed: number): (max: number) => bigint {
@@ -29,32 +29,13 @@ function random(seed: number): (max: number) => bigint {
 }
 
 describe("quota ledger", () => {
+  const fixture = useLedgerFixture("quota");
   let db: TestDatabase;
   let other: Pool;
   let ledger: QuotaLedger;
   let live: Instance;
-  let users = 0;
-
-  beforeAll(async () => {
-    db = await createTestDatabase();
-    // A second pool plays a second gateway process on the same database.
-    other = createPool(db.url, 10, () => {});
-    ledger = createQuotaLedger(db.pool, { maxHoldSeconds: MAX_HOLD_SECONDS });
-    live = await registerInstance(db.pool);
-  });
-  afterAll(async () => {
-    await live.stop();
-    await other.end();
-    await db.drop();
-  });
-
-  const newUser = async () => {
-    const { rows } = await db.pool.query<{ id: string }>(
-      "insert into users (email, password_hash, plan) values ($1, 'x', 'free') returning id",
-      [`quota-${++users}@example.test`],
-    );
-    return rows[0]!.id;
-  };
+  beforeAll(() => void ({ db, other, ledger, live } = fixture));
+  const newUser = fixture.newUser;
   const accountOf = async (hold: Hold) => {
     const { rows } = await db.pool.query<{ period: string; credits: string; debits_posted: string; debits_pending: string }>(
       "select period, credits, debits_posted, debits_pending from quota_accounts where id = $1",

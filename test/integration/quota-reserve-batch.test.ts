@@ -1,55 +1,28 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { createPool, type Pool } from "../../src/db/pool.js";
+import { beforeAll, describe, expect, it, vi } from "vitest";
+import type { Pool } from "../../src/db/pool.js";
 import {
   createQuotaLedger,
-  registerInstance,
   type Instance,
   type QuotaLedger,
   type ReserveInput,
   type ReserveResult,
 } from "../../src/quota/index.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
+import type { TestDatabase } from "../helpers/db.js";
+import { MAX_HOLD_SECONDS, useLedgerFixture } from "../helpers/ledger-fixture.js";
 
 // Reservations of one account in one process are coalesced into one statement per batch
 // (src/quota/reserve-batch.ts). Single-call semantics are covered in quota-ledger.test.ts; these tests are about
 // what batching adds.
 
-const MAX_HOLD_SECONDS = 3600;
 
 describe("quota ledger: batched reservation", () => {
+  const fixture = useLedgerFixture("reserve", { countAccountUpdates: true });
   let db: TestDatabase;
   let other: Pool;
   let ledger: QuotaLedger;
   let live: Instance;
-  let users = 0;
-
-  beforeAll(async () => {
-    db = await createTestDatabase();
-    // A second pool plays a second gateway process on the same database.
-    other = createPool(db.url, 10, () => {});
-    ledger = createQuotaLedger(db.pool, { maxHoldSeconds: MAX_HOLD_SECONDS });
-    live = await registerInstance(db.pool);
-    // Counts row updates of quota_accounts per account: the hot row's lock is what batching saves.
-    await db.pool.query(`
-      create table account_updates (account_id bigint not null);
-      create function count_account_update() returns trigger language plpgsql as
-        $$ begin insert into account_updates values (new.id); return new; end $$;
-      create trigger count_account_updates after update on quota_accounts
-        for each row execute function count_account_update();`);
-  });
-  afterAll(async () => {
-    await live.stop();
-    await other.end();
-    await db.drop();
-  });
-
-  const newUser = async () => {
-    const { rows } = await db.pool.query<{ id: string }>(
-      "insert into users (email, password_hash, plan) values ($1, 'x', 'free') returning id",
-      [`reserve-${++users}@example.test`],
-    );
-    return rows[0]!.id;
-  };
+  beforeAll(() => void ({ db, other, ledger, live } = fixture));
+  const newUser = fixture.newUser;
   const input = (userId: string, amount: bigint, extra: Partial<ReserveInput> = {}): ReserveInput => ({
     userId, amount, dailyAllowance: 1000n, requestId: "req_batch", instanceId: live.id, ...extra,
   });

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import { createPool, type Pool } from "../../src/db/pool.js";
 import {
   createQuotaLedger,
@@ -9,47 +9,21 @@ import {
   type QuotaLedger,
 } from "../../src/quota/index.js";
 import { createHoldResolver } from "../../src/quota/settle-batch.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
+import type { TestDatabase } from "../helpers/db.js";
+import { MAX_HOLD_SECONDS, useLedgerFixture } from "../helpers/ledger-fixture.js";
 
 // Settlements and releases of one process are coalesced into one statement per batch (src/quota/settle-batch.ts).
 // The single-call semantics are covered in quota-ledger.test.ts; these tests are about what batching adds.
 
-const MAX_HOLD_SECONDS = 3600;
 
 describe("quota ledger: batched settlement", () => {
+  const fixture = useLedgerFixture("batch", { countAccountUpdates: true });
   let db: TestDatabase;
   let other: Pool;
   let ledger: QuotaLedger;
   let live: Instance;
-  let users = 0;
-
-  beforeAll(async () => {
-    db = await createTestDatabase();
-    // A second pool plays a second gateway process on the same database.
-    other = createPool(db.url, 10, () => {});
-    ledger = createQuotaLedger(db.pool, { maxHoldSeconds: MAX_HOLD_SECONDS });
-    live = await registerInstance(db.pool);
-    // Counts row updates of quota_accounts per account: the hot row's lock is what batching saves.
-    await db.pool.query(`
-      create table account_updates (account_id bigint not null);
-      create function count_account_update() returns trigger language plpgsql as
-        $$ begin insert into account_updates values (new.id); return new; end $$;
-      create trigger count_account_updates after update on quota_accounts
-        for each row execute function count_account_update();`);
-  });
-  afterAll(async () => {
-    await live.stop();
-    await other.end();
-    await db.drop();
-  });
-
-  const newUser = async () => {
-    const { rows } = await db.pool.query<{ id: string }>(
-      "insert into users (email, password_hash, plan) values ($1, 'x', 'free') returning id",
-      [`batch-${++users}@example.test`],
-    );
-    return rows[0]!.id;
-  };
+  beforeAll(() => void ({ db, other, ledger, live } = fixture));
+  const newUser = fixture.newUser;
   const hold = async (userId: string, amount: bigint, extra: { instanceId?: string; now?: Date } = {}) => {
     const result = await ledger.reserve({
       userId, amount, dailyAllowance: 1_000_000n, requestId: "req_batch", instanceId: live.id, ...extra,
