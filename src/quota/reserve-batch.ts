@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Pool } from "../db/pool.js";
+import { createBatcher, MAX_BATCH } from "./batcher.js";
 import { utcDay } from "./day.js";
 import type { AccountKind, ReserveInput } from "./types.js";
 
@@ -81,8 +82,6 @@ select
   (select n from total) > 0 and not exists (select from account) as raced`;
 
 /** Calls per statement: bounds the statement's parameters and how long it keeps the account locked. */
-export const MAX_BATCH = 500;
-
 export type ReserveOutcome =
   | { ok: true; holdId: string; accountId: string }
   | { ok: false; used: bigint; reserved: bigint };
@@ -90,8 +89,6 @@ export type ReserveOutcome =
 interface Call {
   input: ReserveInput;
   now: Date;
-  resolve: (outcome: ReserveOutcome) => void;
-  reject: (err: unknown) => void;
 }
 
 interface Row {
@@ -105,16 +102,8 @@ interface Row {
 /** Holds `input.amount` on today's account if it fits, exactly like a statement of its own per call. */
 export type ReserveHold = (input: ReserveInput, now: Date) => Promise<ReserveOutcome>;
 
-// A data exception (22: a malformed id, an out-of-range amount) or a violated constraint (23) rolls the whole
-// statement back; it was caused by one call, so the batch is re-run call by call and only its caller fails.
-const isDataError = (err: unknown) =>
-  typeof err === "object" && err !== null && /^2[23]/.test(String((err as { code?: unknown }).code));
-
 export function createReserver(pool: Pool, kind: AccountKind, maxBatch = MAX_BATCH): ReserveHold {
-  // Per account: the calls waiting for the statement in flight. An entry exists while its account is draining.
-  const queues = new Map<string, Call[]>();
-
-  async function run(batch: Call[]): Promise<{ row: Row; holdIds: string[] }> {
+  async function run(batch: Call[]): Promise<ReserveOutcome[]> {
     const first = batch[0]!;
     const holdIds = batch.map(() => randomUUID());
     // Bounded: a race is lost only to the statement that created the account, which has committed by then.
@@ -135,56 +124,22 @@ export function createReserver(pool: Pool, kind: AccountKind, maxBatch = MAX_BAT
         ],
       });
       const row = rows[0]!;
-      if (!row.raced) return { row, holdIds };
-      if (attempt >= 3) throw new Error(`quota account of ${first.input.userId} could not be created`);
+      if (row.raced) {
+        if (attempt >= 3) throw new Error(`quota account of ${first.input.userId} could not be created`);
+        continue;
+      }
+      const held = new Set(row.held);
+      const [used, reserved] = [BigInt(row.used), BigInt(row.reserved)];
+      return holdIds.map((holdId) =>
+        held.has(holdId) ? { ok: true, holdId, accountId: row.account_id! } : { ok: false, used, reserved },
+      );
     }
   }
 
-  // No retry on a lost connection: like a single statement, the whole batch fails and each caller decides.
-  async function apply(batch: Call[]): Promise<void> {
-    let result: { row: Row; holdIds: string[] };
-    try {
-      result = await run(batch);
-    } catch (err) {
-      if (batch.length > 1 && isDataError(err)) {
-        for (const c of batch) await apply([c]);
-      } else {
-        for (const c of batch) c.reject(err);
-      }
-      return;
-    }
-    const { row, holdIds } = result;
-    const held = new Set(row.held);
-    const [used, reserved] = [BigInt(row.used), BigInt(row.reserved)];
-    batch.forEach((c, i) => {
-      const holdId = holdIds[i]!;
-      c.resolve(held.has(holdId) ? { ok: true, holdId, accountId: row.account_id! } : { ok: false, used, reserved });
-    });
-  }
-
-  // One statement in flight per account: what arrives meanwhile (and in the same turn of the event loop, hence
-  // setImmediate before each batch) forms the next one, so batches grow with the load by themselves.
-  async function drain(key: string, queue: Call[]): Promise<void> {
-    try {
-      while (queue.length > 0) {
-        await new Promise((resolve) => setImmediate(resolve));
-        await apply(queue.splice(0, maxBatch));
-      }
-    } finally {
-      queues.delete(key);
-    }
-  }
-
-  return (input, now) =>
-    new Promise<ReserveOutcome>((resolve, reject) => {
-      const key = `${input.userId}/${utcDay(now)}`;
-      const queue = queues.get(key);
-      if (queue) {
-        queue.push({ input, now, resolve, reject });
-        return;
-      }
-      const fresh = [{ input, now, resolve, reject }];
-      queues.set(key, fresh);
-      void drain(key, fresh);
-    });
+  // One statement in flight per account (user and UTC day).
+  const reserve = createBatcher<Call, ReserveOutcome>(run, {
+    maxBatch,
+    keyOf: (call) => `${call.input.userId}/${utcDay(call.now)}`,
+  });
+  return (input, now) => reserve({ input, now });
 }

@@ -1,4 +1,5 @@
 import type { Pool } from "../db/pool.js";
+import { createBatcher, MAX_BATCH } from "./batcher.js";
 import { HoldResolvedError } from "./types.js";
 
 // Settlements and releases of one process are applied in batches: with one busy user every resolution
@@ -53,72 +54,27 @@ with req as (
 select ord from hold`;
 
 /** Holds per statement: bounds the statement's parameters and how long it keeps rows locked. */
-export const MAX_BATCH = 500;
-
 interface Resolution {
   holdId: string;
   /** null: release. */
   charged: bigint | null;
-  resolve: () => void;
-  reject: (err: unknown) => void;
 }
 
 /** Posts (`charged`) or voids (null) a hold; resolves or rejects per call, exactly like a statement of its own. */
 export type ResolveHold = (holdId: string, charged: bigint | null) => Promise<void>;
 
-// A data exception (22: a malformed hold id, an out-of-range charge) or a violated constraint (23) rolls the
-// whole statement back; it was caused by one hold, so the batch is re-run hold by hold and only its caller fails.
-const isDataError = (err: unknown) =>
-  typeof err === "object" && err !== null && /^2[23]/.test(String((err as { code?: unknown }).code));
-
 export function createHoldResolver(pool: Pool, maxBatch = MAX_BATCH): ResolveHold {
-  let queue: Resolution[] = [];
-  let running = false;
-
-  // No retry here: a lost connection fails the whole batch, and every caller decides (the Meter retries a
-  // settle). A re-run cannot double-apply (the status guard), but neither can it tell a batch that committed
-  // before the reply was lost from one that did not: it would only turn the first into HoldResolvedErrors.
-  async function apply(batch: Resolution[]): Promise<void> {
-    let applied: Set<number>;
-    try {
+  const resolve = createBatcher<Resolution, void>(
+    async (batch) => {
       const { rows } = await pool.query<{ ord: string }>({
         name: "quota_resolve_batch",
         text: RESOLVE_BATCH,
         values: [batch.map((r) => r.holdId), batch.map((r) => (r.charged === null ? null : String(r.charged)))],
       });
-      applied = new Set(rows.map((row) => Number(row.ord)));
-    } catch (err) {
-      if (batch.length > 1 && isDataError(err)) {
-        for (const r of batch) await apply([r]);
-      } else {
-        for (const r of batch) r.reject(err);
-      }
-      return;
-    }
-    batch.forEach((r, i) => (applied.has(i + 1) ? r.resolve() : r.reject(new HoldResolvedError(r.holdId))));
-  }
-
-  // One batch in flight at a time: what arrives meanwhile (and in the same turn of the event loop, hence
-  // setImmediate before each batch) forms the next one, so batches grow with the load by themselves.
-  async function drain(): Promise<void> {
-    try {
-      while (queue.length > 0) {
-        await new Promise((resolve) => setImmediate(resolve));
-        const batch = queue.length <= maxBatch ? queue : queue.slice(0, maxBatch);
-        queue = queue.length <= maxBatch ? [] : queue.slice(maxBatch);
-        await apply(batch);
-      }
-    } finally {
-      running = false;
-    }
-  }
-
-  return (holdId, charged) =>
-    new Promise<void>((resolve, reject) => {
-      queue.push({ holdId, charged, resolve, reject });
-      if (!running) {
-        running = true;
-        void drain();
-      }
-    });
+      const applied = new Set(rows.map((row) => Number(row.ord)));
+      return batch.map((r, i) => (applied.has(i + 1) ? undefined : new HoldResolvedError(r.holdId)));
+    },
+    { maxBatch },
+  );
+  return (holdId, charged) => resolve({ holdId, charged });
 }
