@@ -46,6 +46,36 @@ describe("gateway serve --demo", () => {
     const wrong = new OpenAI({ apiKey: "gw_wrong", baseURL: `${first.url}/v1`, maxRetries: 0 });
     await expect(wrong.models.list()).rejects.toMatchObject({ status: 401 });
 
+    // Chat through the real binary: JSON and a stream, metered on the embedded database.
+    const messages = [{ role: "user" as const, content: "Say hello" }];
+    const completion = await sdk.chat.completions.create({ model: "demo-small", messages });
+    expect(completion.model).toBe("demo-small");
+    expect(completion.usage!.total_tokens).toBeGreaterThan(0);
+    let streamed = "";
+    for await (const chunk of await sdk.chat.completions.create({ model: "demo-small", messages, stream: true })) {
+      streamed += chunk.choices[0]?.delta.content ?? "";
+    }
+    expect(streamed).toBe(completion.choices[0]!.message.content);
+    const [, password] = first.serve.stderr().match(/password (\S+) \(admin\)/)!;
+    const login = await fetch(`${first.url}/api/v1/auth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ email: "demo@example.com", password }),
+    });
+    const { token } = (await login.json()) as { token: string };
+    const quota = async () =>
+      (await (await fetch(`${first.url}/api/v1/user/quota`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+        used: number;
+        reserved: number;
+      };
+    let seen = await quota();
+    for (let i = 0; i < 50 && (seen.used < 2 * completion.usage!.total_tokens || seen.reserved > 0); i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      seen = await quota();
+    }
+    // Both requests settled with the mock's usage (token_multiplier 1, unit ratios): nothing left reserved.
+    expect(seen).toMatchObject({ used: 2 * completion.usage!.total_tokens, reserved: 0 });
+
     const unauth = await fetch(`${first.url}/v1/models`);
     expect(unauth.status).toBe(401);
 
