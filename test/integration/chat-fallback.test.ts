@@ -5,7 +5,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { freePort } from "../../src/db/free-port.js";
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
 import { createLogger } from "../../src/server/logger.js";
-import { startUpstreamProxy, type UpstreamProxy } from "../helpers/chat-upstream-proxy.js";
+import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { validateOpenAI } from "../helpers/openapi.js";
 
@@ -17,8 +17,8 @@ const UPSTREAM = "mock-gpt-small";
 
 let mock: MockUpstream;
 /** Targets a and b: proxies in front of the mock that add fault headers and count what reaches them. */
-let a: UpstreamProxy;
-let b: UpstreamProxy;
+let a: FaultProxy;
+let b: FaultProxy;
 let gw: TestGateway;
 let key: string;
 let direct: OpenAI;
@@ -28,8 +28,8 @@ const seen: string[] = [];
 
 beforeAll(async () => {
   mock = await startMockUpstream();
-  a = await startUpstreamProxy(mock.url);
-  b = await startUpstreamProxy(mock.url);
+  a = await startFaultProxy(mock.url);
+  b = await startFaultProxy(mock.url);
   const closedPort = await freePort();
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {
@@ -42,10 +42,10 @@ beforeAll(async () => {
     logger: createLogger("info", sink),
     config: {
       providers: {
-        a: { protocol: "openai", base_url: a.baseUrl, api_key: "sk-provider-a" },
-        b: { protocol: "openai", base_url: b.baseUrl, api_key: "sk-provider-b" },
+        a: { protocol: "openai", base_url: a.baseUrl(), api_key: "sk-provider-a" },
+        b: { protocol: "openai", base_url: b.baseUrl(), api_key: "sk-provider-b" },
         dead: { protocol: "openai", base_url: `http://127.0.0.1:${closedPort}/v1` },
-        slow: { protocol: "openai", base_url: a.baseUrl, timeouts: { first_byte_ms: 200 } },
+        slow: { protocol: "openai", base_url: a.baseUrl(), timeouts: { first_byte_ms: 200 } },
       },
       models: { "m-fb": model(["a", "b"]), "m-dead": model(["dead", "b"]), "m-slow": model(["slow", "b"]) },
       plans: { free: { daily_tokens: 10_000_000, context_limit: 128_000 } },
@@ -117,7 +117,7 @@ function expectErrorEnvelope(text: string, requestId: string) {
 describe("fallback to the next target", () => {
   it.each([503, 500, 502, 504, 429, 529])("a answers %i → b answers", async (status) => {
     a.inject = { "x-mock-status": String(status), "x-mock-retry-after": "3" };
-    const before = { a: a.requests, b: b.requests };
+    const before = { a: a.requests.length, b: b.requests.length };
     const { res, text, requestId } = await chat("m-fb");
     expect(res.status).toBe(200);
     const body = JSON.parse(text) as { model: string; choices: { message: { content: string } }[] };
@@ -125,7 +125,7 @@ describe("fallback to the next target", () => {
     expect(body.model).toBe("m-fb");
     expect(body.choices[0]!.message.content).toBe(await expectedContent());
     expect(res.headers.get("retry-after")).toBeNull();
-    expect({ a: a.requests - before.a, b: b.requests - before.b }).toEqual({ a: 1, b: 1 });
+    expect({ a: a.requests.length - before.a, b: b.requests.length - before.b }).toEqual({ a: 1, b: 1 });
     expect(await logRow(requestId)).toMatchObject({ provider: "b", fallback_path: ["a"], status: 200, error_class: null });
     await expectHold(requestId, "posted");
   });
@@ -139,11 +139,11 @@ describe("fallback to the next target", () => {
 
   it("a times out before the first byte → b answers", async () => {
     a.inject = { "x-mock-delay-ms": "2000" };
-    const before = b.requests;
+    const before = b.requests.length;
     const { res, text, requestId } = await chat("m-slow");
     expect(res.status).toBe(200);
     expect((JSON.parse(text) as { choices: { message: { content: string } }[] }).choices[0]!.message.content).toBe(await expectedContent());
-    expect(b.requests - before).toBe(1);
+    expect(b.requests.length - before).toBe(1);
     expect(await logRow(requestId)).toMatchObject({ provider: "b", fallback_path: ["slow"], status: 200 });
     await expectHold(requestId, "posted");
   });
@@ -171,10 +171,10 @@ describe("invalid answers before the first byte count as a bad gateway", () => {
     ["a JSON array instead of an object", { status: 200, body: "[1,2,3]" }],
   ])("%s from a → b answers", async (_name, answer) => {
     a.respond = answer;
-    const before = b.requests;
+    const before = b.requests.length;
     const { res, requestId } = await chat("m-fb");
     expect(res.status).toBe(200);
-    expect(b.requests - before).toBe(1);
+    expect(b.requests.length - before).toBe(1);
     expect(await logRow(requestId)).toMatchObject({ provider: "b", fallback_path: ["a"], status: 200 });
     await expectHold(requestId, "posted");
   });
@@ -223,23 +223,23 @@ describe("no fallback on a final upstream status", () => {
     [422, 400],
   ])("a answers %i → the client gets %i and b is never called", async (upstream, client) => {
     a.inject = { "x-mock-status": String(upstream) };
-    const before = b.requests;
+    const before = b.requests.length;
     const { res, text, requestId } = await chat("m-fb");
     expect(res.status).toBe(client);
     expectErrorEnvelope(text, requestId);
-    expect(b.requests).toBe(before);
+    expect(b.requests.length).toBe(before);
     expect(await logRow(requestId)).toMatchObject({ provider: null, fallback_path: ["a"], status: client });
     await expectHold(requestId, "voided");
   });
 
   it("a stream answered 400 by a is refused with a JSON error, b never called", async () => {
     a.inject = { "x-mock-status": "400" };
-    const before = b.requests;
+    const before = b.requests.length;
     const { res, text, requestId } = await chat("m-fb", { stream: true });
     expect(res.status).toBe(400);
     expect(res.headers.get("content-type")).toMatch(/^application\/json/);
     expectErrorEnvelope(text, requestId);
-    expect(b.requests).toBe(before);
+    expect(b.requests.length).toBe(before);
     await expectHold(requestId, "voided");
   });
 });

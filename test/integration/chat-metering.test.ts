@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chatQuota, type ChatRates } from "../../src/billing/chat-quota.js";
 import { countPromptTokens, countTextTokens, estimatePromptTokens } from "../../src/metering/estimate.js";
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
-import { startFaultProxy, type FaultProxy } from "../helpers/metering-fault-proxy.js";
+import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { countLogWrites, deltaText, holdsOf, lockAccount, settled as settledOnce, sseEvents as events, type Settled } from "../helpers/metering-checks.js";
 

@@ -3,8 +3,9 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 
 // The gateway never forwards client headers upstream, so tests inject the mock upstream's fault headers with
-// this proxy: a provider whose base_url is `proxy.baseUrl({ "x-mock-drop-after": 3 })` gets those headers on
-// every request. The proxy also records whether the gateway hung up on a request before its answer ended.
+// this proxy (docs/mock-upstream.md): per provider, through its base_url (`proxy.baseUrl({ "x-mock-drop-after": 3 })`),
+// or for every request through `inject`; `respond` answers a fixed status, headers and body without reaching the
+// mock at all. Every request is recorded, with whether the gateway hung up on it before its answer ended.
 
 export interface ProxiedRequest {
   path: string;
@@ -15,11 +16,23 @@ export interface ProxiedRequest {
   done: boolean;
 }
 
+export interface FixedAnswer {
+  status: number;
+  headers?: http.OutgoingHttpHeaders;
+  body: string;
+}
+
 export interface FaultProxy {
   url: string;
   /** A provider base_url (…/v1) whose requests carry `faults` as headers. */
   baseUrl(faults?: Record<string, string | number>): string;
   requests: ProxiedRequest[];
+  /** Fault headers added to every request (after the base_url's own); replace per test. */
+  inject: Record<string, string>;
+  /** When set, answered instead of proxying. */
+  respond: FixedAnswer | undefined;
+  /** Clears `inject` and `respond` (not the recorded requests). */
+  reset(): void;
   close(): Promise<void>;
 }
 
@@ -28,9 +41,17 @@ export async function startFaultProxy(upstream: string): Promise<FaultProxy> {
   const requests: ProxiedRequest[] = [];
   const server = http.createServer((req, res) => {
     const match = /^\/f\/([^/]*)(\/.*)$/.exec(req.url ?? "");
-    const faults = Object.fromEntries(new URLSearchParams(decodeURIComponent(match?.[1] ?? "")));
+    const faults = { ...Object.fromEntries(new URLSearchParams(decodeURIComponent(match?.[1] ?? ""))), ...proxy.inject };
     const record: ProxiedRequest = { path: match?.[2] ?? req.url ?? "", faults, abortedByGateway: false, done: false };
     requests.push(record);
+    const fixed = proxy.respond;
+    if (fixed) {
+      req.resume();
+      res.writeHead(fixed.status, { "content-type": "application/json", ...fixed.headers });
+      res.end(fixed.body);
+      record.done = true;
+      return;
+    }
     let upstreamCut = false;
     const headers = { ...req.headers, ...faults, host: target.host };
     const out = http.request({ host: target.hostname, port: target.port, method: req.method, path: record.path, headers }, (upRes) => {
@@ -61,8 +82,14 @@ export async function startFaultProxy(upstream: string): Promise<FaultProxy> {
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
+  const proxy: FaultProxy = {
     url,
+    inject: {},
+    respond: undefined,
+    reset() {
+      proxy.inject = {};
+      proxy.respond = undefined;
+    },
     baseUrl: (faults = {}) => {
       const spec = new URLSearchParams(Object.entries(faults).map(([k, v]): [string, string] => [k, String(v)])).toString();
       return `${url}/f/${encodeURIComponent(spec || "none")}/v1`;
@@ -74,4 +101,5 @@ export async function startFaultProxy(upstream: string): Promise<FaultProxy> {
         server.closeAllConnections();
       }),
   };
+  return proxy;
 }
