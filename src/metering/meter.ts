@@ -59,6 +59,8 @@ class Inflight {
 }
 
 const SETTLE_ATTEMPTS = 3;
+/** The estimate (3 characters a token) over this many times the context limit refuses without tokenizing. */
+const CERTAINLY_OVER = 3;
 
 export class Meter {
   private fallbackPath: string[] = [];
@@ -237,9 +239,12 @@ export function createMetering(deps: MeteringDeps): Metering {
     };
     const plan = config.plans[start.key.plan];
     if (!plan) reject(errors.forbidden(`The plan '${start.key.plan}' of this account no longer exists; contact the operator.`, "plan_missing"));
-    if (start.estimate.promptTokens > plan!.context_limit) {
-      const exact = start.exactPromptTokens();
-      if (exact > plan!.context_limit) reject(meteringErrors.contextLimit(exact, plan!.context_limit));
+    const limit = plan!.context_limit;
+    if (start.estimate.promptTokens > limit) {
+      // Far over the limit the estimate decides alone: tokenizing megabytes would stall the event loop for
+      // every request of a client that sends them.
+      const tokens = start.estimate.promptTokens > CERTAINLY_OVER * limit ? start.estimate.promptTokens : start.exactPromptTokens();
+      if (tokens > limit) reject(meteringErrors.contextLimit(tokens, limit));
     }
     const model = start.model.config;
     const rates: ChatRates = {

@@ -182,6 +182,19 @@ describe("chat completion bad input", () => {
     expect(ok.choices[0]!.message.content).toMatch(/^Mock reply/);
   });
 
+  it("the tokenizer, not the estimate, decides near the limit; far over it the estimate refuses alone", async () => {
+    // 180 dashes: estimated at 64 tokens (over the limit of 50), counted as 3 by the tokenizer → admitted.
+    const dashes = [{ role: "user" as const, content: "-".repeat(180) }];
+    const ok = await sdk(keys.short!).chat.completions.create({ model: "gpt-pub", messages: dashes, max_tokens: 8 });
+    expect(ok.choices[0]!.message.content).toMatch(/^Mock reply/);
+    // 3,000 dashes: estimated at 1,004 tokens, over 3 × the limit: refused without tokenizing (the message says so).
+    const err = await failure(
+      sdk(keys.short!).chat.completions.create({ model: "gpt-pub", messages: [{ role: "user", content: "-".repeat(3000) }] }),
+    );
+    expect(err.code).toBe("context_length_exceeded");
+    expect(err.message).toContain("about 1004 tokens");
+  });
+
   it("refusals leave no hold behind and are logged with their status", async () => {
     const res = await post(JSON.stringify({ model: "no-such-model", messages: hello }));
     const requestId = res.headers.get("x-request-id")!;
