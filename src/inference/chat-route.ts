@@ -103,13 +103,13 @@ export function chatRoutes(deps: ChatRouteDeps) {
     stopWatching();
     const json = attempt.result.body;
     json.model = modelId;
-    const usage: UsageReport = attempt.result.usage ?? {
-      promptTokens: countPrompt(),
-      completionTokens: countTextTokens(completionText(json)),
+    const counted = async (): Promise<UsageReport> => ({
+      promptTokens: await countPrompt(),
+      completionTokens: await countTextTokens(completionText(json)),
       cachedTokens: 0,
-    };
+    });
     meter.markFirstByte();
-    void meter.settle(usage, attempt.result.usage ? "upstream" : "estimated");
+    void meter.settle(attempt.result.usage ?? counted(), attempt.result.usage ? "upstream" : "estimated");
     c.header(OVERHEAD_HEADER, meter.overheadMs().toFixed(3));
     return c.json(json);
   });

@@ -21,7 +21,7 @@ export interface ChatStreamOptions {
   first: IteratorResult<StreamEvent>;
   events: AsyncIterator<StreamEvent>;
   /** Prompt tokens by the tokenizer, for a stream without upstream usage. */
-  countPrompt: () => number;
+  countPrompt: () => Promise<number>;
   /** Aborts the upstream request; aborted from outside, it means the client left. */
   upstream: AbortController;
 }
@@ -33,9 +33,13 @@ export function relayChatStream(opts: ChatStreamOptions): ReadableStream<Uint8Ar
   let pending: IteratorResult<StreamEvent> | null = opts.first;
 
   // Counted once, when the stream is over (the usage chunk and the settlement must agree).
-  let local: UsageReport | undefined;
-  const localUsage = (): UsageReport =>
-    (local ??= { promptTokens: opts.countPrompt(), completionTokens: countTextTokens(delivered.join("")), cachedTokens: 0 });
+  let local: Promise<UsageReport> | undefined;
+  const localUsage = (): Promise<UsageReport> =>
+    (local ??= (async () => ({
+      promptTokens: await opts.countPrompt(),
+      completionTokens: await countTextTokens(delivered.join("")),
+      cachedTokens: 0,
+    }))());
 
   const settleLocal = (status: number, errorClass: "client_cancelled" | "upstream_error" | null) => {
     if (!meter.delivered) return meter.fail(null, errorClass === "client_cancelled" ? 499 : 502, errorClass ?? "upstream_error");
@@ -98,7 +102,7 @@ export function relayChatStream(opts: ChatStreamOptions): ReadableStream<Uint8Ar
               return;
             }
             if ("done" in next.value && opts.clientWantsUsage && !usage && meter.delivered) {
-              controller.enqueue(usageChunk(localUsage()));
+              controller.enqueue(usageChunk(await localUsage()));
             }
             const bytes = transform(next.value);
             if (!bytes) continue;

@@ -1,7 +1,10 @@
-import { countTokens } from "gpt-tokenizer";
-
 // Token counts the gateway makes itself: a cheap, conservative estimate on the hot path (admission and the
-// hold), and a real tokenizer (o200k_base) only where a number is billed or a refusal depends on it.
+// hold), and a real tokenizer (o200k_base) only where a number is billed or a refusal depends on it. The
+// tokenizer's tables take about 70 MB, so they are loaded on first use: a gateway whose providers report usage
+// never needs them.
+
+let tokenizer: Promise<typeof import("gpt-tokenizer")> | undefined;
+const countTokens = async (text: string) => (await (tokenizer ??= import("gpt-tokenizer"))).countTokens(text);
 
 /** Tokens a message costs beyond its content (role, separators), as OpenAI's chat format adds. */
 const PER_MESSAGE = 4;
@@ -44,12 +47,12 @@ export function estimatePromptTokens(messages: readonly unknown[], extra: readon
 }
 
 /** The tokenizer's count of the same parts; used when billing without upstream usage or near a limit. */
-export function countPromptTokens(messages: readonly unknown[], extra: readonly unknown[] = []): number {
+export async function countPromptTokens(messages: readonly unknown[], extra: readonly unknown[] = []): Promise<number> {
   const parts = collect(messages);
   let tokens = parts.messages * PER_MESSAGE + parts.images * PER_IMAGE;
-  for (const text of parts.text) tokens += countTokens(text);
-  for (const item of extra) if (item !== undefined) tokens += countTokens(JSON.stringify(item));
+  for (const text of parts.text) tokens += await countTokens(text);
+  for (const item of extra) if (item !== undefined) tokens += await countTokens(JSON.stringify(item));
   return tokens;
 }
 
-export const countTextTokens = (text: string): number => (text.length === 0 ? 0 : countTokens(text));
+export const countTextTokens = async (text: string): Promise<number> => (text.length === 0 ? 0 : countTokens(text));

@@ -33,7 +33,7 @@ export interface MeterStart {
   /** Cheap, conservative token estimates for admission and the hold. */
   estimate: { promptTokens: number; completionTokens: number };
   /** The tokenizer's prompt count: consulted only when the estimate is over the plan's context limit. */
-  exactPromptTokens: () => number;
+  exactPromptTokens: () => Promise<number>;
 }
 
 export interface Metering {
@@ -126,11 +126,19 @@ export class Meter {
     return this.firstByteAt !== undefined;
   }
 
-  /** Posts the real charge exactly once; later calls (and fail/cancel) do nothing. */
-  settle(usage: UsageReport, source: UsageSource, status = 200, errorClass: ErrorClass | null = null): Promise<bigint> {
+  /**
+   * Posts the real charge exactly once; later calls (and fail/cancel) do nothing. The usage may still be
+   * being counted: the first call wins at once, and shutdown waits for the count and the posting.
+   */
+  settle(
+    usage: UsageReport | Promise<UsageReport>,
+    source: UsageSource,
+    status = 200,
+    errorClass: ErrorClass | null = null,
+  ): Promise<bigint> {
     if (this.resolved) return Promise.resolve(0n);
     this.resolved = true;
-    return this.inflight.track(this.post(usage, source, status, errorClass));
+    return this.inflight.track(Promise.resolve(usage).then((counted) => this.post(counted, source, status, errorClass)));
   }
 
   private async post(usage: UsageReport, source: UsageSource, status: number, errorClass: ErrorClass | null): Promise<bigint> {
@@ -243,7 +251,7 @@ export function createMetering(deps: MeteringDeps): Metering {
     if (start.estimate.promptTokens > limit) {
       // Far over the limit the estimate decides alone: tokenizing megabytes would stall the event loop for
       // every request of a client that sends them.
-      const tokens = start.estimate.promptTokens > CERTAINLY_OVER * limit ? start.estimate.promptTokens : start.exactPromptTokens();
+      const tokens = start.estimate.promptTokens > CERTAINLY_OVER * limit ? start.estimate.promptTokens : await start.exactPromptTokens();
       if (tokens > limit) reject(meteringErrors.contextLimit(tokens, limit));
     }
     const model = start.model.config;

@@ -98,11 +98,11 @@ const holdAmount = (messages: Message[]) =>
 const settled = (userId: string, requests = 1) => settledOnce([gw], userId, requests);
 
 /** Asserts a single settled, locally counted request: prompt by the tokenizer, completion as logged. */
-function expectEstimated(s: Settled, messages: Message[]) {
+async function expectEstimated(s: Settled, messages: Message[]) {
   expect(s.hold.status).toBe("posted");
   expect(s.log.usage_source).toBe("estimated");
-  expect(s.log.input_tokens).toBe(countPromptTokens(messages));
-  const charged = expectedCharge(countPromptTokens(messages), s.log.output_tokens as number);
+  expect(s.log.input_tokens).toBe(await countPromptTokens(messages));
+  const charged = expectedCharge(await countPromptTokens(messages), s.log.output_tokens as number);
   expect(s.log.quota_charged).toBe(String(charged));
   expect(s.account.debits_posted).toBe(String(charged));
   return charged;
@@ -190,8 +190,8 @@ describe("upstream without usage", () => {
     const body = (await res.json()) as { choices: { message: { content: string } }[]; usage?: unknown };
     expect(body.usage).toBeUndefined();
     const s = await settled(user.id);
-    const charged = expectEstimated(s, longPrompt);
-    expect(charged).toBe(expectedCharge(countPromptTokens(longPrompt), countTextTokens(body.choices[0]!.message.content)));
+    const charged = await expectEstimated(s, longPrompt);
+    expect(charged).toBe(expectedCharge(await countPromptTokens(longPrompt), await countTextTokens(body.choices[0]!.message.content)));
   });
 
   it("settles a stream once from the delivered text, marked estimated", async () => {
@@ -202,8 +202,8 @@ describe("upstream without usage", () => {
     for (let data = await next(); data !== null && data !== "[DONE]"; data = await next()) text += deltaText(data);
     expect(text).toBe((await directJson(longPrompt)).choices[0]!.message.content);
     const s = await settled(user.id);
-    const charged = expectEstimated(s, longPrompt);
-    expect(charged).toBe(expectedCharge(countPromptTokens(longPrompt), countTextTokens(text)));
+    const charged = await expectEstimated(s, longPrompt);
+    expect(charged).toBe(expectedCharge(await countPromptTokens(longPrompt), await countTextTokens(text)));
     expect(s.log).toMatchObject({ status: 200, error_class: null, streamed: true });
   });
 });
@@ -262,7 +262,7 @@ describe("cancelled requests", () => {
     expect(await events(res)()).toContain('"role":"assistant"');
     abort.abort();
     const s = await settled(user.id);
-    expect(expectEstimated(s, longPrompt)).toBe(expectedCharge(countPromptTokens(longPrompt), 0));
+    expect(await expectEstimated(s, longPrompt)).toBe(expectedCharge(await countPromptTokens(longPrompt), 0));
     expect(s.log).toMatchObject({ status: 499, error_class: "client_cancelled", output_tokens: 0 });
   });
 
@@ -287,11 +287,11 @@ describe("cancelled requests", () => {
       abort.abort();
 
       const s = await settled(user.id);
-      const charged = expectEstimated(s, longPrompt);
+      const charged = await expectEstimated(s, longPrompt);
       expect(s.log).toMatchObject({ status: 499, error_class: "client_cancelled", streamed: true });
       expect(charged).toBeGreaterThan(0n);
-      expect(charged).toBeGreaterThanOrEqual(expectedCharge(countPromptTokens(longPrompt), countTextTokens(received)));
-      expect(charged).toBeLessThan(expectedCharge(countPromptTokens(longPrompt), countTextTokens(full)));
+      expect(charged).toBeGreaterThanOrEqual(expectedCharge(await countPromptTokens(longPrompt), await countTextTokens(received)));
+      expect(charged).toBeLessThan(expectedCharge(await countPromptTokens(longPrompt), await countTextTokens(full)));
       await expect.poll(() => proxy.requests[proxied - 1]?.abortedByGateway).toBe(true);
     });
   }
@@ -332,8 +332,8 @@ describe("upstream dropping a stream midway", () => {
     const text = received.slice(0, -1).map(deltaText).join("");
 
     const s = await settled(user.id);
-    const charged = expectEstimated(s, longPrompt);
-    expect(charged).toBe(expectedCharge(countPromptTokens(longPrompt), countTextTokens(text)));
-    expect(s.log).toMatchObject({ status: 200, error_class: "upstream_error", output_tokens: countTextTokens(text) });
+    const charged = await expectEstimated(s, longPrompt);
+    expect(charged).toBe(expectedCharge(await countPromptTokens(longPrompt), await countTextTokens(text)));
+    expect(s.log).toMatchObject({ status: 200, error_class: "upstream_error", output_tokens: await countTextTokens(text) });
   });
 });
