@@ -48,7 +48,9 @@ export function relayChatStream(opts: ChatStreamOptions): ReadableStream<Uint8Ar
   };
 
   // A client that asked for usage gets its usage chunk even when the upstream sent none: the local count, the
-  // same numbers it is billed for.
+  // same numbers it is billed for, under the stream's own id.
+  let lastId: unknown = "";
+  let lastCreated: unknown = 0;
   const usageChunk = (u: UsageReport) =>
     sse({
       id: lastId,
@@ -63,9 +65,6 @@ export function relayChatStream(opts: ChatStreamOptions): ReadableStream<Uint8Ar
         prompt_tokens_details: { cached_tokens: u.cachedTokens },
       },
     });
-  let lastId: unknown = "";
-  let lastCreated: unknown = 0;
-
   // Turns one upstream event into the bytes the client gets (or nothing).
   const transform = (event: StreamEvent): Uint8Array | null => {
     if ("done" in event) return DONE;
