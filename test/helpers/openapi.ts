@@ -1,15 +1,14 @@
 import { readFileSync } from "node:fs";
-import path from "node:path";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
-import { parse } from "yaml";
 
 /**
- * Validates values against a schema of OpenAI's OpenAPI document (`shared/reference/openai/openapi.yaml`, beside the checkout):
- * `validateOpenAI("CreateChatCompletionResponse", body)` returns the errors, [] when valid.
+ * Validates values against a schema of OpenAI's OpenAPI document: `validateOpenAI("CreateChatCompletionResponse",
+ * body)` returns the errors, [] when valid. The schemas come from test/fixtures/openai-schemas.json, extracted
+ * from `shared/reference/openai/openapi.yaml` by scripts/extract-openai-schemas.mjs (the tests then need only
+ * this repository; test/unit/openai-fixture.test.ts checks the extract against the reference when present).
  */
 
-// CI clones the repository with shared/ beside it, as on a developer's machine.
-const SPEC_PATH = path.resolve(process.env.GATEWAY_SHARED_DIR ?? path.join(process.cwd(), "..", "shared"), "reference/openai/openapi.yaml");
+const FIXTURE = new URL("../fixtures/openai-schemas.json", import.meta.url);
 const DOC_ID = "openai-openapi";
 
 /**
@@ -29,10 +28,9 @@ let ajv: Ajv2020 | undefined;
 const validators = new Map<string, ValidateFunction>();
 
 function load(): Ajv2020 {
-  const doc = parse(readFileSync(SPEC_PATH, "utf8")) as { components: { schemas: Record<string, unknown> } };
-  // Only components.schemas is hosted, at its own JSON pointer, so the document's `#/components/schemas/X` refs
-  // resolve; the paths section would only slow compilation down.
-  const hosted = { $id: DOC_ID, components: { schemas: allowNullables(doc.components.schemas) } };
+  const { schemas } = JSON.parse(readFileSync(FIXTURE, "utf8")) as { schemas: Record<string, unknown> };
+  // Hosted at the document's own JSON pointer, so its `#/components/schemas/X` refs resolve.
+  const hosted = { $id: DOC_ID, components: { schemas: allowNullables(schemas) } };
   // strict: false because vendor keywords (x-oaiMeta, discriminator, ...) are annotations; formats such as
   // `unixtime` are not JSON Schema formats, so they are not checked.
   const instance = new Ajv2020({ strict: false, allErrors: true, validateFormats: false, logger: false });
@@ -45,7 +43,7 @@ function validatorFor(schemaName: string): ValidateFunction {
   if (!validate) {
     ajv ??= load();
     validate = ajv.getSchema(`${DOC_ID}#/components/schemas/${schemaName}`);
-    if (!validate) throw new Error(`No schema named ${schemaName} in ${SPEC_PATH}`);
+    if (!validate) throw new Error(`No schema named ${schemaName}: add it to ROOTS in scripts/extract-openai-schemas.mjs`);
     validators.set(schemaName, validate);
   }
   return validate;
