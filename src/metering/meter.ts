@@ -6,7 +6,7 @@ import type { Config } from "../config/schema.js";
 import { GatewayError, errors } from "../errors.js";
 import type { Target, UsageReport } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
-import { HoldResolvedError, type Hold, type QuotaLedger } from "../quota/types.js";
+import type { Hold, QuotaLedger } from "../quota/types.js";
 import type { ApiKeyPrincipal } from "../server/context.js";
 import { errorClassOf, meteringErrors, upstreamToClient } from "./errors.js";
 
@@ -58,7 +58,6 @@ class Inflight {
   }
 }
 
-const SETTLE_ATTEMPTS = 3;
 /** The estimate (3 characters a token) over this many times the context limit refuses without tokenizing. */
 const CERTAINLY_OVER = 3;
 
@@ -143,20 +142,11 @@ export class Meter {
 
   private async post(usage: UsageReport, source: UsageSource, status: number, errorClass: ErrorClass | null): Promise<bigint> {
     const charged = chatQuota(usage, this.rates);
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.deps.ledger.settle(this.hold.id, charged);
-        break;
-      } catch (err) {
-        // A retry that finds the hold resolved means the earlier attempt committed and only its reply was lost.
-        if (err instanceof HoldResolvedError && attempt > 1) break;
-        // The service was delivered: a lost settlement would make it free. Retry, then leave a loud trace.
-        if (attempt >= SETTLE_ATTEMPTS || err instanceof HoldResolvedError) {
-          this.deps.logger.error({ err, hold_id: this.hold.id, charged: String(charged), req_id: this.start.requestId }, "SETTLEMENT_FAILED");
-          break;
-        }
-        await new Promise((r) => setTimeout(r, 50 * attempt));
-      }
+    try {
+      await this.deps.ledger.settle(this.hold.id, charged);
+    } catch (err) {
+      // The ledger retried already. The service was delivered: a lost settlement makes it free, so leave a loud trace.
+      this.deps.logger.error({ err, hold_id: this.hold.id, charged: String(charged), req_id: this.start.requestId }, "SETTLEMENT_FAILED");
     }
     this.log({ status, errorClass, usage, charged, source });
     return charged;

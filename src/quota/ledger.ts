@@ -1,7 +1,6 @@
 import type { Pool } from "../db/pool.js";
 import { nextResetAt, utcDay } from "./day.js";
-import { createReserver } from "./reserve-batch.js";
-import { createHoldResolver } from "./settle-batch.js";
+import { createEscrow } from "./escrow.js";
 import {
   type AccountKind,
   type DailyBalance,
@@ -10,10 +9,7 @@ import {
   type ReserveResult,
 } from "./types.js";
 
-// Every statement here is one round trip (reserve and settle run on every billed request) and is atomic across
-// gateway processes by itself: row locks and the re-check PostgreSQL does on a row changed by a concurrent
-// writer (READ COMMITTED) decide every race, so no explicit transaction is needed. Reservations of one account
-// (reserve-batch.ts), and settlements and releases (settle-batch.ts), share one statement per batch.
+// Reservations and their resolutions go through the escrow (escrow.ts); here are the reads and the expiry.
 
 const DAILY: AccountKind = "daily_allowance";
 
@@ -22,25 +18,22 @@ select debits_posted, debits_pending from quota_accounts
 where user_id = $1::uuid and kind = $2::text and period = $3::text`;
 
 // Without an explicit time the database clock decides, because heartbeats are written with it too: a skewed
-// worker clock must not expire the holds of live processes.
-// SKIP LOCKED leaves a hold that is being settled or released right now to that statement; accounts are
+// worker clock must not expire the leases of live processes.
+// SKIP LOCKED leaves a lease that is syncing right now to that statement (its process is alive); accounts are
 // locked in id order so that two overlapping expiry runs cannot deadlock. Instance rows silent for a day are
 // forgotten here too (a returning process re-creates its row on the next heartbeat).
 const EXPIRE = `
 with clock as (select coalesce($1::timestamptz, now()) as now),
 expired as (
-  update quota_holds h set status = 'expired', resolved_at = (select now from clock)
-  where h.status = 'pending' and h.id in (
-    select c.id from quota_holds c
+  update quota_leases l set status = 'expired', resolved_at = (select now from clock)
+  where l.status = 'pending' and l.id in (
+    select c.id from quota_leases c
     cross join clock
     left join gateway_instances i on i.id = c.instance_id
-    where c.status = 'pending'
-      and (i.id is null
-        or i.last_seen_at < clock.now - $2::int * interval '1 second'
-        or c.created_at < clock.now - $3::int * interval '1 second')
+    where c.status = 'pending' and (i.id is null or i.last_seen_at < clock.now - $2::int * interval '1 second')
     for update of c skip locked
   )
-  returning h.account_id, h.amount
+  returning l.account_id, l.amount
 ), locked as (
   select a.id, t.amount from quota_accounts a
   join (select account_id, sum(amount)::bigint as amount from expired group by account_id) t on t.account_id = a.id
@@ -54,13 +47,25 @@ expired as (
 )
 select count(*)::int as n from expired`;
 
-export function createQuotaLedger(
-  pool: Pool,
-  opts: { maxHoldSeconds: number; instanceTimeoutSeconds?: number },
-): QuotaLedger {
+export interface LedgerOptions {
+  /** A request holding its reservation longer than this has it expired (a late settle still posts). */
+  maxHoldSeconds: number;
+  /** A process silent this long is presumed dead and its leases expire. */
+  instanceTimeoutSeconds?: number;
+  /** A lease unused this long gives its units back. */
+  leaseIdleMs?: number;
+  onSyncError?: (err: unknown, leaseId: string) => void;
+}
+
+export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger {
   const instanceTimeoutSeconds = opts.instanceTimeoutSeconds ?? 90;
-  const reserveHold = createReserver(pool, DAILY);
-  const resolveHold = createHoldResolver(pool);
+  const escrow = createEscrow({
+    pool,
+    kind: DAILY,
+    maxHoldSeconds: opts.maxHoldSeconds,
+    idleMs: opts.leaseIdleMs,
+    onSyncError: opts.onSyncError,
+  });
 
   async function balance(userId: string, dailyAllowance: bigint, now = new Date()): Promise<DailyBalance> {
     const day = utcDay(now);
@@ -84,28 +89,23 @@ export function createQuotaLedger(
   return {
     balance,
 
-    async reserve(input: ReserveInput): Promise<ReserveResult> {
-      if (input.amount < 0n) throw new RangeError(`cannot hold a negative amount (${input.amount})`);
-      const now = input.now ?? new Date();
-      const outcome = await reserveHold(input, now);
-      if (outcome.ok) return { ok: true, hold: { id: outcome.holdId, accountId: outcome.accountId, amount: input.amount } };
-      const { used, reserved } = outcome;
-      return { ok: false, allowance: input.dailyAllowance, used, reserved, resetsAt: nextResetAt(now) };
-    },
+    reserve: (input: ReserveInput): Promise<ReserveResult> => escrow.reserve(input),
 
     async settle(holdId: string, charged: bigint): Promise<void> {
-      // Checked here: a bad charge must not fail the batch it would have joined.
+      // Checked here: a bad charge must not reach the sync it would have joined.
       if (charged < 0n) throw new RangeError(`cannot charge a negative amount (${charged})`);
-      return resolveHold(holdId, charged);
+      return escrow.resolve(holdId, charged);
     },
 
-    release: (holdId: string): Promise<void> => resolveHold(holdId, null),
+    release: (holdId: string): Promise<void> => escrow.resolve(holdId, null),
+    flush: () => escrow.flush(),
+    close: () => escrow.close(),
 
     async expireAbandoned(now?: Date): Promise<number> {
       const { rows } = await pool.query<{ n: number }>({
         name: "quota_expire",
         text: EXPIRE,
-        values: [now ?? null, instanceTimeoutSeconds, opts.maxHoldSeconds],
+        values: [now ?? null, instanceTimeoutSeconds],
       });
       return rows[0]!.n;
     },

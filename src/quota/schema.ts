@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { bigint, bigserial, check, index, pgTable, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
+import { bigint, bigserial, check, index, integer, pgTable, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 import { users } from "../auth/schema.js";
 
 // One row per balance: owner + kind + period. Today only the daily allowance (period = UTC day YYYY-MM-DD);
@@ -26,8 +26,36 @@ export const quotaAccounts = pgTable(
   ],
 );
 
-// A two-phase transfer against an account: pending -> posted (settle) | voided (release) | expired.
-// An expired hold can still be posted: the request may finish after its process was presumed dead.
+// A gateway process's escrow on an account (docs/billing.md, "Escrow"): a pending debit the process admits
+// requests against in memory. Granted, drawn down and returned by one statement per sync (lease-sql.ts);
+// `seq` numbers those statements so a retried one is applied once; `last_grant` is its reply, kept for that
+// retry. Expired when its process stops heartbeating; closed when returned whole.
+export const quotaLeases = pgTable(
+  "quota_leases",
+  {
+    id: uuid("id").primaryKey(),
+    accountId: bigint("account_id", { mode: "bigint" })
+      .notNull()
+      .references(() => quotaAccounts.id, { onDelete: "cascade" }),
+    // No foreign key: instance rows are deleted on shutdown while their leases stay as history.
+    instanceId: uuid("instance_id").notNull(),
+    amount: bigint("amount", { mode: "bigint" }).notNull().default(sql`0`),
+    status: text("status", { enum: ["pending", "closed", "expired"] }).notNull().default("pending"),
+    seq: integer("seq").notNull().default(0),
+    lastGrant: bigint("last_grant", { mode: "bigint" }).notNull().default(sql`0`),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+    resolvedAt: timestamp("resolved_at", { withTimezone: true }),
+  },
+  (t) => [
+    index("quota_leases_status_idx").on(t.status),
+    index("quota_leases_account_id_idx").on(t.accountId),
+    check("quota_leases_amount_nonnegative", sql`${t.amount} >= 0`),
+  ],
+);
+
+// One row per metered request: its reservation (`amount`) and how it was resolved, posted with the real
+// charge or voided. Written when the request resolves, drawn from its process's lease; `pending` and
+// `expired` are the states of holds made before leases existed.
 export const quotaHolds = pgTable(
   "quota_holds",
   {
@@ -35,6 +63,7 @@ export const quotaHolds = pgTable(
     accountId: bigint("account_id", { mode: "bigint" })
       .notNull()
       .references(() => quotaAccounts.id, { onDelete: "cascade" }),
+    leaseId: uuid("lease_id").references(() => quotaLeases.id, { onDelete: "cascade" }),
     amount: bigint("amount", { mode: "bigint" }).notNull(),
     charged: bigint("charged", { mode: "bigint" }),
     status: text("status", { enum: ["pending", "posted", "voided", "expired"] }).notNull().default("pending"),
@@ -48,11 +77,12 @@ export const quotaHolds = pgTable(
     index("quota_holds_status_created_at_idx").on(t.status, t.createdAt),
     index("quota_holds_instance_id_idx").on(t.instanceId),
     index("quota_holds_account_id_idx").on(t.accountId),
+    index("quota_holds_lease_id_idx").on(t.leaseId),
     check("quota_holds_amounts_nonnegative", sql`${t.amount} >= 0 and (${t.charged} is null or ${t.charged} >= 0)`),
   ],
 );
 
-// Live gateway processes, known by their heartbeat; a pending hold of a silent process is expired.
+// Live gateway processes, known by their heartbeat; the pending lease of a silent process is expired.
 export const gatewayInstances = pgTable("gateway_instances", {
   id: uuid("id").primaryKey().defaultRandom(),
   startedAt: timestamp("started_at", { withTimezone: true }).notNull().defaultNow(),

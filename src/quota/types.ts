@@ -1,6 +1,7 @@
 // The quota ledger's contract (DESIGN.md §5-6). One mechanism for every balance the spec names: an account
 // (owner + kind + period) holds credits and posted/pending debits; a hold is a two-phase transfer against it:
-// pending -> posted (settle) | voided (release) | expired (its process died). Quota units are bigint.
+// pending -> posted (settle) | voided (release) | expired. Quota units are bigint. A process holds a lease
+// (escrow) on each busy account and takes its requests' holds out of it in memory (docs/billing.md).
 
 export type AccountKind = "daily_allowance";
 
@@ -41,20 +42,26 @@ export interface DailyBalance {
 
 export interface QuotaLedger {
   /**
-   * Holds `amount` if today's remaining covers it, atomically across every process. Concurrent calls for one
-   * account in one process share a statement (admitted in arrival order).
+   * Holds `amount` if today's remaining covers it, atomically across every process: out of this process's
+   * lease when it covers the amount, else after a sync that grants more (calls waiting for one are admitted in
+   * arrival order).
    */
   reserve(input: ReserveInput): Promise<ReserveResult>;
   /**
-   * Posts the real charge (may exceed the hold: the service was delivered) and returns the hold's remainder.
-   * Also posts a hold that expired meanwhile. A hold settled or released before throws HoldResolvedError.
+   * Posts the real charge (may exceed the hold: the service was delivered) and returns the hold's remainder;
+   * resolves once the ledger has it. Also posts a hold that expired meanwhile. A hold settled or released
+   * before throws HoldResolvedError.
    */
   settle(holdId: string, charged: bigint): Promise<void>;
   /** Voids a pending hold. A hold resolved before throws HoldResolvedError. */
   release(holdId: string): Promise<void>;
+  /** Gives this process's unused leased units back to the accounts and waits until the ledger has everything. */
+  flush(): Promise<void>;
+  /** Closes this process's leases (at shutdown, after the last settlement). */
+  close(): Promise<void>;
   /** Today's account of a user (zeros with the plan's allowance when nothing was used yet). */
   balance(userId: string, dailyAllowance: bigint, now?: Date): Promise<DailyBalance>;
-  /** Expires pending holds of dead processes, or older than the configured maximum; returns how many. */
+  /** Expires the leases of dead processes (their units return to the accounts); returns how many. */
   expireAbandoned(now?: Date): Promise<number>;
 }
 

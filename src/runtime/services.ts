@@ -14,7 +14,7 @@ import { registerInstance } from "../quota/instances.js";
 /** Everything the HTTP app needs, plus what only the process lifecycle touches. */
 export interface Services extends AppDeps {
   requestLog: RequestLogWriter;
-  /** Waits for settlements, flushes the request log, stops the heartbeat, closes upstream pools. */
+  /** Waits for settlements, closes the leases, flushes the request log, stops the heartbeat, closes upstream pools. */
   close(): Promise<void>;
 }
 
@@ -35,7 +35,10 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
   const { config, pool, logger } = opts;
   const serving = opts.serving ?? true;
   const auth = await createAuthServices({ pool, config, logger, env: opts.env ?? process.env, listen: serving });
-  const ledger = createQuotaLedger(pool, { maxHoldSeconds: config.quota.max_hold_seconds });
+  const ledger = createQuotaLedger(pool, {
+    maxHoldSeconds: config.quota.max_hold_seconds,
+    onSyncError: (err, leaseId) => logger.error({ err, lease_id: leaseId }, "LEASE_SYNC_FAILED"),
+  });
   const instance = serving
     ? await registerInstance(pool, { onError: (err) => logger.warn({ err: err.message }, "instance heartbeat failed") })
     : null;
@@ -60,6 +63,7 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
     metering,
     async close() {
       await metering.drain();
+      await ledger.close();
       await requestLog.close();
       await instance?.stop();
       await providers.close();

@@ -21,6 +21,16 @@ export function countLogWrites(gw: TestGateway): void {
   };
 }
 
+/**
+ * Waits for every settlement, has the leases give their unused units back (so that pending debits are exactly
+ * what requests still hold) and writes the request log.
+ */
+export async function quiesce(...gateways: TestGateway[]): Promise<void> {
+  for (const gw of gateways) await gw.services.metering.drain();
+  for (const gw of gateways) await gw.services.ledger.flush();
+  for (const gw of gateways) await gw.services.requestLog.flush();
+}
+
 /** Reads SSE events one at a time: the data of each, or null at the end of the body. */
 export function sseEvents(res: Response): () => Promise<string | null> {
   const reader = res.body!.getReader();
@@ -51,7 +61,7 @@ export async function rowsOf(pool: Pool, text: string, values: unknown[]): Promi
   return (await pool.query(text, values)).rows as Row[];
 }
 
-export const holdsOf = (pool: Pool, userId: string) =>
+const holdsOf = (pool: Pool, userId: string) =>
   rowsOf(pool, "select h.* from quota_holds h join quota_accounts a on a.id = h.account_id where a.user_id = $1", [userId]);
 
 export interface Settled {
@@ -75,8 +85,7 @@ export async function settled(gateways: TestGateway[], userId: string, requests 
     if (holds.length >= requests && holds.every((h) => h.status !== "pending")) break;
     await sleep(25);
   }
-  for (const gw of gateways) await gw.services.metering.drain();
-  for (const gw of gateways) await gw.services.requestLog.flush();
+  await quiesce(...gateways);
   const [account] = await rowsOf(pool, "select * from quota_accounts where user_id = $1", [userId]);
   const holds = await holdsOf(pool, userId);
   const logs = await rowsOf(pool, "select * from request_logs where user_id = $1", [userId]);

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { validateOpenAI } from "../helpers/openapi.js";
+import { quiesce } from "../helpers/metering-checks.js";
 
 // POST /v1/chat/completions through the official OpenAI SDK: JSON, streams, tool calls, and what the
 // gateway changes on the way (public model id, the usage chunk it asked for, its overhead header).
@@ -66,10 +67,7 @@ function expectValidChunks(chunks: ChatCompletionChunk[]) {
 
 const contentOf = (chunks: ChatCompletionChunk[]) => chunks.map((c) => c.choices[0]?.delta.content ?? "").join("");
 
-async function settled() {
-  await gw.services.metering.drain();
-  await gw.services.requestLog.flush();
-}
+const settled = () => quiesce(gw);
 
 async function logRow(requestId: string) {
   const { rows } = await gw.db.pool.query<Record<string, unknown>>("select * from request_logs where request_id = $1", [requestId]);

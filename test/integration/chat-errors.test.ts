@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { validateOpenAI } from "../helpers/openapi.js";
+import { quiesce } from "../helpers/metering-checks.js";
 
 // POST /v1/chat/completions refusals: the SDK's error classes for 401/403/404/429, bad input, the plan's
 // context limit, and GET /v1/models listing exactly what a key may use. A refusal never leaves a hold behind.
@@ -199,8 +200,7 @@ describe("chat completion bad input", () => {
     const res = await post(JSON.stringify({ model: "no-such-model", messages: hello }));
     const requestId = res.headers.get("x-request-id")!;
     await expectEnvelope(res, 404);
-    await gw.services.metering.drain();
-    await gw.services.requestLog.flush();
+    await quiesce(gw);
     const { rows } = await gw.db.pool.query("select status, error_class, quota_charged from request_logs where request_id = $1", [requestId]);
     expect(rows).toEqual([{ status: 404, error_class: "not_found", quota_charged: "0" }]);
     const pending = await gw.db.pool.query<{ n: string }>("select count(*) as n from quota_holds where status = 'pending'");

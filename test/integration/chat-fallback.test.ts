@@ -8,6 +8,7 @@ import { createLogger } from "../../src/server/logger.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { validateOpenAI } from "../helpers/openapi.js";
+import { quiesce } from "../helpers/metering-checks.js";
 
 // Provider fallback on POST /v1/chat/completions: which upstream failures move on to the next target, which
 // are final, what the client, the request log and the ledger see, and that no upstream secret leaks.
@@ -81,10 +82,7 @@ async function chat(model: string, extra: Record<string, unknown> = {}) {
   return { res, text, requestId: res.headers.get("x-request-id")! };
 }
 
-async function settled() {
-  await gw.services.metering.drain();
-  await gw.services.requestLog.flush();
-}
+const settled = () => quiesce(gw);
 
 async function logRow(requestId: string) {
   await settled();

@@ -61,13 +61,24 @@ describe("quota ledger", () => {
     if (!result.ok) throw new Error(`reserve of ${amount} refused`);
     return result.hold;
   };
+  /** The account once every lease has given its free units back: pending is exactly what requests hold. */
+  const settledAccount = async (h: Hold, ...ledgers: QuotaLedger[]) => {
+    for (const l of ledgers.length > 0 ? ledgers : [ledger]) await l.flush();
+    return accountOf(h);
+  };
+  const second = () => createQuotaLedger(other, { maxHoldSeconds: MAX_HOLD_SECONDS });
 
   it("holds within the allowance and refuses what is not covered, with the numbers", async () => {
     const user = await newUser();
     const now = new Date("2026-11-22T10:00:00Z");
     const first = await hold(user, 700n, { now });
     expect(first.amount).toBe(700n);
-    expect(await accountOf(first)).toEqual({ period: "2026-11-22", credits: 1000n, posted: 0n, pending: 700n });
+    // The lease holds the request's 700 and some headroom, never more than the allowance.
+    const leased = await accountOf(first);
+    expect(leased).toMatchObject({ period: "2026-11-22", credits: 1000n, posted: 0n });
+    expect(leased.pending).toBeGreaterThanOrEqual(700n);
+    expect(leased.pending).toBeLessThanOrEqual(1000n);
+    expect(await settledAccount(first)).toEqual({ period: "2026-11-22", credits: 1000n, posted: 0n, pending: 700n });
     expect(await ledger.reserve(input(user, 400n, { now }))).toEqual({
       ok: false, allowance: 1000n, used: 0n, reserved: 700n, resetsAt: nextResetAt(now),
     });
@@ -80,32 +91,29 @@ describe("quota ledger", () => {
     const user = await newUser();
     const h = await hold(user, 500n);
     await ledger.settle(h.id, 120n);
-    expect(await accountOf(h)).toMatchObject({ posted: 120n, pending: 0n });
-    expect(await holdRow(h.id)).toMatchObject({ status: "posted", charged: "120", resolved_at: expect.any(Date) });
+    expect(await settledAccount(h)).toMatchObject({ posted: 120n, pending: 0n });
+    expect(await holdRow(h.id)).toMatchObject({ status: "posted", amount: "500", charged: "120", resolved_at: expect.any(Date) });
     expect((await ledger.balance(user, 1000n)).remaining).toBe(880n);
     await expect(ledger.settle(h.id, 120n)).rejects.toBeInstanceOf(HoldResolvedError);
     await expect(ledger.release(h.id)).rejects.toBeInstanceOf(HoldResolvedError);
-    expect(await accountOf(h)).toMatchObject({ posted: 120n, pending: 0n });
+    expect(await settledAccount(h)).toMatchObject({ posted: 120n, pending: 0n });
 
     const voided = await hold(user, 300n);
     await ledger.release(voided.id);
     await expect(ledger.release(voided.id)).rejects.toBeInstanceOf(HoldResolvedError);
     await expect(ledger.settle(voided.id, 1n)).rejects.toBeInstanceOf(HoldResolvedError);
-    expect(await accountOf(voided)).toMatchObject({ posted: 120n, pending: 0n });
+    expect(await settledAccount(voided)).toMatchObject({ posted: 120n, pending: 0n });
     expect((await holdRow(voided.id)).status).toBe("voided");
     await expect(ledger.settle(voided.id, -1n)).rejects.toThrow(RangeError);
   });
 
-  it("two processes settling the same hold at once post it once", async () => {
+  it("settles a hold once when it is resolved several times at once; another process does not know it", async () => {
     const user = await newUser();
     const h = await hold(user, 100n);
-    const second = createQuotaLedger(other, { maxHoldSeconds: MAX_HOLD_SECONDS });
-    const outcomes = await Promise.allSettled([ledger.settle(h.id, 40n), second.settle(h.id, 40n), second.release(h.id)]);
+    const outcomes = await Promise.allSettled([ledger.settle(h.id, 40n), ledger.settle(h.id, 40n), ledger.release(h.id), second().settle(h.id, 40n)]);
     expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(1);
     for (const o of outcomes) if (o.status === "rejected") expect(o.reason).toBeInstanceOf(HoldResolvedError);
-    const account = await accountOf(h);
-    expect(account.pending).toBe(0n);
-    expect([0n, 40n]).toContain(account.posted);
+    expect(await settledAccount(h)).toMatchObject({ posted: 40n, pending: 0n });
   });
 
   it("an overshoot takes the balance below zero and refuses even 0-unit holds until the reset", async () => {
@@ -130,13 +138,14 @@ describe("quota ledger", () => {
     const h = await hold(user, 600n);
     await expect(ledger.reserve(input(user, 600n))).resolves.toMatchObject({ ok: false });
     const upgraded = await hold(user, 600n, { dailyAllowance: 2000n });
-    expect(await accountOf(upgraded)).toMatchObject({ credits: 2000n, pending: 1200n });
+    expect(await settledAccount(upgraded)).toMatchObject({ credits: 2000n, pending: 1200n });
     expect((await ledger.balance(user, 2000n)).remaining).toBe(800n);
     await expect(ledger.reserve(input(user, 1n, { dailyAllowance: 1000n }))).resolves.toMatchObject({
       ok: false, allowance: 1000n, reserved: 1200n,
     });
     await ledger.release(h.id);
     await ledger.release(upgraded.id);
+    expect(await settledAccount(h)).toMatchObject({ credits: 1000n, pending: 0n });
   });
 
   it("the day ends at 00:00 UTC; a hold posts to the day it was made on", async () => {
@@ -149,7 +158,7 @@ describe("quota ledger", () => {
     expect((await accountOf(before)).period).toBe("2026-11-22");
     expect((await accountOf(after)).period).toBe("2026-11-23");
     await ledger.settle(before.id, 250n);
-    expect(await accountOf(before)).toMatchObject({ posted: 250n, pending: 0n });
+    expect(await settledAccount(before)).toMatchObject({ posted: 250n, pending: 0n });
     expect(await ledger.balance(user, 1000n, early)).toEqual({
       day: "2026-11-23", allowance: 1000n, used: 0n, reserved: 1000n, remaining: 0n, resetsAt: new Date("2026-11-24T00:00:00Z"),
     });
@@ -165,45 +174,55 @@ describe("quota ledger", () => {
       await lastSeen(dead.id, "91 seconds");
       return dead;
     };
+    const leaseRows = async (accountId: string) =>
+      (await db.pool.query<{ instance_id: string; status: string; amount: string }>("select * from quota_leases where account_id = $1", [accountId])).rows;
 
-    it("expires the holds of a silent or stopped process and of old holds, keeps live ones; a late settle still posts", async () => {
+    it("expires the leases of a silent or stopped process, keeps live ones; a late settle still posts", async () => {
       const user = await newUser();
       const dead = await deadInstance();
       const stopped = await registerInstance(db.pool);
+      const [silentLedger, stoppedLedger] = [second(), second()];
       const kept = await hold(user, 100n);
-      const silent = await hold(user, 200n, { instanceId: dead.id });
-      const orphan = await hold(user, 50n, { instanceId: stopped.id });
+      const silent = await hold(user, 200n, { instanceId: dead.id }, silentLedger);
+      const orphan = await hold(user, 50n, { instanceId: stopped.id }, stoppedLedger);
       await stopped.stop();
-      const old = await hold(await newUser(), 300n, { now: new Date(Date.now() - (MAX_HOLD_SECONDS + 5) * 1000) });
+      await Promise.all([ledger, silentLedger, stoppedLedger].map((l) => l.flush()));
       expect(await accountOf(kept)).toMatchObject({ pending: 350n });
 
-      expect(await ledger.expireAbandoned()).toBe(3);
+      expect(await ledger.expireAbandoned()).toBe(2);
       expect(await ledger.expireAbandoned()).toBe(0);
-      for (const h of [silent, orphan, old]) expect((await holdRow(h.id)).status).toBe("expired");
-      expect((await holdRow(kept.id)).status).toBe("pending");
+      const leases = await leaseRows(kept.accountId);
+      expect(leases.filter((l) => l.status === "expired").map((l) => l.instance_id).sort()).toEqual([dead.id, stopped.id].sort());
+      expect(leases.filter((l) => l.status === "pending").map((l) => l.instance_id)).toEqual([live.id]);
       expect(await accountOf(kept)).toMatchObject({ posted: 0n, pending: 100n });
-      expect(await accountOf(old)).toMatchObject({ pending: 0n });
 
-      await ledger.settle(silent.id, 180n);
+      // The presumed-dead process was alive after all: its charge posts, its units were already returned.
+      await silentLedger.settle(silent.id, 180n);
       expect(await accountOf(kept)).toMatchObject({ posted: 180n, pending: 100n });
-      await expect(ledger.release(orphan.id)).rejects.toBeInstanceOf(HoldResolvedError);
+      expect(await holdRow(silent.id)).toMatchObject({ status: "posted", charged: "180" });
+      await stoppedLedger.release(orphan.id);
       expect(await accountOf(kept)).toMatchObject({ posted: 180n, pending: 100n });
+      // A new reservation of that process takes a new lease.
+      const again = await hold(user, 10n, { instanceId: dead.id }, silentLedger);
+      await silentLedger.release(again.id);
       await ledger.release(kept.id);
+      expect(await settledAccount(kept, ledger, silentLedger)).toMatchObject({ posted: 180n, pending: 0n });
       await dead.stop();
     });
 
     it("settles racing an expiry subtract each pending amount exactly once", async () => {
       const user = await newUser();
       const dead = await deadInstance();
-      const holds = await Promise.all(Array.from({ length: 200 }, () => hold(user, 5n, { instanceId: dead.id })));
-      const second = createQuotaLedger(other, { maxHoldSeconds: MAX_HOLD_SECONDS });
+      const deadLedger = second();
+      const holds = await Promise.all(Array.from({ length: 200 }, () => hold(user, 5n, { instanceId: dead.id }, deadLedger)));
       // Expiry runs interleaved with the settles, from both processes.
       await Promise.all(
         holds.flatMap((h, i) => {
-          const on = i % 2 ? ledger : second;
-          return i % 20 === 0 ? [on.expireAbandoned(), on.settle(h.id, 3n)] : [on.settle(h.id, 3n)];
+          const on = i % 2 ? ledger : deadLedger;
+          return i % 20 === 0 ? [on.expireAbandoned(), deadLedger.settle(h.id, 3n)] : [deadLedger.settle(h.id, 3n)];
         }),
       );
+      await ledger.expireAbandoned();
       expect(await accountOf(holds[0]!)).toMatchObject({ posted: 600n, pending: 0n });
       await dead.stop();
     });
@@ -214,12 +233,12 @@ describe("quota ledger", () => {
       await migrateWorkerSchema(db.pool, logger);
       const user = await newUser();
       const dead = await deadInstance();
-      const h = await hold(user, 40n, { instanceId: dead.id });
+      const h = await hold(user, 40n, { instanceId: dead.id }, second());
       await lastSeen(dead.id, "25 hours");
       const tasks = taskList({ sessions: services.auth.sessions, ledger });
       await quickAddJob({ pgPool: db.pool }, "expire_holds", {});
       await runOnce({ pgPool: db.pool, taskList: tasks });
-      expect((await holdRow(h.id)).status).toBe("expired");
+      expect((await leaseRows(h.accountId)).map((l) => l.status)).toEqual(["expired"]);
       expect(await accountOf(h)).toMatchObject({ pending: 0n });
       const left = await db.pool.query("select id from gateway_instances where id = $1", [dead.id]);
       expect(left.rowCount).toBe(0);
@@ -249,29 +268,43 @@ describe("quota ledger", () => {
       const rand = random(20_261_122);
       const allowance = 10_000n;
       const user = await newUser();
-      const ledgers = [ledger, createQuotaLedger(other, { maxHoldSeconds: MAX_HOLD_SECONDS })];
-      const reserveMany = (n: number) =>
-        Promise.all(Array.from({ length: n }, (_, i) => ledgers[i % 2]!.reserve(input(user, rand(200), { dailyAllowance: allowance }))));
-      const granted = (await reserveMany(200)).flatMap((r) => (r.ok ? [r.hold] : []));
-      const held = granted.reduce((sum, h) => sum + h.amount, 0n);
+      const ledgers = [ledger, second()];
+      // A hold is resolved by the process that made it.
+      type Held = { hold: Hold; on: QuotaLedger };
+      const reserveMany = async (n: number): Promise<Held[]> => {
+        const results = await Promise.all(
+          Array.from({ length: n }, async (_, i) => {
+            const on = ledgers[i % 2]!;
+            const result = await on.reserve(input(user, rand(200), { dailyAllowance: allowance }));
+            return result.ok ? [{ hold: result.hold, on }] : [];
+          }),
+        );
+        const held = results.flat();
+        // What the leases hold in the database covers the admitted requests and never exceeds the allowance.
+        const { pending, posted } = await accountOf(held[0]!.hold);
+        expect(pending! + posted!).toBeLessThanOrEqual(allowance);
+        return held;
+      };
+      const granted = await reserveMany(200);
+      const held = granted.reduce((sum, h) => sum + h.hold.amount, 0n);
       expect(held).toBeLessThanOrEqual(allowance);
 
       // Resolve every hold while a second wave reserves, then resolve that wave too.
       let posted = 0n;
-      const resolve = (holds: Hold[]) =>
-        holds.map((h, i) => {
-          if (i % 5 === 0) return ledgers[i % 2]!.release(h.id);
+      const resolve = (holds: Held[]) =>
+        holds.map(({ hold: h, on }, i) => {
+          if (i % 5 === 0) return on.release(h.id);
           const charged = rand(Number(h.amount) + 1) - 1n;
           posted += charged;
-          return ledgers[(i + 1) % 2]!.settle(h.id, charged);
+          return on.settle(h.id, charged);
         });
       const [, wave] = await Promise.all([Promise.all(resolve(granted)), reserveMany(100)]);
-      await Promise.all(resolve(wave.flatMap((r) => (r.ok ? [r.hold] : []))));
+      await Promise.all(resolve(wave));
 
-      const account = await accountOf(granted[0]!);
+      const account = await settledAccount(granted[0]!.hold, ...ledgers);
       const { rows } = await db.pool.query<{ status: string; n: number; charged: string | null }>(
         "select status, count(*)::int as n, sum(charged) as charged from quota_holds where account_id = $1 group by status",
-        [granted[0]!.accountId],
+        [granted[0]!.hold.accountId],
       );
       const byStatus = Object.fromEntries(rows.map((r) => [r.status, r]));
       expect(byStatus.pending).toBeUndefined();
@@ -284,13 +317,15 @@ describe("quota ledger", () => {
 
     it("grants exactly what fits when every reserve races for the same remainder", async () => {
       const user = await newUser();
-      const ledgers = [ledger, createQuotaLedger(other, { maxHoldSeconds: MAX_HOLD_SECONDS })];
-      const results = await Promise.all(Array.from({ length: 50 }, (_, i) => ledgers[i % 2]!.reserve(input(user, 100n))));
-      const granted = results.flatMap((r) => (r.ok ? [r.hold] : []));
+      const ledgers = [ledger, second()];
+      const results = await Promise.all(
+        Array.from({ length: 50 }, async (_, i) => ({ on: ledgers[i % 2]!, result: await ledgers[i % 2]!.reserve(input(user, 100n)) })),
+      );
+      const granted = results.flatMap(({ on, result }) => (result.ok ? [{ on, hold: result.hold }] : []));
       expect(granted).toHaveLength(10);
-      expect(await accountOf(granted[0]!)).toMatchObject({ posted: 0n, pending: 1000n });
-      await Promise.all(granted.map((h) => ledger.settle(h.id, 100n)));
-      expect(await accountOf(granted[0]!)).toMatchObject({ posted: 1000n, pending: 0n });
+      expect(await settledAccount(granted[0]!.hold, ...ledgers)).toMatchObject({ posted: 0n, pending: 1000n });
+      await Promise.all(granted.map(({ on, hold: h }) => on.settle(h.id, 100n)));
+      expect(await settledAccount(granted[0]!.hold, ...ledgers)).toMatchObject({ posted: 1000n, pending: 0n });
     });
   });
 });

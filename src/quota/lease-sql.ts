@@ -1,0 +1,166 @@
+import type { Pool } from "../db/pool.js";
+
+// The two statements of the escrow (escrow.ts, docs/billing.md "Escrow"). Each is atomic across gateway
+// processes by itself: the account row lock decides every race, so no explicit transaction is needed.
+
+// Creates the day's account if needed, and an empty lease on it. `do update` (a no-op) makes RETURNING see an
+// account another process created first. Runs once per process, account and day.
+const OPEN_LEASE = `
+with account as (
+  insert into quota_accounts (user_id, kind, period, credits) values ($2::uuid, $3::text, $4::text, $5::bigint)
+  on conflict (user_id, kind, period) do update set updated_at = quota_accounts.updated_at
+  returning id
+)
+insert into quota_leases (id, account_id, instance_id) select $1::uuid, id, $6::uuid from account
+returning account_id::text`;
+
+// One sync of a lease: posts settled charges (`post`, of which `take` came out of the lease), writes the
+// resolved requests' rows, gives back `give_back` unused units, then grants `need` plus up to `headroom` more
+// if the account has them (at most a quarter of what is left after `need`, so that other processes still find
+// some), or whatever is left when that is less than `need`. `close` gives everything back and ends the lease.
+//
+// Applied only if `seq` is the lease's next number: a retry after a lost reply finds its own number and gets
+// the stored grant back instead of a second effect. A lease that is no longer pending (expired: its process
+// was presumed dead, and the expiry already returned its units) still posts charges, and takes, gives and
+// grants nothing.
+// Locks: the lease, then its account; the expiry skips locked leases, so the two cannot deadlock.
+const SYNC_LEASE = `
+with lease as (
+  select id, account_id, status, seq, last_grant from quota_leases where id = $1::uuid for update
+), fresh as (
+  select * from lease where seq = $2::int - 1
+), account as (
+  select a.id, a.debits_posted, a.debits_pending, fresh.status = 'pending' as live
+  from quota_accounts a join fresh on a.id = fresh.account_id
+  for no key update of a
+), moved as (
+  select id, live, debits_posted + $3::bigint as posted,
+    debits_pending - case when live then $4::bigint + $5::bigint else 0 end as pending
+  from account
+), granted as (
+  select moved.*, case
+      when not live or $9::bool then 0
+      when $6::bigint - posted - pending >= $7::bigint
+        then $7::bigint + least($8::bigint, ($6::bigint - posted - pending - $7::bigint) / 4)
+      else greatest($6::bigint - posted - pending, 0)
+    end as amount
+  from moved
+), booked as (
+  update quota_accounts a
+  set debits_posted = g.posted, debits_pending = g.pending + g.amount, credits = $6::bigint, updated_at = now()
+  from granted g where a.id = g.id
+), leased as (
+  update quota_leases l
+  set seq = $2::int, last_grant = g.amount,
+      amount = case when g.live then l.amount - $4::bigint - $5::bigint + g.amount else l.amount end,
+      status = case when g.live and $9::bool then 'closed' else l.status end,
+      resolved_at = case when g.live and $9::bool then now() else l.resolved_at end
+  from granted g where l.id = $1::uuid
+), resolved as (
+  insert into quota_holds (id, account_id, lease_id, amount, charged, status, request_id, instance_id, created_at, resolved_at)
+  select r.id, g.id, $1::uuid, r.amount, r.charged, case when r.charged is null then 'voided' else 'posted' end,
+    r.request_id, $10::uuid, r.created_at, now()
+  from granted g
+  cross join unnest($11::uuid[], $12::bigint[], $13::bigint[], $14::text[], $15::timestamptz[])
+    as r(id, amount, charged, request_id, created_at)
+  on conflict (id) do nothing
+)
+-- The CTEs read the rows as they were before this statement: a lease at seq - 1 means this call applied it.
+select
+  case when exists (select from fresh) then $2::int else lease.seq end as seq,
+  lease.status,
+  coalesce((select amount from granted), (select last_grant from lease))::text as granted,
+  coalesce((select posted from granted), a.debits_posted)::text as posted,
+  coalesce((select pending + amount from granted), a.debits_pending)::text as pending
+from lease join quota_accounts a on a.id = lease.account_id`;
+
+export interface OpenLease {
+  leaseId: string;
+  userId: string;
+  kind: string;
+  period: string;
+  allowance: bigint;
+  instanceId: string;
+}
+
+/** Returns the account id. */
+export async function openLease(pool: Pool, lease: OpenLease): Promise<string> {
+  const { rows } = await pool.query<{ account_id: string }>({
+    name: "quota_open_lease",
+    text: OPEN_LEASE,
+    values: [lease.leaseId, lease.userId, lease.kind, lease.period, String(lease.allowance), lease.instanceId],
+  });
+  return rows[0]!.account_id;
+}
+
+/** A request resolved since the last sync: posted with `charged`, or voided (null). */
+export interface Resolution {
+  holdId: string;
+  requestId: string;
+  amount: bigint;
+  charged: bigint | null;
+  reservedAt: Date;
+}
+
+export interface SyncLease {
+  leaseId: string;
+  seq: number;
+  instanceId: string;
+  allowance: bigint;
+  post: bigint;
+  take: bigint;
+  giveBack: bigint;
+  need: bigint;
+  headroom: bigint;
+  close: boolean;
+  resolutions: Resolution[];
+}
+
+export interface SyncReply {
+  /** False: the lease expired or closed meanwhile, and this sync only posted. */
+  live: boolean;
+  granted: bigint;
+  /** The account after the sync. */
+  posted: bigint;
+  pending: bigint;
+}
+
+export class LeaseSequenceError extends Error {
+  constructor(leaseId: string, expected: number, found: number | null) {
+    super(`lease ${leaseId} is at sync ${found ?? "(missing)"}, not ${expected - 1}`);
+    this.name = "LeaseSequenceError";
+  }
+}
+
+export async function syncLease(pool: Pool, sync: SyncLease): Promise<SyncReply> {
+  const { rows } = await pool.query<{ seq: number; status: string; granted: string; posted: string; pending: string }>({
+    name: "quota_sync_lease",
+    text: SYNC_LEASE,
+    values: [
+      sync.leaseId,
+      sync.seq,
+      String(sync.post),
+      String(sync.take),
+      String(sync.giveBack),
+      String(sync.allowance),
+      String(sync.need),
+      String(sync.headroom),
+      sync.close,
+      sync.instanceId,
+      sync.resolutions.map((r) => r.holdId),
+      sync.resolutions.map((r) => String(r.amount)),
+      sync.resolutions.map((r) => (r.charged === null ? null : String(r.charged))),
+      sync.resolutions.map((r) => r.requestId),
+      sync.resolutions.map((r) => r.reservedAt),
+    ],
+  });
+  const row = rows[0];
+  // At `seq` whether this call applied it or an earlier attempt did.
+  if (!row || row.seq !== sync.seq) throw new LeaseSequenceError(sync.leaseId, sync.seq, row?.seq ?? null);
+  return {
+    live: row.status === "pending" || (row.status === "closed" && sync.close),
+    granted: BigInt(row.granted),
+    posted: BigInt(row.posted),
+    pending: BigInt(row.pending),
+  };
+}

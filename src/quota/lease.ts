@@ -1,0 +1,308 @@
+import { randomUUID } from "node:crypto";
+import type { Pool } from "../db/pool.js";
+import { nextResetAt } from "./day.js";
+import { LeaseSequenceError, openLease, syncLease, type Resolution, type SyncReply } from "./lease-sql.js";
+import type { AccountKind, ReserveInput, ReserveResult } from "./types.js";
+
+// One process's escrow on one account (docs/billing.md, "Escrow"). In memory:
+//   free         granted units no request holds: a reservation that fits is taken from here, no database
+//   outstanding  units held by this process's unresolved requests
+// and what the next sync will apply: charges to post (`take` of them out of the lease), units to give back,
+// and the requests waiting for a grant. The lease row's amount always equals free + outstanding + take +
+// giveBack of what is not yet synced: the database never holds less than this process promised.
+// One sync in flight per lease; whatever arrives meanwhile goes into the next one.
+
+export interface Waiter {
+  input: ReserveInput;
+  now: Date;
+  resolve: (result: ReserveResult) => void;
+  reject: (err: unknown) => void;
+}
+
+interface Settling {
+  resolution: Resolution;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+export interface LeaseContext {
+  pool: Pool;
+  kind: AccountKind;
+  instanceId: string;
+  /** Admits a waiter: records its hold and returns the result. */
+  admit(lease: Lease, waiter: Waiter): ReserveResult;
+  /** A waiter of a lease that ended: reserve again (on a new lease). */
+  retry(waiter: Waiter): void;
+  /** The lease must not take new reservations any more. */
+  retire(lease: Lease): void;
+  onSyncError(err: unknown, lease: Lease): void;
+}
+
+const SYNC_ATTEMPTS = 5;
+const DEMAND_WINDOW_MS = 1000;
+const isDataError = (err: unknown) =>
+  typeof err === "object" && err !== null && /^2[23]/.test(String((err as { code?: unknown }).code));
+
+export class Lease {
+  readonly id = randomUUID();
+  accountId: string | undefined;
+  free = 0n;
+  outstanding = 0n;
+  /** The account was overdrawn at the last sync: everything waits for a sync, which refuses until it is not. */
+  overshot = false;
+  /** No new reservations (retired); `ended` once the database says the lease is over. */
+  retired = false;
+  ended = false;
+  /** The sync of this lease failed for good: its outstanding requests post through another lease. */
+  poisoned = false;
+  lastUsedMs = Date.now();
+
+  private seq = 0;
+  private post = 0n;
+  private take = 0n;
+  private giveBack = 0n;
+  private settling: Settling[] = [];
+  private waiters: Waiter[] = [];
+  private running: Promise<void> | undefined;
+  private again = false;
+  private windowStartMs = Date.now();
+  private windowSum = 0n;
+  private lastWindowSum = 0n;
+  private wantTopUp = false;
+
+  constructor(
+    private readonly ctx: LeaseContext,
+    readonly userId: string,
+    readonly period: string,
+    public allowance: bigint,
+  ) {}
+
+  /** Takes `amount` from `free` if nothing waits before it; otherwise queues the call for a sync. */
+  tryTake(amount: bigint, nowMs: number): boolean {
+    this.noteDemand(amount, nowMs);
+    if (this.waiters.length > 0 || this.overshot || this.free < amount || this.accountId === undefined) return false;
+    this.free -= amount;
+    this.outstanding += amount;
+    // Top up before the free units run out, so that requests rarely wait for the database.
+    if (this.free * 2n < this.demand()) {
+      this.wantTopUp = true;
+      this.schedule();
+    }
+    return true;
+  }
+
+  wait(waiter: Waiter): void {
+    this.waiters.push(waiter);
+    this.schedule();
+  }
+
+  /** A plan change: give everything free back and let the next sync grant under the new allowance. */
+  reallow(allowance: bigint): void {
+    this.allowance = allowance;
+    this.giveBackFree();
+  }
+
+  /**
+   * Resolves a request held on this lease: its units come back to `free`, then the charge (null: a release)
+   * is covered from `free` as far as it goes; the rest is an overshoot, posted all the same.
+   */
+  resolve(resolution: Resolution, expired: boolean): Promise<void> {
+    if (!expired) this.returnUnits(resolution.amount);
+    if (resolution.charged !== null) {
+      const covered = this.ended ? 0n : resolution.charged < this.free ? resolution.charged : this.free;
+      this.free -= covered;
+      this.take += covered;
+      this.post += resolution.charged;
+    }
+    if (this.retired) this.giveBackFree();
+    return new Promise((resolve, reject) => {
+      this.settling.push({ resolution, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  /** A request held longer than allowed: its units are free again (a late settle still posts its charge). */
+  expire(amount: bigint): void {
+    this.returnUnits(amount);
+    if (this.retired) this.giveBackFree();
+  }
+
+  /** Stops new reservations and gives everything back; the lease closes once nothing is outstanding. */
+  retire(): void {
+    this.retired = true;
+    this.giveBackFree();
+    this.schedule();
+  }
+
+  /** Gives the free units back (the lease stays open). */
+  giveBackFree(): void {
+    this.giveBack += this.free;
+    this.free = 0n;
+    this.schedule();
+  }
+
+  get instanceId(): string {
+    return this.ctx.instanceId;
+  }
+
+  busy(): boolean {
+    return this.running !== undefined;
+  }
+
+  /** Resolves when no sync of this lease is running or due. */
+  async idle(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
+  private returnUnits(amount: bigint) {
+    this.outstanding -= amount;
+    if (!this.ended) this.free += amount;
+  }
+
+  private noteDemand(amount: bigint, nowMs: number) {
+    this.lastUsedMs = nowMs;
+    const elapsed = nowMs - this.windowStartMs;
+    if (elapsed >= DEMAND_WINDOW_MS) {
+      this.lastWindowSum = elapsed < 2 * DEMAND_WINDOW_MS ? this.windowSum : 0n;
+      this.windowSum = 0n;
+      this.windowStartMs = nowMs;
+    }
+    this.windowSum += amount;
+  }
+
+  /** Units reserved over about the last second: how much a top-up asks for. */
+  private demand(): bigint {
+    return this.windowSum > this.lastWindowSum ? this.windowSum : this.lastWindowSum;
+  }
+
+  private schedule(): void {
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.loop();
+  }
+
+  private async loop(): Promise<void> {
+    try {
+      do {
+        this.again = false;
+        // Everything that arrives in this turn of the event loop joins the sync.
+        await new Promise((resolve) => setImmediate(resolve));
+        await this.syncOnce();
+      } while (this.again);
+    } finally {
+      // In the same turn as the last check of `again`: a schedule() after it starts a new loop.
+      this.running = undefined;
+    }
+  }
+
+  private async syncOnce(): Promise<void> {
+    if (this.poisoned) return this.failQueued(new Error(`lease ${this.id} is out of service`));
+    const waiters = this.waiters.splice(0);
+    const settling = this.settling.splice(0);
+    const need = waiters.reduce((sum, w) => sum + w.input.amount, 0n);
+    const close = this.retired && !this.ended && this.outstanding === 0n && waiters.length === 0;
+    const demand = this.demand();
+    // A top-up asks for about a second of this lease's demand; never in a sync that gives units back unasked.
+    const topUp = need > 0n || (this.wantTopUp && this.giveBack === 0n);
+    this.wantTopUp = false;
+    const headroom = this.retired || this.ended || !topUp ? 0n : max(demand, 4n * need);
+    const payload = {
+      leaseId: this.id,
+      seq: this.seq + 1,
+      instanceId: this.ctx.instanceId,
+      allowance: this.allowance,
+      post: this.post,
+      take: this.take,
+      giveBack: this.giveBack,
+      need,
+      headroom,
+      close,
+      resolutions: settling.map((s) => s.resolution),
+    };
+    const idle = settling.length === 0 && waiters.length === 0 && payload.post === 0n && payload.giveBack === 0n && headroom === 0n && !close;
+    if (idle) return;
+    this.post = this.take = this.giveBack = 0n;
+
+    let reply: SyncReply;
+    try {
+      this.accountId ??= await openLease(this.ctx.pool, {
+        leaseId: this.id,
+        userId: this.userId,
+        kind: this.ctx.kind,
+        period: this.period,
+        allowance: this.allowance,
+        instanceId: this.ctx.instanceId,
+      });
+      reply = await this.syncWithRetries(payload);
+    } catch (err) {
+      this.poisoned = true;
+      this.ctx.retire(this);
+      this.ctx.onSyncError(err, this);
+      for (const s of settling) s.reject(err);
+      for (const w of waiters) w.reject(err);
+      return;
+    }
+    this.seq = payload.seq;
+    this.overshot = this.allowance - reply.posted - reply.pending < 0n;
+    if (!reply.live || close) {
+      this.ended = true;
+      this.free = 0n;
+      this.ctx.retire(this);
+    } else {
+      this.free += reply.granted;
+    }
+    for (const s of settling) s.resolve();
+    this.admitWaiters(waiters, reply);
+  }
+
+  private async syncWithRetries(payload: Parameters<typeof syncLease>[1]): Promise<SyncReply> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await syncLease(this.ctx.pool, payload);
+      } catch (err) {
+        // A lost connection may or may not have committed: the same seq again is applied at most once.
+        if (attempt >= SYNC_ATTEMPTS || err instanceof LeaseSequenceError || isDataError(err)) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** attempt));
+      }
+    }
+  }
+
+  /** In arrival order; after the first refusal the later ones are refused too (a refused caller is not overtaken). */
+  private admitWaiters(waiters: Waiter[], reply: SyncReply) {
+    let refused = false;
+    for (const w of waiters) {
+      if (this.ended) {
+        this.ctx.retry(w);
+        continue;
+      }
+      if (!refused && !this.overshot && this.free >= w.input.amount) {
+        w.resolve(this.ctx.admit(this, w));
+        continue;
+      }
+      refused = true;
+      w.resolve({
+        ok: false,
+        allowance: this.allowance,
+        used: reply.posted,
+        reserved: reply.pending - this.free,
+        resetsAt: nextResetAt(w.now),
+      });
+    }
+  }
+
+  /** Takes `amount` for an admitted waiter (the grant covered it). */
+  hold(amount: bigint): void {
+    this.free -= amount;
+    this.outstanding += amount;
+  }
+
+  /** What a poisoned lease still had queued: settlements go elsewhere, waiters reserve again. */
+  private failQueued(err: Error): void {
+    for (const w of this.waiters.splice(0)) this.ctx.retry(w);
+    for (const s of this.settling.splice(0)) s.reject(err);
+  }
+}
+
+const max = (a: bigint, b: bigint) => (a > b ? a : b);

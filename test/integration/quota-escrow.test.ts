@@ -1,0 +1,152 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { Pool } from "../../src/db/pool.js";
+import { createQuotaLedger, type Hold, type QuotaLedger, type ReserveInput } from "../../src/quota/index.js";
+import { LeaseSequenceError, openLease, syncLease, type SyncLease } from "../../src/quota/lease-sql.js";
+import type { TestDatabase } from "../helpers/db.js";
+import { MAX_HOLD_SECONDS, useLedgerFixture } from "../helpers/ledger-fixture.js";
+
+// The escrow (docs/billing.md): requests are admitted from a process's lease in memory; only leases touch the
+// account. These tests look at what that changes: statements per request, the sync statement's idempotency,
+// idle leases, over-age reservations, and a lease whose sync fails for good.
+
+describe("quota escrow", () => {
+  const fixture = useLedgerFixture("escrow");
+  let db: TestDatabase;
+  let live: { id: string };
+  beforeAll(() => void ({ db, live } = fixture));
+
+  const input = (userId: string, amount: bigint, extra: Partial<ReserveInput> = {}): ReserveInput => ({
+    userId,
+    amount,
+    dailyAllowance: 1_000_000n,
+    requestId: "req_escrow",
+    instanceId: live.id,
+    ...extra,
+  });
+  const hold = async (ledger: QuotaLedger, userId: string, amount: bigint, extra: Partial<ReserveInput> = {}) => {
+    const result = await ledger.reserve(input(userId, amount, extra));
+    if (!result.ok) throw new Error(`reserve of ${amount} refused`);
+    return result.hold;
+  };
+  const account = async (h: Hold) => {
+    const { rows } = await db.pool.query<{ debits_posted: string; debits_pending: string }>("select * from quota_accounts where id = $1", [h.accountId]);
+    return { posted: BigInt(rows[0]!.debits_posted), pending: BigInt(rows[0]!.debits_pending) };
+  };
+  const leases = async (h: Hold) =>
+    (await db.pool.query<{ id: string; status: string; amount: string; seq: number }>("select * from quota_leases where account_id = $1 order by created_at", [h.accountId])).rows;
+
+  /** A ledger on a pool whose queries are counted. */
+  function countedLedger(pool: Pool, options: Partial<Parameters<typeof createQuotaLedger>[1]> = {}) {
+    const counted = Object.create(pool) as Pool & { statements: number };
+    counted.statements = 0;
+    counted.query = ((...args: Parameters<Pool["query"]>) => {
+      counted.statements++;
+      return (pool.query as (...a: unknown[]) => unknown)(...args);
+    }) as Pool["query"];
+    return { counted, ledger: createQuotaLedger(counted, { maxHoldSeconds: MAX_HOLD_SECONDS, ...options }) };
+  }
+
+  it("admits most requests without a statement: 200 requests in a row take a handful of syncs", async () => {
+    const user = await fixture.newUser();
+    const { counted, ledger } = countedLedger(db.pool);
+    const holds: Hold[] = [];
+    for (let i = 0; i < 200; i++) holds.push(await hold(ledger, user, 10n));
+    const forReserves = counted.statements;
+    expect(forReserves).toBeGreaterThanOrEqual(2); // the lease's creation and its first grant
+    expect(forReserves).toBeLessThan(20);
+    // Settlements that arrive together share one sync, which also writes each request's row.
+    await Promise.all(holds.map((h) => ledger.settle(h.id, 7n)));
+    expect(counted.statements - forReserves).toBeLessThanOrEqual(2);
+    const rows = await db.pool.query<{ n: number; charged: string }>("select count(*)::int as n, sum(charged)::text as charged from quota_holds where account_id = $1 and status = 'posted'", [holds[0]!.accountId]);
+    expect(rows.rows[0]).toEqual({ n: 200, charged: "1400" });
+    await ledger.flush();
+    expect(await account(holds[0]!)).toEqual({ posted: 1400n, pending: 0n });
+    await ledger.close();
+    expect((await leases(holds[0]!)).map((l) => [l.status, l.amount])).toEqual([["closed", "0"]]);
+  });
+
+  describe("the sync statement", () => {
+    const base = (leaseId: string, seq: number): SyncLease => ({
+      leaseId, seq, instanceId: live.id, allowance: 1000n, post: 0n, take: 0n, giveBack: 0n, need: 100n, headroom: 400n, close: false, resolutions: [],
+    });
+
+    it("grants need plus at most a quarter of what is left, and applies a retried seq once", async () => {
+      const user = await fixture.newUser();
+      const leaseId = crypto.randomUUID();
+      await openLease(db.pool, { leaseId, userId: user, kind: "daily_allowance", period: "2026-11-22", allowance: 1000n, instanceId: live.id });
+      const first = await syncLease(db.pool, base(leaseId, 1));
+      expect(first).toEqual({ live: true, granted: 100n + 900n / 4n, posted: 0n, pending: 325n });
+      // The reply was lost: the same sync again has no second effect and returns the same grant.
+      expect(await syncLease(db.pool, base(leaseId, 1))).toEqual(first);
+      const { rows } = await db.pool.query<{ amount: string; seq: number }>("select amount, seq from quota_leases where id = $1", [leaseId]);
+      expect(rows[0]).toEqual({ amount: "325", seq: 1 });
+      await expect(syncLease(db.pool, base(leaseId, 3))).rejects.toBeInstanceOf(LeaseSequenceError);
+      // Less left than needed: whatever is left.
+      const short = await syncLease(db.pool, { ...base(leaseId, 2), need: 800n });
+      expect(short).toMatchObject({ granted: 675n, pending: 1000n });
+      // Posting 50 out of the lease, giving 900 back and closing.
+      const closed = await syncLease(db.pool, {
+        ...base(leaseId, 3), need: 0n, headroom: 0n, post: 50n, take: 50n, giveBack: 950n, close: true,
+        resolutions: [{ holdId: crypto.randomUUID(), requestId: "req_x", amount: 60n, charged: 50n, reservedAt: new Date() }],
+      });
+      expect(closed).toEqual({ live: true, granted: 0n, posted: 50n, pending: 0n });
+      const after = await db.pool.query<{ amount: string; status: string }>("select amount, status from quota_leases where id = $1", [leaseId]);
+      expect(after.rows[0]).toEqual({ amount: "0", status: "closed" });
+      // A lease cannot give back more than it holds: the statement fails whole.
+      const other = crypto.randomUUID();
+      await openLease(db.pool, { leaseId: other, userId: user, kind: "daily_allowance", period: "2026-11-22", allowance: 1000n, instanceId: live.id });
+      await expect(syncLease(db.pool, { ...base(other, 1), need: 0n, headroom: 0n, giveBack: 1n })).rejects.toThrow();
+    });
+  });
+
+  it("an idle lease gives its units back and closes; the next request opens a new one", async () => {
+    const user = await fixture.newUser();
+    const ledger = createQuotaLedger(db.pool, { maxHoldSeconds: MAX_HOLD_SECONDS, leaseIdleMs: 50 });
+    const first = await hold(ledger, user, 100n);
+    await ledger.settle(first.id, 80n);
+    await expect.poll(async () => (await leases(first)).map((l) => l.status), { interval: 50, timeout: 5000 }).toEqual(["closed"]);
+    expect(await account(first)).toEqual({ posted: 80n, pending: 0n });
+    const next = await hold(ledger, user, 100n);
+    expect((await leases(next)).map((l) => l.status)).toEqual(["closed", "pending"]);
+    await ledger.release(next.id);
+    await ledger.close();
+  });
+
+  it("a request held longer than max_hold_seconds frees its units; a late settle still posts", async () => {
+    const user = await fixture.newUser();
+    const ledger = createQuotaLedger(db.pool, { maxHoldSeconds: 0.2 });
+    const allowance = { dailyAllowance: 150n };
+    const stuck = await hold(ledger, user, 100n, allowance);
+    await expect(ledger.reserve(input(user, 100n, allowance))).resolves.toMatchObject({ ok: false });
+    await sleep(1500); // the sweep runs every second
+    const next = await hold(ledger, user, 100n, allowance);
+    await ledger.settle(stuck.id, 80n);
+    await ledger.flush();
+    // 80 posted (an overshoot: its units were given to `next`), 100 still held by `next`.
+    expect(await account(stuck)).toEqual({ posted: 80n, pending: 100n });
+    await ledger.release(next.id);
+    await ledger.close();
+  });
+
+  it("a lease whose sync fails for good fails its callers, and the account's next request starts a new lease", async () => {
+    const user = await fixture.newUser();
+    const errors: string[] = [];
+    const ledger = createQuotaLedger(db.pool, { maxHoldSeconds: MAX_HOLD_SECONDS, onSyncError: (_err, id) => errors.push(id) });
+    const first = await hold(ledger, user, 100n);
+    const [broken] = await leases(first);
+    // Someone else moved the lease on: this process's next sync cannot be applied.
+    await db.pool.query("update quota_leases set seq = seq + 5 where id = $1", [broken!.id]);
+    await expect(ledger.settle(first.id, 50n)).rejects.toBeInstanceOf(LeaseSequenceError);
+    expect(errors).toEqual([broken!.id]);
+    const next = await hold(ledger, user, 100n);
+    await ledger.settle(next.id, 30n);
+    await ledger.flush();
+    const rows = await leases(next);
+    expect(rows.map((l) => l.status)).toEqual(["pending", "pending"]);
+    // The broken lease keeps its units held (until its process stops and it expires); the charge of the
+    // failed settlement is lost and was reported; the new lease posted its own.
+    expect(await account(next)).toEqual({ posted: 30n, pending: BigInt(rows[0]!.amount) });
+    await ledger.close();
+  });
+});
