@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from "node:crypto";
+import { hash, randomBytes } from "node:crypto";
 
 // Keys are `gw_` + base64url(32 random bytes) without padding: 43 chars, 256 bits of entropy. The `gw_`
 // marker lets secret scanners and the session middleware recognise a key at a glance.
@@ -28,7 +28,7 @@ export function apiKeyPrefix(key: string): string {
 
 /** sha256 hex: the secret has full entropy, so no salt or slow hash is needed and lookups stay cheap. */
 export function hashApiKey(secret: string): string {
-  return createHash("sha256").update(secret).digest("hex");
+  return hash("sha256", secret, "hex");
 }
 
 /** Cheap syntactic check run before any hashing or lookup, so garbage never reaches the database. */

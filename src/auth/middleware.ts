@@ -3,6 +3,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
 import { errors } from "../errors.js";
 import type { AppEnv, SessionPrincipal } from "../server/context.js";
+import { requestHeader } from "../server/headers.js";
 import type { ApiKeyAuthenticator, SessionService } from "./types.js";
 
 export const SESSION_COOKIE = "gw_session";
@@ -26,7 +27,7 @@ function safeEqual(given: string, expected: string): boolean {
 /** {root}/v1 and /native: an inference or reseller key, in whichever header the client's official SDK uses. */
 export function apiKeyAuth(keyAuth: ApiKeyAuthenticator): MiddlewareHandler<AppEnv> {
   return async function apiKeyAuth(c, next) {
-    const secret = bearerToken(c.req.header("authorization")) ?? c.req.header("x-api-key") ?? c.req.header("x-goog-api-key");
+    const secret = bearerToken(requestHeader(c, "authorization")) ?? requestHeader(c, "x-api-key") ?? requestHeader(c, "x-goog-api-key");
     if (!secret) throw errors.unauthorized("Missing API key; send it as 'Authorization: Bearer <key>'.");
     const principal = await keyAuth.authenticate(secret);
     if (!principal) throw errors.unauthorized("Invalid or revoked API key.");
@@ -36,7 +37,7 @@ export function apiKeyAuth(keyAuth: ApiKeyAuthenticator): MiddlewareHandler<AppE
 }
 
 async function requireSession(c: Context<AppEnv>, sessions: SessionService): Promise<SessionPrincipal> {
-  const token = bearerToken(c.req.header("authorization")) ?? getCookie(c, SESSION_COOKIE);
+  const token = bearerToken(requestHeader(c, "authorization")) ?? getCookie(c, SESSION_COOKIE);
   if (!token) {
     throw errors.invalidSession(
       `Missing session; log in with POST /api/v1/auth/login and send the token as a bearer token or the ${SESSION_COOKIE} cookie.`,
@@ -65,7 +66,7 @@ export function adminAuth(sessions: SessionService): MiddlewareHandler<AppEnv> {
     const session = await requireSession(c, sessions);
     if (session.role !== "admin") throw errors.forbidden("Admin role required.", "admin_required");
     if (STATE_CHANGING.has(c.req.method)) {
-      const given = c.req.header("x-csrf-token");
+      const given = requestHeader(c, "x-csrf-token");
       if (!given || !safeEqual(given, sessions.csrfTokenFor(session.sessionId))) {
         throw errors.forbidden("Missing or invalid X-CSRF-Token header; send the csrf_token returned by login.", "csrf_failed");
       }
@@ -78,7 +79,7 @@ export function adminAuth(sessions: SessionService): MiddlewareHandler<AppEnv> {
 export function botAuth(token: string | undefined): MiddlewareHandler<AppEnv> {
   const expected = token ? sha256(token) : undefined;
   return async function botAuth(c, next) {
-    const given = bearerToken(c.req.header("authorization"));
+    const given = bearerToken(requestHeader(c, "authorization"));
     if (!expected || !given || !timingSafeEqual(sha256(given), expected)) throw errors.unauthorized("Invalid or missing bot token.");
     await next();
   };

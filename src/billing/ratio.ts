@@ -3,16 +3,31 @@
 // value. No float ever takes part in a charge.
 
 export interface Ratio {
-  num: bigint;
-  den: bigint;
+  readonly num: bigint;
+  readonly den: bigint;
 }
 
 const TEN = 10n;
+
+/** Fractions already spelled out: every charge reads the same few configured ratios and multipliers. */
+const fractions = new Map<number, Ratio>();
+const MAX_FRACTIONS = 1024;
 
 /** The exact decimal value of a finite, non-negative number's shortest spelling. */
 export function ratioOf(value: number | bigint): Ratio {
   if (typeof value === "bigint") return { num: value, den: 1n };
   if (!Number.isFinite(value) || value < 0) throw new RangeError(`not a finite non-negative number: ${value}`);
+  if (Number.isSafeInteger(value)) return { num: BigInt(value), den: 1n };
+  let ratio = fractions.get(value);
+  if (!ratio) {
+    ratio = spelled(value);
+    if (fractions.size >= MAX_FRACTIONS) fractions.clear();
+    fractions.set(value, ratio);
+  }
+  return ratio;
+}
+
+function spelled(value: number): Ratio {
   const [mantissa, exponentText] = String(value).split("e");
   const exponent = Number(exponentText ?? 0);
   const [whole, fraction = ""] = mantissa!.split(".");

@@ -7,12 +7,14 @@ import type { Metering } from "../metering/meter.js";
 import type { Providers } from "../providers/registry.js";
 import type { JsonResult, StreamEvent, StreamResult, UsageReport } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
-import { readValidJson } from "../server/body.js";
+import { readJson } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
-import { chatRequestSchema, type ChatRequest } from "./chat-schema.js";
+import { respondStream, respondText } from "../server/respond.js";
+import { toChatRequest, type ChatRequest } from "./chat-schema.js";
 import { relayChatStream } from "./chat-stream.js";
 import { collectChoicesText } from "./chat-text.js";
 import { clientDisconnect, OVERHEAD_HEADER } from "./client.js";
+import { applyEdits, findMembers } from "./json-members.js";
 
 export interface ChatRouteDeps {
   config: Config;
@@ -22,7 +24,7 @@ export interface ChatRouteDeps {
   bodyLimit: number;
 }
 
-type Attempt = { result: JsonResult } | { result: StreamResult; events: AsyncIterator<StreamEvent>; first: IteratorResult<StreamEvent> };
+type Attempt = { result: JsonResult } | { result: StreamResult; batches: AsyncIterator<StreamEvent[]>; first: IteratorResult<StreamEvent[]> };
 
 const ROUTE = "/v1/chat/completions";
 
@@ -31,6 +33,17 @@ function completionText(body: Record<string, unknown>): string {
   const parts: string[] = [];
   collectChoicesText(body.choices, "message", parts);
   return parts.join("");
+}
+
+/**
+ * The answer as the client gets it: the upstream's text with the public model ID put in, serialised again only
+ * when that edit would be ambiguous.
+ */
+function answerText(raw: string, body: Record<string, unknown>, publicModel: string): string {
+  const model = findMembers(raw, ["model"])?.get("model");
+  if (model) return applyEdits(raw, [{ start: model.valueStart, end: model.valueEnd, text: JSON.stringify(publicModel) }]);
+  body.model = publicModel;
+  return JSON.stringify(body);
 }
 
 /** POST /v1/chat/completions, JSON and SSE, through the metering path. */
@@ -44,7 +57,7 @@ export function chatRoutes(deps: ChatRouteDeps) {
     let body: ChatRequest | undefined;
     let model: CatalogModel;
     try {
-      body = await readValidJson(c, chatRequestSchema, deps.bodyLimit);
+      body = toChatRequest(await readJson(c, deps.bodyLimit));
       base.streamed = body.stream === true;
       model = resolveModel(catalog, config, key, body.model, "chat");
     } catch (err) {
@@ -72,9 +85,9 @@ export function chatRoutes(deps: ChatRouteDeps) {
         if (!call) throw new UpstreamError("connect", null);
         const result = await call({ ...body, model: target.upstreamModel }, { target, signal: abort.signal });
         if (result.kind === "json") return { result };
-        // Read the first event before committing to this target: a stream that fails before it still falls back.
-        const events = result.events[Symbol.asyncIterator]();
-        return { result, events, first: await events.next() };
+        // Read the first events before committing to this target: a stream that fails before them still falls back.
+        const batches = result.batches[Symbol.asyncIterator]();
+        return { result, batches, first: await batches.next() };
       });
     } catch (err) {
       stopWatching();
@@ -82,18 +95,17 @@ export function chatRoutes(deps: ChatRouteDeps) {
       throw err;
     }
 
-    if ("events" in attempt) {
-      c.header("Content-Type", "text/event-stream; charset=utf-8");
-      c.header("X-Accel-Buffering", "no");
-      c.header(OVERHEAD_HEADER, meter.overheadMs().toFixed(3));
-      return c.body(
+    if ("batches" in attempt) {
+      return respondStream(
+        c,
+        { "content-type": "text/event-stream; charset=utf-8", "x-accel-buffering": "no", [OVERHEAD_HEADER]: meter.overheadMs().toFixed(3) },
         relayChatStream({
           meter,
           publicModel: modelId,
           requestId: base.requestId,
           clientWantsUsage: body.stream_options?.include_usage === true,
           first: attempt.first,
-          events: attempt.events,
+          batches: attempt.batches,
           countPrompt,
           upstream: abort,
         }),
@@ -102,7 +114,7 @@ export function chatRoutes(deps: ChatRouteDeps) {
 
     stopWatching();
     const json = attempt.result.body;
-    json.model = modelId;
+    const text = answerText(attempt.result.raw, json, modelId);
     const counted = async (): Promise<UsageReport> => ({
       promptTokens: await countPrompt(),
       completionTokens: await countTextTokens(completionText(json)),
@@ -110,7 +122,6 @@ export function chatRoutes(deps: ChatRouteDeps) {
     });
     meter.markFirstByte();
     void meter.settle(attempt.result.usage ?? counted(), attempt.result.usage ? "upstream" : "estimated");
-    c.header(OVERHEAD_HEADER, meter.overheadMs().toFixed(3));
-    return c.json(json);
+    return respondText(c, 200, text, { "content-type": "application/json", [OVERHEAD_HEADER]: meter.overheadMs().toFixed(3) });
   });
 }

@@ -51,7 +51,9 @@ export function classifyError(err: unknown, signal: AbortSignal): UpstreamError 
 export interface PostOptions {
   pool: Pool;
   provider: ProviderConfig;
+  /** The full request path, from upstreamPath(). */
   path: string;
+  /** Every request header, content-type included. */
   headers: Record<string, string>;
   body: string;
   signal: AbortSignal;
@@ -63,8 +65,8 @@ export async function postJson(opts: PostOptions): Promise<Dispatcher.ResponseDa
   try {
     res = await opts.pool.request({
       method: "POST",
-      path: upstreamPath(opts.provider, opts.path),
-      headers: { "content-type": "application/json", ...opts.headers },
+      path: opts.path,
+      headers: opts.headers,
       body: opts.body,
       signal: opts.signal,
       headersTimeout: opts.provider.timeouts.first_byte_ms,

@@ -27,17 +27,22 @@ export interface JsonResult {
   kind: "json";
   status: number;
   body: Record<string, unknown>;
+  /** The answer's text as it arrived, of which `body` is the parse. */
+  raw: string;
   usage: UsageReport | null;
 }
 
-/** One parsed server-sent event's data (a JSON object), or the terminal marker. */
-export type StreamEvent = { data: Record<string, unknown> } | { done: true };
+/** One server-sent event's data (a JSON object, parsed and as it arrived), or the terminal marker. */
+export type StreamEvent = { data: Record<string, unknown>; raw: string } | { done: true };
 
 export interface StreamResult {
   kind: "stream";
   status: number;
-  /** Events as they arrive; iterating pulls from the network (no buffering of the whole stream). */
-  events: AsyncIterable<StreamEvent>;
+  /**
+   * Events as they arrive, in batches of those one network read completed (never empty); iterating pulls
+   * from the network (no buffering of the whole stream).
+   */
+  batches: AsyncIterable<StreamEvent[]>;
 }
 
 export interface ChatCompletionsCapability {

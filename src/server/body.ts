@@ -1,13 +1,15 @@
+import type { IncomingMessage } from "node:http";
 import type { Context } from "hono";
 import type { z } from "zod";
 import { GatewayError, errors } from "../errors.js";
 import type { AppEnv } from "./context.js";
+import { requestHeader } from "./headers.js";
 
 // Bodies are read straight from Node's incoming stream (DESIGN.md §5: no WHATWG Request body per call) and the
 // size cap is enforced while reading, so an oversize body is refused before it is buffered or parsed.
 
 async function readCapped(c: Context<AppEnv>, limit: number): Promise<Buffer> {
-  const declared = Number(c.req.header("content-length"));
+  const declared = Number(requestHeader(c, "content-length"));
   if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
   const incoming = c.env?.incoming;
   if (!incoming) {
@@ -16,23 +18,46 @@ async function readCapped(c: Context<AppEnv>, limit: number): Promise<Buffer> {
     if (buf.length > limit) throw tooLarge(limit);
     return buf;
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of incoming as AsyncIterable<Buffer>) {
+  return readIncoming(incoming, limit);
+}
+
+/** Event listeners rather than `for await`, which builds an async iterator and a promise per chunk. */
+function readIncoming(incoming: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = (err: GatewayError | null) => {
+      incoming.off("data", onData);
+      incoming.off("end", onEnd);
+      incoming.off("error", onError);
+      incoming.off("close", onClose);
+      if (err) reject(err);
+      else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    };
+    const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > limit) {
         incoming.pause();
-        throw tooLarge(limit);
+        done(tooLarge(limit));
+        return;
       }
       chunks.push(chunk);
+    };
+    const onEnd = () => done(null);
+    // The stream only fails or closes early when the connection does: the client left while sending its body.
+    const onError = () => done(errors.clientClosed());
+    const onClose = () => {
+      if (!incoming.complete) done(errors.clientClosed());
+    };
+    if (incoming.readableEnded || incoming.destroyed) {
+      done(incoming.readableEnded ? null : errors.clientClosed());
+      return;
     }
-  } catch (err) {
-    if (err instanceof GatewayError) throw err;
-    // The stream only fails when the connection does: the client left while sending its body.
-    throw errors.clientClosed();
-  }
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+    incoming.on("data", onData);
+    incoming.on("end", onEnd);
+    incoming.on("error", onError);
+    incoming.on("close", onClose);
+  });
 }
 
 function tooLarge(limit: number) {
@@ -50,7 +75,7 @@ function isJson(contentType: string | undefined): boolean {
 
 /** Reads and parses a JSON body: 415 for another content type, 413 over the cap, 400 for malformed JSON. */
 export async function readJson(c: Context<AppEnv>, limit: number): Promise<unknown> {
-  if (!isJson(c.req.header("content-type"))) {
+  if (!isJson(requestHeader(c, "content-type"))) {
     throw errors.unsupportedMediaType("Content-Type must be application/json.");
   }
   const buf = await readCapped(c, limit);

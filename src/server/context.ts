@@ -23,7 +23,8 @@ export interface SessionPrincipal {
 
 export interface AppVariables {
   requestId: string;
-  log: Logger;
+  /** The process logger; requestLog(c) binds it to the request id. */
+  logger: Logger;
   apiKey: ApiKeyPrincipal;
   session: SessionPrincipal;
 }

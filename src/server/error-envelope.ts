@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import { GatewayError, errors } from "../errors.js";
 import type { AppEnv } from "./context.js";
+import { requestLog } from "./request-id.js";
 
 /** The gateway error envelope (DESIGN.md §5); also matches the OpenAI `ErrorResponse` schema. */
 export function errorBody(err: GatewayError, requestId: string | null) {
@@ -18,7 +19,6 @@ export function errorResponse(c: Context<AppEnv>, err: GatewayError): Response {
 /** app.onError: typed errors map to their status; anything else is logged and becomes a bare 500. */
 export function handleError(err: Error, c: Context<AppEnv>): Response {
   if (err instanceof GatewayError) return errorResponse(c, err);
-  const log = c.get("log");
-  log?.error({ err }, "unhandled error");
+  requestLog(c)?.error({ err }, "unhandled error");
   return errorResponse(c, errors.internal());
 }

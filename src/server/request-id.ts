@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
 import type { AppEnv } from "./context.js";
 
@@ -8,22 +8,39 @@ import type { AppEnv } from "./context.js";
 export const newRequestId = () => `req_${randomUUID().replaceAll("-", "")}`;
 
 /**
- * Assigns the request id, a child logger bound to it, the headers every response carries, and one access-log
- * line per request (never headers or bodies).
+ * The headers every response carries. Handlers that build their response themselves (src/server/respond.ts)
+ * include them; every other response gets them from requestContext.
+ */
+export const standardHeaders = (requestId: string): Record<string, string> => ({
+  "x-request-id": requestId,
+  "cache-control": "no-store",
+  "x-content-type-options": "nosniff",
+});
+
+/**
+ * The logger bound to the request's id. Made on demand: a pino child (its bindings go through redaction) cost
+ * as much as the rest of the request context, and most requests never log.
+ */
+export function requestLog(c: Context<AppEnv>): Logger | undefined {
+  return c.get("logger")?.child({ req_id: c.get("requestId") });
+}
+
+/**
+ * Assigns the request id, the headers every response carries, and one access-log line per request (never
+ * headers or bodies).
  */
 export function requestContext(logger: Logger): MiddlewareHandler<AppEnv> {
   return async function requestContext(c, next) {
     const started = performance.now();
     const requestId = newRequestId();
     c.set("requestId", requestId);
-    c.set("log", logger.child({ req_id: requestId }));
+    c.set("logger", logger);
     // Set before the handler runs, so they are part of the response as it is built: editing a finished
     // response makes @hono/node-server rebuild it.
-    c.header("X-Request-Id", requestId);
-    c.header("Cache-Control", "no-store");
-    c.header("X-Content-Type-Options", "nosniff");
+    for (const [name, value] of Object.entries(standardHeaders(requestId))) c.header(name, value);
     await next();
-    c.get("log").info(
+    if (!logger.isLevelEnabled("info")) return;
+    requestLog(c)?.info(
       {
         method: c.req.method,
         route: c.req.routePath,

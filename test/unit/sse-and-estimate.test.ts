@@ -1,3 +1,4 @@
+import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { countPromptTokens, countTextTokens, estimatePromptTokens } from "../../src/metering/estimate.js";
 import { convertOpenAIUsage } from "../../src/providers/openai/convert-usage.js";
@@ -17,7 +18,33 @@ async function collect(source: AsyncIterable<unknown>) {
 describe("parseSse", () => {
   it("parses events split anywhere across chunks and stops at [DONE]", async () => {
     const events = await collect(parseSse(bytes('data: {"a"', ':1}\n\nda', 'ta: {"b":2}\n\n', "data: [DONE]\n\n", 'data: {"late":1}\n\n')));
-    expect(events).toEqual([{ data: { a: 1 } }, { data: { b: 2 } }, { done: true }]);
+    expect(events).toEqual([[{ data: { a: 1 }, raw: '{"a":1}' }], [{ data: { b: 2 }, raw: '{"b":2}' }], [{ done: true }]]);
+  });
+
+  it("yields the events one network chunk completes as one batch, and nothing after [DONE]", async () => {
+    const batches = await collect(parseSse(bytes('data: {"a":1}\n\ndata: {"b":2}\n\ndata: {"c"', ':3}\n\ndata: [DONE]\n\ndata: {"late":1}\n\n')));
+    expect(batches).toEqual([
+      [
+        { data: { a: 1 }, raw: '{"a":1}' },
+        { data: { b: 2 }, raw: '{"b":2}' },
+      ],
+      [{ data: { c: 3 }, raw: '{"c":3}' }, { done: true }],
+    ]);
+  });
+
+  it("ends a Node stream read to its end without destroying it, and cuts one still open after [DONE]", async () => {
+    const ended = Readable.from([Buffer.from('data: {"a":1}\n\ndata: [DONE]\n\n')]);
+    expect(await collect(parseSse(ended))).toHaveLength(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(ended.readableEnded).toBe(true);
+    expect(ended.destroyed).toBe(true);
+    expect(ended.errored).toBeNull();
+
+    const open = new Readable({ read() {} });
+    open.push('data: {"a":1}\n\ndata: [DONE]\n\n');
+    expect(await collect(parseSse(open))).toHaveLength(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(open.destroyed).toBe(true);
   });
 
   it("treats a stream that ends without [DONE] as dropped", async () => {
