@@ -39,6 +39,8 @@ export interface LeaseContext {
 }
 
 const SYNC_ATTEMPTS = 5;
+/** How long a settlement may wait for others to share its sync. */
+const SETTLE_LINGER_MS = 20;
 const DEMAND_WINDOW_MS = 1000;
 const isDataError = (err: unknown) =>
   typeof err === "object" && err !== null && /^2[23]/.test(String((err as { code?: unknown }).code));
@@ -65,6 +67,8 @@ export class Lease {
   private waiters: Waiter[] = [];
   private running: Promise<void> | undefined;
   private again = false;
+  private urgent = false;
+  private wake: (() => void) | undefined;
   private windowStartMs = Date.now();
   private windowSum = 0n;
   private lastWindowSum = 0n;
@@ -117,7 +121,7 @@ export class Lease {
     if (this.retired) this.giveBackFree();
     return new Promise((resolve, reject) => {
       this.settling.push({ resolution, resolve, reject });
-      this.schedule();
+      this.schedule(false);
     });
   }
 
@@ -175,7 +179,16 @@ export class Lease {
     return this.windowSum > this.lastWindowSum ? this.windowSum : this.lastWindowSum;
   }
 
-  private schedule(): void {
+  /**
+   * Runs a sync soon: in the next turn of the event loop when `urgent` (a request waits, or units are to be
+   * given back), else after SETTLE_LINGER_MS, so that settlements under load share one commit instead of
+   * each paying for its own.
+   */
+  private schedule(urgent = true): void {
+    if (urgent) {
+      this.urgent = true;
+      this.wake?.();
+    }
     if (this.running) {
       this.again = true;
       return;
@@ -187,8 +200,16 @@ export class Lease {
     try {
       do {
         this.again = false;
-        // Everything that arrives in this turn of the event loop joins the sync.
-        await new Promise((resolve) => setImmediate(resolve));
+        await new Promise<void>((resolve) => {
+          if (this.urgent) return void setImmediate(resolve);
+          const timer = setTimeout(resolve, SETTLE_LINGER_MS);
+          this.wake = () => {
+            clearTimeout(timer);
+            setImmediate(resolve);
+          };
+        });
+        this.wake = undefined;
+        this.urgent = false;
         await this.syncOnce();
       } while (this.again);
     } finally {

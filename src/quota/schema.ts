@@ -74,8 +74,7 @@ export const quotaHolds = pgTable(
     resolvedAt: timestamp("resolved_at", { withTimezone: true }),
   },
   (t) => [
-    index("quota_holds_status_created_at_idx").on(t.status, t.createdAt),
-    index("quota_holds_instance_id_idx").on(t.instanceId),
+    // Written once per request and read rarely: only the foreign keys are indexed.
     index("quota_holds_account_id_idx").on(t.accountId),
     index("quota_holds_lease_id_idx").on(t.leaseId),
     check("quota_holds_amounts_nonnegative", sql`${t.amount} >= 0 and (${t.charged} is null or ${t.charged} >= 0)`),
