@@ -2,9 +2,17 @@
 
 const DAY_MS = 86_400_000;
 
+// Every reservation asks for its day: the last answer is kept (a toISOString per request showed in profiles).
+let cachedStart = Number.NaN;
+let cachedDay = "";
+
 /** The UTC day of `now` as YYYY-MM-DD: the period of a daily account. */
 export function utcDay(now: Date): string {
-  return now.toISOString().slice(0, 10);
+  const ms = now.getTime();
+  if (ms >= cachedStart && ms < cachedStart + DAY_MS) return cachedDay;
+  cachedStart = Math.floor(ms / DAY_MS) * DAY_MS;
+  cachedDay = new Date(cachedStart).toISOString().slice(0, 10);
+  return cachedDay;
 }
 
 /** The next 00:00 UTC strictly after `now`: when today's daily account stops applying. */

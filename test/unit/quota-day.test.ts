@@ -7,6 +7,10 @@ describe("the quota day (UTC)", () => {
     expect(utcDay(new Date("2026-03-15T00:00:00.000Z"))).toBe("2026-03-15");
     expect(utcDay(new Date("2026-12-31T23:59:59.999Z"))).toBe("2026-12-31");
     expect(utcDay(new Date("2027-01-01T00:00:00.000Z"))).toBe("2027-01-01");
+    // The last answer is cached: going back across midnight, and within the day, must still be right.
+    expect(utcDay(new Date("2026-12-31T23:59:59.999Z"))).toBe("2026-12-31");
+    expect(utcDay(new Date("2026-12-31T00:00:00.000Z"))).toBe("2026-12-31");
+    expect(utcDay(new Date("2026-12-30T23:59:59.999Z"))).toBe("2026-12-30");
   });
 
   it("resets at the next 00:00 UTC, strictly after now", () => {
