@@ -1,6 +1,7 @@
 import type { HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
-import { type Faults, injectFaults, openaiError } from "./faults.js";
+import { dialectFor } from "./dialects.js";
+import { type Faults, injectFaults } from "./faults.js";
 import { openaiChatRoute } from "./openai-chat.js";
 import { openaiModelsRoute } from "./openai-models.js";
 
@@ -10,25 +11,25 @@ export type MockUpstreamEnv = {
   Variables: { faults: Faults };
 };
 
-/** One entry per protocol route file; a new protocol adds its file here and nowhere else. */
+/** One entry per route file; a new route adds its file here (a new vendor also adds its dialect in ./dialects.ts). */
 const routes: Hono<MockUpstreamEnv>[] = [openaiModelsRoute, openaiChatRoute];
 
 /**
  * The fake provider (DESIGN.md §4 "Mock upstream"): deterministic answers in each vendor's wire shape, plus
- * header-driven faults (./faults.ts). Without `apiKey` it accepts any or no credentials.
+ * header-driven faults (./faults.ts). With `apiKey`, each route takes the key where its vendor's SDK sends it
+ * (./dialects.ts); without, it accepts any or no credentials.
  */
 export function createMockUpstreamApp(opts: { apiKey?: string } = {}): Hono<MockUpstreamEnv> {
   const app = new Hono<MockUpstreamEnv>();
 
-  app.onError((err, c) => openaiError(c, 500, `Mock upstream failed: ${err.message}`, { type: "server_error" }));
-  app.notFound((c) => openaiError(c, 404, `Invalid URL (${c.req.method} ${c.req.path})`));
+  app.onError((err, c) => dialectFor(c.req.path).error(c, 500, `Mock upstream failed: ${err.message}`));
+  app.notFound((c) => dialectFor(c.req.path).error(c, 404, `Invalid URL (${c.req.method} ${c.req.path})`));
 
   const { apiKey } = opts;
   if (apiKey !== undefined) {
     app.use("*", async function mockAuth(c, next) {
-      if (c.req.header("authorization") !== `Bearer ${apiKey}`) {
-        return openaiError(c, 401, "Incorrect API key provided.", { code: "invalid_api_key" });
-      }
+      const dialect = dialectFor(c.req.path);
+      if (!dialect.hasKey(c, apiKey)) return dialect.unauthorized(c);
       await next();
     });
   }

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Context, MiddlewareHandler } from "hono";
 import { z } from "zod";
 import type { MockUpstreamEnv } from "./app.js";
+import { dialectFor } from "./dialects.js";
 
 /**
  * Fault injection for the mock upstream, driven only by request headers so that request bodies stay valid
@@ -73,27 +74,10 @@ export function parseFaults(headers: Headers): Faults {
   };
 }
 
-/** OpenAI's error body: all four fields always present (the `Error` schema requires `param` and `code`). */
-export function openaiError(
-  c: Context,
-  status: number,
-  message: string,
-  opts: { type?: string; code?: string | null; param?: string | null } = {},
-): Response {
-  const error = { message, type: opts.type ?? "invalid_request_error", param: opts.param ?? null, code: opts.code ?? null };
-  return c.json({ error }, status as 400);
-}
-
 function injectedError(c: Context, f: Faults & { status: number }): Response {
   // The marker word lets gateway tests assert that raw upstream error bodies never reach their clients.
   const message = `Mock upstream injected HTTP ${f.status} (upstream-secret-detail).`;
-  const kind =
-    f.status === 429
-      ? { type: "requests", code: "rate_limit_exceeded" }
-      : f.status >= 500
-        ? { type: "server_error", code: null }
-        : { type: "invalid_request_error", code: "mock_fault" };
-  const res = openaiError(c, f.status, message, kind);
+  const res = dialectFor(c.req.path).fault(c, f.status, message);
   if (f.retryAfter !== undefined) res.headers.set("Retry-After", f.retryAfter);
   if (f.retryAfterMs !== undefined) res.headers.set("retry-after-ms", String(f.retryAfterMs));
   return res;
@@ -101,7 +85,7 @@ function injectedError(c: Context, f: Faults & { status: number }): Response {
 
 /**
  * Parses the fault headers once per request (routes read them from `c.get("faults")`), applies the delay before
- * anything is sent, then answers an injected status instead of running the route.
+ * anything is sent, then answers an injected status (in the vendor's error shape) instead of running the route.
  */
 export function injectFaults(): MiddlewareHandler<MockUpstreamEnv> {
   return async function mockFaults(c, next) {
