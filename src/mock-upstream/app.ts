@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import { dialectFor } from "./dialects.js";
 import { type Faults, injectFaults } from "./faults.js";
 import { openaiChatRoute } from "./openai-chat.js";
+import { openaiEmbeddingsRoute } from "./openai-embeddings.js";
 import { openaiModelsRoute } from "./openai-models.js";
 
 export type MockUpstreamEnv = {
@@ -12,7 +13,7 @@ export type MockUpstreamEnv = {
 };
 
 /** One entry per route file; a new route adds its file here (a new vendor also adds its dialect in ./dialects.ts). */
-const routes: Hono<MockUpstreamEnv>[] = [openaiModelsRoute, openaiChatRoute];
+const routes: Hono<MockUpstreamEnv>[] = [openaiModelsRoute, openaiChatRoute, openaiEmbeddingsRoute];
 
 /**
  * The fake provider (DESIGN.md §4 "Mock upstream"): deterministic answers in each vendor's wire shape, plus

@@ -24,6 +24,8 @@ export interface Faults {
   dropAfter?: number;
   /** `x-mock-omit-usage`: leave usage out of the answer (JSON and stream). */
   omitUsage: boolean;
+  /** `x-mock-no-base64`: embeddings ignore `encoding_format: "base64"`, as a provider without it would. */
+  noBase64: boolean;
 }
 
 export const MAX_DELAY_MS = 60_000;
@@ -54,6 +56,7 @@ const faultHeaders = z.object({
   "x-mock-chunk-delay-ms": delay.optional().catch(undefined),
   "x-mock-drop-after": nonNegativeInt.optional().catch(undefined),
   "x-mock-omit-usage": flag.optional().catch(undefined),
+  "x-mock-no-base64": flag.optional().catch(undefined),
 });
 
 export function parseFaults(headers: Headers): Faults {
@@ -71,6 +74,7 @@ export function parseFaults(headers: Headers): Faults {
     chunkDelayMs: h["x-mock-chunk-delay-ms"],
     dropAfter: h["x-mock-drop-after"],
     omitUsage: h["x-mock-omit-usage"] ?? false,
+    noBase64: h["x-mock-no-base64"] ?? false,
   };
 }
 

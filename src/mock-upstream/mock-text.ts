@@ -46,15 +46,20 @@ function contentChars(content: unknown): number {
   return (typeof content === "string" ? content : JSON.stringify(content)).length;
 }
 
+/** The mock's tokenizer: 4 characters per token, rounded up. */
+export function charTokens(chars: number): number {
+  return Math.ceil(chars / 4);
+}
+
 /** Prompt rule: ceil(characters of all contents / 4) + 3 per message, one content per message. */
 export function promptTokens(contents: unknown[]): number {
   const chars = contents.reduce<number>((sum, content) => sum + contentChars(content), 0);
-  return Math.ceil(chars / 4) + 3 * contents.length;
+  return charTokens(chars) + 3 * contents.length;
 }
 
-/** A function call costs its name and arguments at the prompt rule's 4 characters per token. */
+/** A function call costs its name and arguments at 4 characters per token. */
 export function toolCallTokens(name: string, args: string): number {
-  return Math.ceil((name.length + args.length) / 4);
+  return charTokens(name.length + args.length);
 }
 
 /** The text of a content: a string, or the `text` fields of its parts (any vendor's part shape). */

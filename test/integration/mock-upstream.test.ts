@@ -2,6 +2,7 @@ import OpenAI, { AuthenticationError } from "openai";
 import type { ChatCompletionChunk, ChatCompletionCreateParamsNonStreaming } from "openai/resources/chat/completions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type MockUpstream, startMockUpstream } from "../../src/mock-upstream/server.js";
+import { postJson, readSse } from "../helpers/mock-upstream-client.js";
 import { validateOpenAI } from "../helpers/openapi.js";
 
 const API_KEY = "sk-mock-test";
@@ -50,32 +51,13 @@ async function collect(stream: AsyncIterable<ChatCompletionChunk>): Promise<Chat
 }
 
 function post(body: unknown, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(`${mock.baseUrl}/chat/completions`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${API_KEY}`, "content-type": "application/json", ...headers },
-    body: JSON.stringify(body),
-  });
+  return postJson(`${mock.baseUrl}/chat/completions`, body, { authorization: `Bearer ${API_KEY}`, ...headers });
 }
 
-/** Reads an SSE body to its end or until the connection breaks, returning the `data:` payloads seen. */
+/** The `data:` payloads of an SSE body, and whether the connection broke before its end. */
 async function readEvents(res: Response): Promise<{ events: string[]; broken: boolean }> {
-  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
-  let text = "";
-  let broken = false;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      text += value;
-    }
-  } catch {
-    broken = true;
-  }
-  const events = text
-    .split("\n\n")
-    .filter((e) => e.startsWith("data: "))
-    .map((e) => e.slice("data: ".length));
-  return { events, broken };
+  const { events, broken } = await readSse(res);
+  return { events: events.map((e) => e.data), broken };
 }
 
 describe("mock upstream: OpenAI models", () => {
