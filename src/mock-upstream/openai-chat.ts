@@ -26,7 +26,8 @@ const SYSTEM_FINGERPRINT = "fp_mock0001";
 const maxTokens = z.number().int().min(1).nullish();
 const chatRequest = z.object({
   model: z.string().min(1),
-  messages: z.array(z.looseObject({ role: z.string(), content: z.unknown() })).min(1),
+  // An assistant turn with tool calls may leave `content` out.
+  messages: z.array(z.looseObject({ role: z.string(), content: z.unknown().optional() })).min(1),
   max_tokens: maxTokens,
   max_completion_tokens: maxTokens,
   stream: z.boolean().nullish(),

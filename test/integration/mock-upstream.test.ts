@@ -161,6 +161,21 @@ describe("mock upstream: chat completions", () => {
     expect(chunks.at(-1)!.choices[0]!.finish_reason).toBe("tool_calls");
   });
 
+  it("takes a tool round trip: an assistant turn without content counts as 0 characters", async () => {
+    const res = await client.chat.completions.create({
+      model: "mock-gpt-small",
+      messages: [
+        { role: "user", content: "weather?" }, // 8 chars
+        { role: "assistant", tool_calls: [{ id: "call_1", type: "function", function: { name: "get_weather", arguments: "{}" } }] },
+        { role: "tool", tool_call_id: "call_1", content: "sunny" }, // 5 chars
+      ],
+      ...weatherTools,
+    });
+    expect(res.choices[0]!.finish_reason).toBe("stop");
+    // ceil(13 / 4) + 3 per message
+    expect(res.usage!.prompt_tokens).toBe(4 + 9);
+  });
+
   it("follows tool_choice: a named function is called, none answers with text", async () => {
     const named = await client.chat.completions.create({
       ...hello,
