@@ -13,6 +13,8 @@ const ROOTS = [
   "CreateChatCompletionResponse",
   "CreateChatCompletionStreamResponse",
   "CreateEmbeddingResponse",
+  "Response",
+  "ResponseStreamEvent",
 ];
 
 const source = path.resolve(process.argv[2] ?? "../shared/reference/openai/openapi.yaml");

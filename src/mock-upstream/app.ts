@@ -5,6 +5,7 @@ import { type Faults, injectFaults } from "./faults.js";
 import { openaiChatRoute } from "./openai-chat.js";
 import { openaiEmbeddingsRoute } from "./openai-embeddings.js";
 import { openaiModelsRoute } from "./openai-models.js";
+import { openaiResponsesRoute } from "./openai-responses.js";
 
 export type MockUpstreamEnv = {
   // Node bindings let a route cut the TCP connection itself (the `x-mock-drop-after` fault).
@@ -13,7 +14,7 @@ export type MockUpstreamEnv = {
 };
 
 /** One entry per route file; a new route adds its file here (a new vendor also adds its dialect in ./dialects.ts). */
-const routes: Hono<MockUpstreamEnv>[] = [openaiModelsRoute, openaiChatRoute, openaiEmbeddingsRoute];
+const routes: Hono<MockUpstreamEnv>[] = [openaiModelsRoute, openaiChatRoute, openaiResponsesRoute, openaiEmbeddingsRoute];
 
 /**
  * The fake provider (DESIGN.md §4 "Mock upstream"): deterministic answers in each vendor's wire shape, plus
