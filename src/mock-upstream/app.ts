@@ -1,5 +1,6 @@
 import type { HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
+import { anthropicMessagesRoute } from "./anthropic-messages.js";
 import { dialectFor } from "./dialects.js";
 import { type Faults, injectFaults } from "./faults.js";
 import { openaiChatRoute } from "./openai-chat.js";
@@ -14,7 +15,13 @@ export type MockUpstreamEnv = {
 };
 
 /** One entry per route file; a new route adds its file here (a new vendor also adds its dialect in ./dialects.ts). */
-const routes: Hono<MockUpstreamEnv>[] = [openaiModelsRoute, openaiChatRoute, openaiResponsesRoute, openaiEmbeddingsRoute];
+const routes: Hono<MockUpstreamEnv>[] = [
+  openaiModelsRoute,
+  openaiChatRoute,
+  openaiResponsesRoute,
+  openaiEmbeddingsRoute,
+  anthropicMessagesRoute,
+];
 
 /**
  * The fake provider (DESIGN.md §4 "Mock upstream"): deterministic answers in each vendor's wire shape, plus

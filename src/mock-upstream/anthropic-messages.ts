@@ -1,0 +1,73 @@
+import { Hono } from "hono";
+import { z } from "zod";
+import { messageEvents, messageObject, type Plan, usageOf } from "./anthropic-messages-output.js";
+import type { MockUpstreamEnv } from "./app.js";
+import { anthropic, parseBody } from "./dialects.js";
+import { chosenFunction, digestOf, promptTokens, replyOf, TOOL_ARGUMENTS, type ToolChoice, textOf, toolCallTokens } from "./mock-text.js";
+import { playEvents } from "./sse.js";
+
+/**
+ * Anthropic `POST /v1/messages` (the SDK appends `/v1/messages` to its base URL), deterministic like the
+ * OpenAI routes: everything derives from sha256 of the model, system prompt and messages
+ * (docs/mock-upstream.md). The answer's shapes, JSON and SSE, are in ./anthropic-messages-output.ts.
+ */
+
+/** The fields each known content block type needs; other block types (document, thinking, …) pass as sent. */
+const BLOCK_FIELDS: Record<string, string[]> = {
+  text: ["text"],
+  image: ["source"],
+  tool_use: ["id", "name", "input"],
+  tool_result: ["tool_use_id"],
+};
+
+const block = z.looseObject({ type: z.string() }).superRefine((b, ctx) => {
+  for (const field of BLOCK_FIELDS[b.type] ?? []) {
+    if (!(field in b)) ctx.addIssue({ code: "custom", message: "Field required", path: [field] });
+  }
+});
+
+const messagesRequest = z.object({
+  model: z.string().min(1),
+  max_tokens: z.number().int().min(1),
+  messages: z.array(z.looseObject({ role: z.enum(["user", "assistant"]), content: z.union([z.string(), z.array(block).min(1)]) })).min(1),
+  system: z.union([z.string(), z.array(z.looseObject({ type: z.literal("text"), text: z.string() }))]).optional(),
+  // Client tools have no type (or "custom"); server tools (web search, …) have a versioned type.
+  tools: z.array(z.looseObject({ name: z.string().min(1), type: z.string().optional() })).optional(),
+  tool_choice: z.looseObject({ type: z.enum(["auto", "any", "tool", "none"]), name: z.string().optional() }).optional(),
+  stream: z.boolean().optional(),
+});
+export type MessagesRequest = z.infer<typeof messagesRequest>;
+
+function toolChoiceOf(choice: MessagesRequest["tool_choice"]): ToolChoice {
+  if (choice?.type === "tool" && choice.name) return { name: choice.name };
+  return choice?.type === "any" ? "required" : choice?.type === "none" ? "none" : "auto";
+}
+
+function plan(req: MessagesRequest): Plan {
+  const digest = digestOf([req.model, req.system ?? null, req.messages]);
+  const hex = digest.toString("hex");
+  const contents = req.messages.map((m) => m.content);
+  const input = promptTokens(req.system === undefined ? contents : [req.system, ...contents]);
+  const id = `msg_${hex.slice(0, 24)}`;
+
+  const functions = (req.tools ?? []).flatMap((t) => (t.type === undefined || t.type === "custom" ? [t.name] : []));
+  const last = req.messages.at(-1);
+  const name = chosenFunction(functions, toolChoiceOf(req.tool_choice), last?.role === "user" ? textOf(last.content) : undefined);
+  if (name !== undefined) {
+    // Tool use is never cut by max_tokens.
+    const toolUse = { id: `toolu_${hex.slice(24, 48)}`, name, input: TOOL_ARGUMENTS };
+    const output = toolCallTokens(name, JSON.stringify(TOOL_ARGUMENTS));
+    return { id, toolUse, pieces: [], stopReason: "tool_use", usage: usageOf(input, output) };
+  }
+  const reply = replyOf(digest, req.max_tokens);
+  return { id, pieces: reply.pieces, stopReason: reply.truncated ? "max_tokens" : "end_turn", usage: usageOf(input, reply.words) };
+}
+
+export const anthropicMessagesRoute = new Hono<MockUpstreamEnv>().post("/v1/messages", async (c) => {
+  // The real API requires `anthropic-version` (the SDK always sends it); the mock accepts any or none.
+  const req = await parseBody(c, anthropic, messagesRequest);
+  if (req instanceof Response) return req;
+  const { omitUsage } = c.get("faults");
+  const p = plan(req);
+  return req.stream ? playEvents(c, messageEvents(req, p, omitUsage)) : c.json(messageObject(req, p, omitUsage));
+});
