@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import { anthropicMessagesRoute } from "./anthropic-messages.js";
 import { dialectFor } from "./dialects.js";
 import { type Faults, injectFaults } from "./faults.js";
+import { geminiGenerateRoute } from "./gemini-generate.js";
 import { openaiChatRoute } from "./openai-chat.js";
 import { openaiEmbeddingsRoute } from "./openai-embeddings.js";
 import { openaiModelsRoute } from "./openai-models.js";
@@ -21,6 +22,7 @@ const routes: Hono<MockUpstreamEnv>[] = [
   openaiResponsesRoute,
   openaiEmbeddingsRoute,
   anthropicMessagesRoute,
+  geminiGenerateRoute,
 ];
 
 /**
