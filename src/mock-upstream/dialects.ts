@@ -17,7 +17,10 @@ export interface Dialect {
   fault(c: Context, status: number, message: string): Response;
 }
 
-const bearer = (c: Context) => c.req.header("authorization")?.replace(/^Bearer /, "");
+function bearer(c: Context): string | undefined {
+  const header = c.req.header("authorization");
+  return header?.startsWith("Bearer ") ? header.slice("Bearer ".length) : undefined;
+}
 
 /** OpenAI's error body: all four fields always present (the `Error` schema requires `param` and `code`). */
 export function openaiError(

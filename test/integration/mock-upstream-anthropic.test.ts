@@ -183,6 +183,7 @@ describe("mock upstream: Anthropic errors and auth", () => {
   it("takes the key as x-api-key or a bearer token, with or without anthropic-version", async () => {
     expect((await postJson(`${mock.url}/v1/messages`, hello, { authorization: `Bearer ${API_KEY}` })).status).toBe(200);
     expect((await postJson(`${mock.url}/v1/messages`, hello, { "x-api-key": API_KEY })).status).toBe(200);
+    expect((await postJson(`${mock.url}/v1/messages`, hello, { authorization: API_KEY })).status).toBe(401);
     const wrong = new Anthropic({ apiKey: "sk-ant-wrong", baseURL: mock.url, maxRetries: 0 });
     const err = await wrong.messages.create(hello).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AuthenticationError);
