@@ -1,8 +1,9 @@
 import { once } from "node:events";
 import { setTimeout as sleep } from "node:timers/promises";
+import type { ServerResponse } from "node:http";
 import type { HttpBindings } from "@hono/node-server";
+import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Context } from "hono";
-import { streamSSE } from "hono/streaming";
 import type { MockUpstreamEnv } from "./app.js";
 
 /** One SSE event of a mock stream. */
@@ -39,22 +40,41 @@ async function cutConnection(env: HttpBindings): Promise<void> {
   socket.destroy();
 }
 
+/** The event as SSE text. */
+function frame(event: MockEvent): string {
+  return event.event === undefined ? `data: ${event.data}\n\n` : `event: ${event.event}\ndata: ${event.data}\n\n`;
+}
+
 /**
  * Streams the events as `text/event-stream`, each written as soon as it is due (not buffered), applying the
  * request's stream faults: `x-mock-chunk-delay-ms` before every event after the first, and `x-mock-drop-after`.
+ * Written straight into Node's response, one write per event: the benchmark measures the gateway against this
+ * mock on shared cores, and a WHATWG stream with an await per event made the mock cost more CPU per stream
+ * than the gateway.
  */
 export function playEvents(c: Context<MockUpstreamEnv>, events: MockEvent[]): Response {
   const faults = c.get("faults");
   const sent = faults.dropAfter === undefined ? events : beforeDrop(events, faults.dropAfter);
-  return streamSSE(c, async (stream) => {
-    for (const [i, event] of sent.entries()) {
+  const res = c.env.outgoing;
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+  void play(c, res, sent);
+  return RESPONSE_ALREADY_SENT;
+}
+
+async function play(c: Context<MockUpstreamEnv>, res: ServerResponse, events: MockEvent[]): Promise<void> {
+  const faults = c.get("faults");
+  try {
+    for (const [i, event] of events.entries()) {
       if (i > 0 && faults.chunkDelayMs) {
         // The signal fires when the client goes away, so an abandoned slow stream does not keep a timer alive.
         await sleep(faults.chunkDelayMs, undefined, { signal: c.req.raw.signal }).catch(() => {});
       }
-      if (stream.aborted) return;
-      await stream.writeSSE(event);
+      if (res.destroyed) return;
+      res.write(frame(event));
     }
     if (faults.dropAfter !== undefined) await cutConnection(c.env);
-  });
+    else res.end();
+  } catch {
+    res.destroy();
+  }
 }
