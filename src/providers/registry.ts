@@ -1,5 +1,6 @@
 import type { Config, ProviderConfig } from "../config/schema.js";
 import { createAnthropicAdapter } from "./anthropic/index.js";
+import { createGeminiAdapter } from "./gemini/index.js";
 import { createOpenAIAdapter } from "./openai/index.js";
 import type { ProviderAdapter } from "./types.js";
 
@@ -7,6 +8,7 @@ import type { ProviderAdapter } from "./types.js";
 export const adapterFactories: Partial<Record<ProviderConfig["protocol"], (provider: ProviderConfig) => ProviderAdapter>> = {
   openai: createOpenAIAdapter,
   anthropic: createAnthropicAdapter,
+  gemini: createGeminiAdapter,
 };
 
 export interface Providers {
