@@ -13,6 +13,7 @@ const ROOTS = [
   "CreateChatCompletionResponse",
   "CreateChatCompletionStreamResponse",
   "CreateEmbeddingResponse",
+  "CreateChatCompletionRequest",
 ];
 
 const source = path.resolve(process.argv[2] ?? "../shared/reference/openai/openapi.yaml");
