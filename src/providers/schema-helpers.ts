@@ -1,0 +1,45 @@
+import { z } from "zod";
+
+// zod building blocks for the client request schemas of the foreign protocols. Their point is error paths:
+// a hostile or mistaken body gets an error naming the exact field, which zod's plain unions cannot give
+// (a failing union reports only "Invalid input" at its own path).
+
+/** A kind no schema knows yet: accepted as it is, so a newer API's additions stay valid input. */
+export type UnknownKind = { type: string; [field: string]: unknown };
+
+type KnownKinds<T extends Record<string, z.ZodType>> = { [K in keyof T]: z.output<T[K]> }[keyof T];
+
+function forward(ctx: z.RefinementCtx, error: z.ZodError): typeof z.NEVER {
+  for (const issue of error.issues) ctx.addIssue({ code: "custom", message: issue.message, path: issue.path });
+  return z.NEVER;
+}
+
+/**
+ * Objects told apart by `type`: known kinds are validated by their own schema, unknown kinds pass unchanged.
+ * `defaultKind` is the kind of an object without `type` (Anthropic's custom tools); without it `type` is
+ * required.
+ */
+export function openUnion<T extends Record<string, z.ZodType>>(known: T, defaultKind?: string) {
+  const base = z.looseObject({ type: defaultKind === undefined ? z.string() : z.string().optional() });
+  return base.transform((value, ctx): KnownKinds<T> | UnknownKind => {
+    const kind = value.type ?? defaultKind ?? "";
+    const schema = Object.hasOwn(known, kind) ? known[kind] : undefined;
+    if (!schema) return value as UnknownKind;
+    const result = schema.safeParse(value);
+    return result.success ? (result.data as KnownKinds<T>) : forward(ctx, result.error);
+  });
+}
+
+/** A string, or an array of `item`; `message` names both when the value is neither. */
+export function stringOrArray<T extends z.ZodType>(item: T, message: string) {
+  const list = z.array(item);
+  return z.unknown().transform((value, ctx): string | z.output<T>[] => {
+    if (typeof value === "string") return value;
+    if (!Array.isArray(value)) {
+      ctx.addIssue({ code: "custom", message });
+      return z.NEVER;
+    }
+    const result = list.safeParse(value);
+    return result.success ? result.data : forward(ctx, result.error);
+  });
+}
