@@ -1,7 +1,8 @@
 import { asArray, asObject, asString } from "../json-guards.js";
 import { convertOpenAIUsage } from "../openai/convert-usage.js";
 import type { UsageReport } from "../types.js";
-import { chatText, messageIdFromChatId, toAnthropicUsage, toolUseId } from "./convert-chat-to-message.js";
+import { chatText } from "../openai/read-chat-completion.js";
+import { messageIdFromChatId, toAnthropicUsage, toolUseId } from "./convert-chat-to-message.js";
 import { mapChatFinishReason } from "./map-chat-finish-reason.js";
 import type { AnthropicStopReason } from "./message-types.js";
 

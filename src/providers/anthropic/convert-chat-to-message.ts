@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { asArray, asObject, asString } from "../json-guards.js";
 import { convertOpenAIUsage } from "../openai/convert-usage.js";
+import { chatText, parseToolArguments } from "../openai/read-chat-completion.js";
 import type { UsageReport } from "../types.js";
 import { mapChatFinishReason } from "./map-chat-finish-reason.js";
 import type { AnthropicMessage, AnthropicTextOutput, AnthropicToolUseOutput, AnthropicUsage } from "./message-types.js";
@@ -24,20 +25,6 @@ export function toolUseId(callId: unknown, messageId: string, index: number): st
 }
 
 /**
- * Tool arguments as an input object. Arguments that are not a JSON object (a model's malformed call) become
- * `{}`: the client's own schema check then rejects the call like any other bad call, and no field is invented
- * to carry the raw text.
- */
-export function parseToolArguments(args: unknown): Record<string, unknown> {
-  if (typeof args !== "string") return asObject(args) ?? {};
-  try {
-    return asObject(JSON.parse(args)) ?? {};
-  } catch {
-    return {};
-  }
-}
-
-/**
  * The gateway's usage in Anthropic's terms: input_tokens excludes cache reads (Anthropic's three prompt parts
  * are disjoint), and the chat protocol knows of no cache writes. Unknown usage reads as zero.
  */
@@ -53,14 +40,6 @@ export function toAnthropicUsage(usage: UsageReport | null): AnthropicUsage {
     server_tool_use: null,
     service_tier: null,
   };
-}
-
-/** Chat message content: a string, or (some servers) an array of text parts. */
-export function chatText(content: unknown): string {
-  if (typeof content === "string") return content;
-  return asArray(content)
-    .map((part) => asString(asObject(part)?.text) ?? "")
-    .join("");
 }
 
 export const textOutput = (text: string): AnthropicTextOutput => ({ type: "text", text, citations: null });
