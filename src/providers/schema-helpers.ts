@@ -43,3 +43,28 @@ export function stringOrArray<T extends z.ZodType>(item: T, message: string) {
     return result.success ? result.data : forward(ctx, result.error);
   });
 }
+
+const snakeToCamel = (key: string) => key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+
+/**
+ * A protobuf message in JSON: proto3 JSON parsers accept the original snake_case field names as well as the
+ * lowerCamelCase ones (Google's own REST examples use both), so keys are camel-cased before the check. Only this
+ * object's own keys: nested user data (function args, schemas' property names) is never renamed.
+ */
+export function protoMessage<T extends z.core.$ZodLooseShape>(shape: T) {
+  return z.preprocess((value) => {
+    if (value === null || typeof value !== "object" || Array.isArray(value)) return value;
+    // A Map, then fromEntries: a "__proto__" key stays a plain key instead of reaching the object's prototype.
+    const fields = new Map<string, unknown>();
+    for (const [key, field] of Object.entries(value)) {
+      const camel = snakeToCamel(key);
+      if (!fields.has(camel) || camel === key) fields.set(camel, field);
+    }
+    return Object.fromEntries(fields);
+  }, z.looseObject(shape));
+}
+
+/** A repeated proto field, where Google's parsers also take a lone object for a one-element list. */
+export function repeated<T extends z.ZodType>(item: T, min = 0) {
+  return z.preprocess((value) => (value !== null && typeof value === "object" && !Array.isArray(value) ? [value] : value), z.array(item).min(min));
+}
