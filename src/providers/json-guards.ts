@@ -1,10 +1,8 @@
 // Upstream answers and client bodies are read defensively: a field of an unexpected type reads as absent
 // instead of throwing halfway through a conversion.
 
-export type JsonObject = Record<string, unknown>;
-
-export function asObject(value: unknown): JsonObject | undefined {
-  return value !== null && typeof value === "object" && !Array.isArray(value) ? (value as JsonObject) : undefined;
+export function asObject(value: unknown): Record<string, unknown> | undefined {
+  return value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
 }
 
 export function asArray(value: unknown): unknown[] {

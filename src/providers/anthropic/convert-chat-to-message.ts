@@ -42,7 +42,7 @@ export function toAnthropicUsage(usage: UsageReport | null): AnthropicUsage {
   };
 }
 
-export const textOutput = (text: string): AnthropicTextOutput => ({ type: "text", text, citations: null });
+const textOutput = (text: string): AnthropicTextOutput => ({ type: "text", text, citations: null });
 
 export interface ChatToMessageOptions {
   /** The model ID the client asked for, shown in place of the upstream's. */

@@ -25,11 +25,11 @@ const toolResultBlock = z.looseObject({
   is_error: z.boolean().optional(),
 });
 
-export const anthropicContentBlockSchema = openUnion({ text: textBlock, image: imageBlock, tool_use: toolUseBlock, tool_result: toolResultBlock });
+const contentBlock = openUnion({ text: textBlock, image: imageBlock, tool_use: toolUseBlock, tool_result: toolResultBlock });
 
 const message = z.looseObject({
   role: z.enum(["user", "assistant"]),
-  content: stringOrArray(anthropicContentBlockSchema, "content must be a string or an array of content blocks"),
+  content: stringOrArray(contentBlock, "content must be a string or an array of content blocks"),
 });
 
 /** Tools without `type` are custom tools; server tools (web search, bash, ...) have a type and no input_schema. */
@@ -62,8 +62,7 @@ export const anthropicMessagesRequestSchema = z.looseObject({
 });
 
 export type AnthropicMessagesRequest = z.infer<typeof anthropicMessagesRequestSchema>;
-export type AnthropicInputMessage = AnthropicMessagesRequest["messages"][number];
-export type AnthropicContentBlock = z.infer<typeof anthropicContentBlockSchema>;
+export type AnthropicContentBlock = z.infer<typeof contentBlock>;
 export type AnthropicTextBlock = z.infer<typeof textBlock>;
 export type AnthropicImageBlock = z.infer<typeof imageBlock>;
 export type AnthropicToolUseBlock = z.infer<typeof toolUseBlock>;

@@ -9,7 +9,7 @@ import { UpstreamError } from "../types.js";
 import { convertAnthropicUsage } from "./convert-usage.js";
 
 /** The API version the gateway speaks; the wire shapes of src/providers/anthropic follow it. */
-export const ANTHROPIC_VERSION = "2023-06-01";
+const ANTHROPIC_VERSION = "2023-06-01";
 
 export interface AnthropicEndpoint {
   pool: Pool;
