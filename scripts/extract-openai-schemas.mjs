@@ -15,6 +15,7 @@ const ROOTS = [
   "CreateEmbeddingResponse",
   "Response",
   "ResponseStreamEvent",
+  "CreateChatCompletionRequest",
 ];
 
 const source = path.resolve(process.argv[2] ?? "../shared/reference/openai/openapi.yaml");

@@ -1,10 +1,14 @@
 import type { Config, ProviderConfig } from "../config/schema.js";
+import { createAnthropicAdapter } from "./anthropic/index.js";
+import { createGeminiAdapter } from "./gemini/index.js";
 import { createOpenAIAdapter } from "./openai/index.js";
 import type { ProviderAdapter } from "./types.js";
 
 /** Every upstream protocol the gateway speaks: one line per provider folder. */
 export const adapterFactories: Partial<Record<ProviderConfig["protocol"], (provider: ProviderConfig) => ProviderAdapter>> = {
   openai: createOpenAIAdapter,
+  anthropic: createAnthropicAdapter,
+  gemini: createGeminiAdapter,
 };
 
 export interface Providers {

@@ -10,9 +10,13 @@ export interface Target {
   upstreamModel: string;
 }
 
+/** Every protocol's usage in one shape; each adapter's `convert-usage.ts` says how its fields map. */
 export interface UsageReport {
+  /** Every input token, those read from a cache included. */
   promptTokens: number;
+  /** Every generated token, reasoning ("thinking") included. */
   completionTokens: number;
+  /** The part of promptTokens read from a cache (priced by the model's cached_ratio). */
   cachedTokens: number;
 }
 
@@ -32,8 +36,11 @@ export interface JsonResult {
   usage: UsageReport | null;
 }
 
-/** One server-sent event's data (a JSON object, parsed and as it arrived), or the terminal marker. */
-export type StreamEvent = { data: Record<string, unknown>; raw: string } | { done: true };
+/**
+ * One server-sent event's data (a JSON object, parsed and as it arrived) with its `event:` name when the
+ * upstream sent one, or the `[DONE]` marker.
+ */
+export type StreamEvent = { data: Record<string, unknown>; raw: string; event?: string } | { done: true };
 
 export interface StreamResult {
   kind: "stream";
@@ -45,17 +52,39 @@ export interface StreamResult {
   batches: AsyncIterable<StreamEvent[]>;
 }
 
-export interface ChatCompletionsCapability {
-  /** `body` is the client's request with `model` already rewritten; the adapter may add what its wire needs. */
-  chatCompletions(body: Record<string, unknown>, options: CallOptions): Promise<JsonResult | StreamResult>;
-}
+/**
+ * One upstream operation. `body` is the client's request in the protocol's own wire shape, with the model
+ * already rewritten where the body names it; the adapter adds only what its wire needs. JSON or SSE follows
+ * the body's `stream` flag, except where the protocol puts it in the URL (Gemini: two capabilities).
+ */
+export type Capability<R extends JsonResult | StreamResult = JsonResult | StreamResult> = (
+  body: Record<string, unknown>,
+  options: CallOptions,
+) => Promise<R>;
 
 /** What one upstream protocol can do; each capability is optional. */
 export interface ProviderAdapter {
   protocol: string;
-  chatCompletions?: ChatCompletionsCapability["chatCompletions"];
+  /** OpenAI `POST {base_url}/chat/completions`. */
+  chatCompletions?: Capability;
+  /** OpenAI `POST {base_url}/responses`. */
+  responses?: Capability;
+  /** OpenAI `POST {base_url}/embeddings` (never streams). */
+  embeddings?: Capability<JsonResult>;
+  /** Anthropic `POST {base_url}/v1/messages`. */
+  messages?: Capability;
+  /** Gemini `POST {base_url}/v1beta/models/{target model}:generateContent`; the body carries no model. */
+  generateContent?: Capability<JsonResult>;
+  /** Gemini `...:streamGenerateContent?alt=sse`: the same body, answered as SSE. */
+  streamGenerateContent?: Capability<StreamResult>;
   close(): Promise<void>;
 }
+
+/**
+ * Reads the usage a stream reports, one event at a time: `usage = read(event.data, usage)`. Protocols that
+ * spread usage over several events (Anthropic) combine them with the report so far.
+ */
+export type StreamUsageReader = (data: Record<string, unknown>, prior: UsageReport | null) => UsageReport | null;
 
 export type UpstreamFailure = "connect" | "timeout" | "status" | "protocol" | "aborted";
 

@@ -1,20 +1,22 @@
 import type { ProviderConfig } from "../../config/schema.js";
-import { createPool, upstreamPath } from "../http.js";
+import { createPool } from "../http.js";
 import type { ProviderAdapter } from "../types.js";
-import { chatHeaders, openaiChatCompletions, type ChatEndpoint } from "./chat-completions.js";
+import { openaiChatCompletions } from "./chat-completions.js";
+import { openaiEmbeddings } from "./embeddings.js";
+import { openaiEndpoint } from "./endpoint.js";
+import { openaiResponses } from "./responses.js";
 
+/** `base_url` includes `/v1`, as the OpenAI SDK's base URL does. */
 export function createOpenAIAdapter(provider: ProviderConfig): ProviderAdapter {
   const pool = createPool(provider);
-  // Worked out once per provider rather than per request: URL parsing and header objects are on the hot path.
-  const endpoint: ChatEndpoint = {
-    pool,
-    provider,
-    path: upstreamPath(provider, "/chat/completions"),
-    headers: { json: chatHeaders(provider.api_key, false), stream: chatHeaders(provider.api_key, true) },
-  };
+  const chat = openaiEndpoint(pool, provider, "/chat/completions");
+  const responses = openaiEndpoint(pool, provider, "/responses");
+  const embeddings = openaiEndpoint(pool, provider, "/embeddings");
   return {
     protocol: "openai",
-    chatCompletions: (body, options) => openaiChatCompletions(endpoint, body, options),
+    chatCompletions: (body, options) => openaiChatCompletions(chat, body, options),
+    responses: (body, options) => openaiResponses(responses, body, options),
+    embeddings: (body, options) => openaiEmbeddings(embeddings, body, options),
     close: () => pool.close(),
   };
 }

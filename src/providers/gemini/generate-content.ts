@@ -1,0 +1,69 @@
+import type { Pool } from "undici";
+import type { ProviderConfig } from "../../config/schema.js";
+import { postJson } from "../http.js";
+import { asArray, asObject } from "../json-guards.js";
+import { readJsonResult, readStreamResult } from "../read-result.js";
+import type { SseRules } from "../sse.js";
+import type { CallOptions, JsonResult, StreamResult } from "../types.js";
+import { UpstreamError } from "../types.js";
+import { convertGeminiUsage } from "./convert-usage.js";
+
+export interface GeminiEndpoint {
+  pool: Pool;
+  provider: ProviderConfig;
+  /** `{base_url}/v1beta`, base URL path included; the model and method follow per request. */
+  root: string;
+  headers: { json: Record<string, string>; stream: Record<string, string> };
+}
+
+export function geminiHeaders(apiKey: string, stream: boolean): Record<string, string> {
+  return { "content-type": "application/json", accept: stream ? "text/event-stream" : "application/json", "x-goog-api-key": apiKey };
+}
+
+/**
+ * The model's resource name in the URL: a bare ID becomes `models/{id}`; a full name (`models/x`,
+ * `tunedModels/y`) is kept. Names come from the operator's config; each segment is still encoded, so a
+ * character such as `?` or `#` stays part of the name.
+ */
+export function geminiModelPath(model: string): string {
+  const name = model.includes("/") ? model : `models/${model}`;
+  return name.split("/").map(encodeURIComponent).join("/");
+}
+
+/**
+ * Gemini streams have no last event: the body ends after a chunk with a finish reason (or a blocked prompt).
+ * An `{error}` chunk is raised by its HTTP code.
+ */
+export const geminiSseRules: SseRules = {
+  isComplete: (data) =>
+    asArray(data.candidates).some((c) => asObject(c)?.finishReason !== undefined) || asObject(data.promptFeedback)?.blockReason !== undefined,
+  toError: (data) => {
+    const error = asObject(data.error);
+    if (!error) return null;
+    const code = error.code;
+    return new UpstreamError("status", typeof code === "number" && Number.isInteger(code) && code >= 400 && code <= 599 ? code : 502);
+  },
+};
+
+async function post(endpoint: GeminiEndpoint, method: string, body: Record<string, unknown>, options: CallOptions, stream: boolean) {
+  return postJson({
+    pool: endpoint.pool,
+    provider: endpoint.provider,
+    path: `${endpoint.root}/${geminiModelPath(options.target.upstreamModel)}:${method}`,
+    headers: options.apiKey === undefined ? endpoint.headers[stream ? "stream" : "json"] : geminiHeaders(options.apiKey, stream),
+    body: JSON.stringify(body),
+    signal: options.signal,
+  });
+}
+
+/** POST {base_url}/v1beta/models/{target model}:generateContent. The model is the URL's, never the body's. */
+export async function geminiGenerateContent(endpoint: GeminiEndpoint, body: Record<string, unknown>, options: CallOptions): Promise<JsonResult> {
+  const res = await post(endpoint, "generateContent", body, options, false);
+  return readJsonResult(res, options.signal, (json) => convertGeminiUsage(json.usageMetadata));
+}
+
+/** POST ...:streamGenerateContent?alt=sse: `data: {GenerateContentResponse}` chunks. */
+export async function geminiStreamGenerateContent(endpoint: GeminiEndpoint, body: Record<string, unknown>, options: CallOptions): Promise<StreamResult> {
+  const res = await post(endpoint, "streamGenerateContent?alt=sse", body, options, true);
+  return readStreamResult(res, options.signal, geminiSseRules);
+}

@@ -1,0 +1,45 @@
+import { postJson } from "../http.js";
+import { asObject, asString } from "../json-guards.js";
+import { readJsonResult, readStreamResult } from "../read-result.js";
+import type { SseRules } from "../sse.js";
+import type { CallOptions, JsonResult, StreamResult } from "../types.js";
+import { UpstreamError } from "../types.js";
+import { convertResponsesUsage } from "./convert-usage.js";
+import { openaiHeaders, type OpenAIEndpoint } from "./endpoint.js";
+
+/**
+ * A Responses stream ends with response.completed or response.incomplete (usage in both). `error` and
+ * response.failed carry the upstream's own error text, so they become an UpstreamError: 429 for a rate limit,
+ * else 502 (the upstream failed while answering).
+ */
+export const responsesSseRules: SseRules = {
+  isLast: (data) => data.type === "response.completed" || data.type === "response.incomplete",
+  toError: (data) => {
+    if (data.type === "error") return streamError(asString(data.code));
+    if (data.type === "response.failed") return streamError(asString(asObject(asObject(data.response)?.error)?.code));
+    return null;
+  },
+};
+
+function streamError(code: string | undefined): UpstreamError {
+  return new UpstreamError("status", code === "rate_limit_exceeded" ? 429 : 502);
+}
+
+/** POST {base_url}/responses, JSON or (stream: true) SSE; the usage of a stream is in its terminal event. */
+export async function openaiResponses(
+  endpoint: OpenAIEndpoint,
+  body: Record<string, unknown>,
+  options: CallOptions,
+): Promise<JsonResult | StreamResult> {
+  const stream = body.stream === true;
+  const res = await postJson({
+    pool: endpoint.pool,
+    provider: endpoint.provider,
+    path: endpoint.path,
+    headers: options.apiKey === undefined ? endpoint.headers[stream ? "stream" : "json"] : openaiHeaders(options.apiKey, stream),
+    body: JSON.stringify(body),
+    signal: options.signal,
+  });
+  if (stream) return readStreamResult(res, options.signal, responsesSseRules);
+  return readJsonResult(res, options.signal, (json) => convertResponsesUsage(json.usage));
+}

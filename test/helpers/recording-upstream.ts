@@ -1,0 +1,68 @@
+import { once } from "node:events";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { providerSchema, type ProviderConfig } from "../../src/config/schema.js";
+
+// A throwaway upstream for adapter tests that only check the wire (paths, headers, bodies): it records every
+// request and answers with whatever the test set. Behaviour of real protocols lives in the mock upstream.
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+export interface Answer {
+  status: number;
+  headers?: http.OutgoingHttpHeaders;
+  body: string;
+}
+
+export interface RecordingUpstream {
+  url: string;
+  requests: RecordedRequest[];
+  /** The next answers, in order; the last one repeats. */
+  answers: Answer[];
+  provider(overrides: Partial<Record<keyof ProviderConfig, unknown>>): ProviderConfig;
+  close(): Promise<void>;
+}
+
+export const jsonAnswer = (body: object, status = 200): Answer => ({ status, headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+export const sseAnswer = (body: string): Answer => ({ status: 200, headers: { "content-type": "text/event-stream" }, body });
+
+export async function startRecordingUpstream(): Promise<RecordingUpstream> {
+  const requests: RecordedRequest[] = [];
+  const upstream: RecordingUpstream = {
+    url: "",
+    requests,
+    answers: [jsonAnswer({})],
+    provider: (overrides) => providerSchema.parse({ protocol: "openai", base_url: upstream.url, api_key: "provider-key", ...overrides }),
+    close: async () => {
+      server.closeAllConnections();
+      server.close();
+      await once(server, "close");
+    },
+  };
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      requests.push({ method: req.method ?? "", path: req.url ?? "", headers: req.headers, body: Buffer.concat(chunks).toString("utf8") });
+      const answer = upstream.answers.length > 1 ? upstream.answers.shift()! : upstream.answers[0]!;
+      res.writeHead(answer.status, answer.headers);
+      res.end(answer.body);
+    });
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  upstream.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return upstream;
+}
+
+/** Every event of a stream result, flattened. */
+export async function drain(batches: AsyncIterable<unknown[]>): Promise<unknown[]> {
+  const out: unknown[] = [];
+  for await (const batch of batches) out.push(...batch);
+  return out;
+}

@@ -1,0 +1,75 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createOpenAIAdapter } from "../../src/providers/openai/index.js";
+import type { ProviderAdapter, Target } from "../../src/providers/types.js";
+import { drain, jsonAnswer, sseAnswer, startRecordingUpstream, type RecordingUpstream } from "../helpers/recording-upstream.js";
+
+let upstream: RecordingUpstream;
+let adapter: ProviderAdapter;
+let target: Target;
+
+beforeAll(async () => {
+  upstream = await startRecordingUpstream();
+  const provider = upstream.provider({ protocol: "openai", base_url: `${upstream.url}/v1` });
+  adapter = createOpenAIAdapter(provider);
+  target = { providerId: "main", provider, upstreamModel: "gpt-x" };
+});
+afterAll(async () => {
+  await adapter.close();
+  await upstream.close();
+});
+afterEach(() => {
+  upstream.requests.length = 0;
+});
+
+const options = () => ({ target, signal: AbortSignal.timeout(5000) });
+
+describe("OpenAI adapter: responses and embeddings", () => {
+  it("posts responses to {base_url}/responses with the provider key, usage normalised", async () => {
+    upstream.answers = [jsonAnswer({ id: "resp_1", object: "response", usage: { input_tokens: 9, output_tokens: 3, input_tokens_details: { cached_tokens: 4 } } })];
+    const result = await adapter.responses!({ model: "gpt-x", input: "hi" }, options());
+    expect(result).toMatchObject({ kind: "json", status: 200, usage: { promptTokens: 9, completionTokens: 3, cachedTokens: 4 } });
+    const [req] = upstream.requests;
+    expect(req).toMatchObject({ method: "POST", path: "/v1/responses" });
+    expect(req!.headers).toMatchObject({ authorization: "Bearer provider-key", "content-type": "application/json", accept: "application/json" });
+    expect(JSON.parse(req!.body)).toEqual({ model: "gpt-x", input: "hi" });
+  });
+
+  it("streams responses until response.completed, keeping event names, with a client's own key", async () => {
+    const completed = { type: "response.completed", response: { usage: { input_tokens: 1, output_tokens: 2 } } };
+    upstream.answers = [
+      sseAnswer(
+        `event: response.created\ndata: {"type":"response.created"}\n\nevent: response.completed\ndata: ${JSON.stringify(completed)}\n\n`,
+      ),
+    ];
+    const result = await adapter.responses!({ model: "gpt-x", input: "hi", stream: true }, { ...options(), apiKey: "client-key" });
+    expect(result.kind).toBe("stream");
+    if (result.kind !== "stream") return;
+    const events = await drain(result.batches);
+    expect(events).toEqual([
+      { data: { type: "response.created" }, raw: '{"type":"response.created"}', event: "response.created" },
+      { data: completed, raw: JSON.stringify(completed), event: "response.completed" },
+    ]);
+    expect(upstream.requests[0]!.headers).toMatchObject({ authorization: "Bearer client-key", accept: "text/event-stream" });
+    expect(JSON.parse(upstream.requests[0]!.body)).toEqual({ model: "gpt-x", input: "hi", stream: true });
+  });
+
+  it("turns an in-stream error event into an UpstreamError, never relaying its text", async () => {
+    upstream.answers = [sseAnswer(`event: error\ndata: {"type":"error","code":"rate_limit_exceeded","message":"internal detail"}\n\n`)];
+    const result = await adapter.responses!({ model: "gpt-x", input: "hi", stream: true }, options());
+    if (result.kind !== "stream") throw new Error("expected a stream");
+    await expect(drain(result.batches)).rejects.toMatchObject({ name: "UpstreamError", status: 429 });
+  });
+
+  it("posts embeddings to {base_url}/embeddings as JSON", async () => {
+    upstream.answers = [jsonAnswer({ object: "list", data: [], model: "e", usage: { prompt_tokens: 5, total_tokens: 5 } })];
+    const result = await adapter.embeddings!({ model: "e", input: ["a", "b"], encoding_format: "float" }, options());
+    expect(result).toMatchObject({ kind: "json", usage: { promptTokens: 5, completionTokens: 0, cachedTokens: 0 } });
+    expect(upstream.requests[0]).toMatchObject({ path: "/v1/embeddings" });
+    expect(upstream.requests[0]!.headers).toMatchObject({ authorization: "Bearer provider-key", accept: "application/json" });
+  });
+
+  it("reports a non-2xx answer as an UpstreamError with only its status and retry headers", async () => {
+    upstream.answers = [{ status: 429, headers: { "content-type": "application/json", "retry-after": "3" }, body: '{"error":{"message":"secret"}}' }];
+    await expect(adapter.embeddings!({ model: "e", input: "a" }, options())).rejects.toMatchObject({ status: 429, retryHeaders: { "retry-after": "3" } });
+  });
+});
