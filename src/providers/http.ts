@@ -1,6 +1,6 @@
 import { Pool, errors as undiciErrors, type Dispatcher } from "undici";
 import type { ProviderConfig } from "../config/schema.js";
-import { UpstreamError } from "./types.js";
+import { UpstreamError, type CallOptions } from "./types.js";
 
 /** One keep-alive pool per provider, with its connect timeout; per-request timeouts come from the config too. */
 export function createPool(provider: ProviderConfig): Pool {
@@ -12,7 +12,7 @@ export function createPool(provider: ProviderConfig): Pool {
 }
 
 /** `{base_url}` + path, keeping the base URL's own path (`/v1`). */
-export function upstreamPath(provider: ProviderConfig, path: string): string {
+function upstreamPath(provider: ProviderConfig, path: string): string {
   return `${new URL(provider.base_url).pathname.replace(/\/$/, "")}${path}`;
 }
 
@@ -48,7 +48,7 @@ export function classifyError(err: unknown, signal: AbortSignal): UpstreamError 
   return new UpstreamError("connect", null);
 }
 
-export interface PostOptions {
+interface PostOptions {
   pool: Pool;
   provider: ProviderConfig;
   /** The full request path, from upstreamPath(). */
@@ -60,7 +60,7 @@ export interface PostOptions {
 }
 
 /** POSTs JSON; a non-2xx answer becomes an UpstreamError after its body is discarded unread. */
-export async function postJson(opts: PostOptions): Promise<Dispatcher.ResponseData> {
+async function postJson(opts: PostOptions): Promise<Dispatcher.ResponseData> {
   let res: Dispatcher.ResponseData;
   try {
     res = await opts.pool.request({
@@ -78,4 +78,46 @@ export async function postJson(opts: PostOptions): Promise<Dispatcher.ResponseDa
   if (res.statusCode >= 200 && res.statusCode < 300) return res;
   await res.body.dump().catch(() => {});
   throw new UpstreamError("status", res.statusCode, retryHeaders(res.headers));
+}
+
+/** A protocol's request headers for a key: the provider's (worked out once) or a client's own for one request. */
+export type HeadersFor = (apiKey: string, stream: boolean) => Record<string, string>;
+
+/** What requests to one endpoint of one provider need besides their body; built once per provider. */
+export interface Endpoint {
+  pool: Pool;
+  provider: ProviderConfig;
+  /** The request path, base URL path included. */
+  path: string;
+  headersFor: HeadersFor;
+  /** headersFor(provider.api_key, …), kept: header objects and URL parsing are on the hot path. */
+  headers: { json: Record<string, string>; stream: Record<string, string> };
+}
+
+export function createEndpoint(pool: Pool, provider: ProviderConfig, path: string, headersFor: HeadersFor): Endpoint {
+  return {
+    pool,
+    provider,
+    path: upstreamPath(provider, path),
+    headersFor,
+    headers: { json: headersFor(provider.api_key, false), stream: headersFor(provider.api_key, true) },
+  };
+}
+
+/** POSTs `body` to the endpoint (`suffix` appended to its path) with the provider's key, or the request's own. */
+export function postToEndpoint(
+  endpoint: Endpoint,
+  body: unknown,
+  options: CallOptions,
+  stream: boolean,
+  suffix = "",
+): Promise<Dispatcher.ResponseData> {
+  return postJson({
+    pool: endpoint.pool,
+    provider: endpoint.provider,
+    path: endpoint.path + suffix,
+    headers: options.apiKey === undefined ? endpoint.headers[stream ? "stream" : "json"] : endpoint.headersFor(options.apiKey, stream),
+    body: JSON.stringify(body),
+    signal: options.signal,
+  });
 }

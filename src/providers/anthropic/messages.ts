@@ -1,6 +1,4 @@
-import type { Pool } from "undici";
-import type { ProviderConfig } from "../../config/schema.js";
-import { postJson } from "../http.js";
+import { postToEndpoint, type Endpoint, type HeadersFor } from "../http.js";
 import { asObject, asString } from "../json-guards.js";
 import { readJsonResult, readStreamResult } from "../read-result.js";
 import type { SseRules } from "../sse.js";
@@ -11,22 +9,12 @@ import { convertAnthropicUsage } from "./convert-usage.js";
 /** The API version the gateway speaks; the wire shapes of src/providers/anthropic follow it. */
 const ANTHROPIC_VERSION = "2023-06-01";
 
-export interface AnthropicEndpoint {
-  pool: Pool;
-  provider: ProviderConfig;
-  /** `{base_url}/v1/messages`, base URL path included. */
-  path: string;
-  headers: { json: Record<string, string>; stream: Record<string, string> };
-}
-
-export function anthropicHeaders(apiKey: string, stream: boolean): Record<string, string> {
-  return {
-    "content-type": "application/json",
-    accept: stream ? "text/event-stream" : "application/json",
-    "x-api-key": apiKey,
-    "anthropic-version": ANTHROPIC_VERSION,
-  };
-}
+export const anthropicHeaders: HeadersFor = (apiKey, stream) => ({
+  "content-type": "application/json",
+  accept: stream ? "text/event-stream" : "application/json",
+  "x-api-key": apiKey,
+  "anthropic-version": ANTHROPIC_VERSION,
+});
 
 /** The HTTP status Anthropic documents for each error type, for in-stream `error` events. */
 const ERROR_STATUS: Record<string, number> = {
@@ -54,19 +42,12 @@ export const anthropicSseRules: SseRules = {
 
 /** POST {base_url}/v1/messages, JSON or (stream: true) SSE. The body is forwarded as the client wrote it. */
 export async function anthropicMessages(
-  endpoint: AnthropicEndpoint,
+  endpoint: Endpoint,
   body: Record<string, unknown>,
   options: CallOptions,
 ): Promise<JsonResult | StreamResult> {
   const stream = body.stream === true;
-  const res = await postJson({
-    pool: endpoint.pool,
-    provider: endpoint.provider,
-    path: endpoint.path,
-    headers: options.apiKey === undefined ? endpoint.headers[stream ? "stream" : "json"] : anthropicHeaders(options.apiKey, stream),
-    body: JSON.stringify(body),
-    signal: options.signal,
-  });
+  const res = await postToEndpoint(endpoint, body, options, stream);
   if (stream) return readStreamResult(res, options.signal, anthropicSseRules);
   return readJsonResult(res, options.signal, (json) => convertAnthropicUsage(json.usage));
 }

@@ -1,6 +1,4 @@
-import type { Pool } from "undici";
-import type { ProviderConfig } from "../../config/schema.js";
-import { postJson } from "../http.js";
+import { postToEndpoint, type Endpoint, type HeadersFor } from "../http.js";
 import { asArray, asObject } from "../json-guards.js";
 import { readJsonResult, readStreamResult } from "../read-result.js";
 import type { SseRules } from "../sse.js";
@@ -8,17 +6,11 @@ import type { CallOptions, JsonResult, StreamResult } from "../types.js";
 import { UpstreamError } from "../types.js";
 import { convertGeminiUsage } from "./convert-usage.js";
 
-export interface GeminiEndpoint {
-  pool: Pool;
-  provider: ProviderConfig;
-  /** `{base_url}/v1beta`, base URL path included; the model and method follow per request. */
-  root: string;
-  headers: { json: Record<string, string>; stream: Record<string, string> };
-}
-
-export function geminiHeaders(apiKey: string, stream: boolean): Record<string, string> {
-  return { "content-type": "application/json", accept: stream ? "text/event-stream" : "application/json", "x-goog-api-key": apiKey };
-}
+export const geminiHeaders: HeadersFor = (apiKey, stream) => ({
+  "content-type": "application/json",
+  accept: stream ? "text/event-stream" : "application/json",
+  "x-goog-api-key": apiKey,
+});
 
 /**
  * The model's resource name in the URL: a bare ID becomes `models/{id}`; a full name (`models/x`,
@@ -45,25 +37,19 @@ export const geminiSseRules: SseRules = {
   },
 };
 
-async function post(endpoint: GeminiEndpoint, method: string, body: Record<string, unknown>, options: CallOptions, stream: boolean) {
-  return postJson({
-    pool: endpoint.pool,
-    provider: endpoint.provider,
-    path: `${endpoint.root}/${geminiModelPath(options.target.upstreamModel)}:${method}`,
-    headers: options.apiKey === undefined ? endpoint.headers[stream ? "stream" : "json"] : geminiHeaders(options.apiKey, stream),
-    body: JSON.stringify(body),
-    signal: options.signal,
-  });
+/** The endpoint's path is `{base_url}/v1beta`; the model and method follow per request. */
+function post(endpoint: Endpoint, method: string, body: Record<string, unknown>, options: CallOptions, stream: boolean) {
+  return postToEndpoint(endpoint, body, options, stream, `/${geminiModelPath(options.target.upstreamModel)}:${method}`);
 }
 
 /** POST {base_url}/v1beta/models/{target model}:generateContent. The model is the URL's, never the body's. */
-export async function geminiGenerateContent(endpoint: GeminiEndpoint, body: Record<string, unknown>, options: CallOptions): Promise<JsonResult> {
+export async function geminiGenerateContent(endpoint: Endpoint, body: Record<string, unknown>, options: CallOptions): Promise<JsonResult> {
   const res = await post(endpoint, "generateContent", body, options, false);
   return readJsonResult(res, options.signal, (json) => convertGeminiUsage(json.usageMetadata));
 }
 
 /** POST ...:streamGenerateContent?alt=sse: `data: {GenerateContentResponse}` chunks. */
-export async function geminiStreamGenerateContent(endpoint: GeminiEndpoint, body: Record<string, unknown>, options: CallOptions): Promise<StreamResult> {
+export async function geminiStreamGenerateContent(endpoint: Endpoint, body: Record<string, unknown>, options: CallOptions): Promise<StreamResult> {
   const res = await post(endpoint, "streamGenerateContent?alt=sse", body, options, true);
   return readStreamResult(res, options.signal, geminiSseRules);
 }

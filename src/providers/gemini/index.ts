@@ -1,7 +1,7 @@
 import type { ProviderConfig } from "../../config/schema.js";
-import { createPool, upstreamPath } from "../http.js";
+import { createEndpoint, createPool } from "../http.js";
 import type { ProviderAdapter } from "../types.js";
-import { geminiGenerateContent, geminiHeaders, geminiStreamGenerateContent, type GeminiEndpoint } from "./generate-content.js";
+import { geminiGenerateContent, geminiHeaders, geminiStreamGenerateContent } from "./generate-content.js";
 
 /**
  * `base_url` is the host root, as the Gemini SDK's base URL is: requests go to
@@ -10,12 +10,7 @@ import { geminiGenerateContent, geminiHeaders, geminiStreamGenerateContent, type
  */
 export function createGeminiAdapter(provider: ProviderConfig): ProviderAdapter {
   const pool = createPool(provider);
-  const endpoint: GeminiEndpoint = {
-    pool,
-    provider,
-    root: upstreamPath(provider, "/v1beta"),
-    headers: { json: geminiHeaders(provider.api_key, false), stream: geminiHeaders(provider.api_key, true) },
-  };
+  const endpoint = createEndpoint(pool, provider, "/v1beta", geminiHeaders);
   return {
     protocol: "gemini",
     generateContent: (body, options) => geminiGenerateContent(endpoint, body, options),

@@ -1,11 +1,10 @@
-import { postJson } from "../http.js";
+import { postToEndpoint, type Endpoint } from "../http.js";
 import { asObject, asString } from "../json-guards.js";
 import { readJsonResult, readStreamResult } from "../read-result.js";
 import type { SseRules } from "../sse.js";
 import type { CallOptions, JsonResult, StreamResult } from "../types.js";
 import { UpstreamError } from "../types.js";
 import { convertResponsesUsage } from "./convert-usage.js";
-import { openaiHeaders, type OpenAIEndpoint } from "./endpoint.js";
 
 /**
  * A Responses stream ends with response.completed or response.incomplete (usage in both). `error` and
@@ -27,19 +26,12 @@ function streamError(code: string | undefined): UpstreamError {
 
 /** POST {base_url}/responses, JSON or (stream: true) SSE; the usage of a stream is in its terminal event. */
 export async function openaiResponses(
-  endpoint: OpenAIEndpoint,
+  endpoint: Endpoint,
   body: Record<string, unknown>,
   options: CallOptions,
 ): Promise<JsonResult | StreamResult> {
   const stream = body.stream === true;
-  const res = await postJson({
-    pool: endpoint.pool,
-    provider: endpoint.provider,
-    path: endpoint.path,
-    headers: options.apiKey === undefined ? endpoint.headers[stream ? "stream" : "json"] : openaiHeaders(options.apiKey, stream),
-    body: JSON.stringify(body),
-    signal: options.signal,
-  });
+  const res = await postToEndpoint(endpoint, body, options, stream);
   if (stream) return readStreamResult(res, options.signal, responsesSseRules);
   return readJsonResult(res, options.signal, (json) => convertResponsesUsage(json.usage));
 }
