@@ -1,7 +1,7 @@
 import type { Dispatcher } from "undici";
-import { classifyError } from "./http.js";
+import { classifyError, postToEndpoint, type Endpoint } from "./http.js";
 import { parseSse, type SseRules } from "./sse.js";
-import type { JsonResult, StreamEvent, StreamResult, UsageReport } from "./types.js";
+import type { CallOptions, JsonResult, StreamEvent, StreamResult, UsageReport } from "./types.js";
 import { UpstreamError } from "./types.js";
 
 // Every protocol answers a 2xx the same two ways: one JSON object, or an SSE body. Reading them lives here once;
@@ -46,4 +46,16 @@ async function* guard(batches: AsyncGenerator<StreamEvent[]>, signal: AbortSigna
   } catch (err) {
     throw classifyError(err, signal);
   }
+}
+
+/** Posts `body` and reads the answer: SSE when the body asks for a stream (`stream: true`), else JSON. */
+export async function postAndRead(
+  endpoint: Endpoint,
+  body: Record<string, unknown>,
+  options: CallOptions,
+  read: { rules?: SseRules; usageOf: (body: Record<string, unknown>) => UsageReport | null },
+): Promise<JsonResult | StreamResult> {
+  const stream = body.stream === true;
+  const res = await postToEndpoint(endpoint, body, options, stream);
+  return stream ? readStreamResult(res, options.signal, read.rules) : readJsonResult(res, options.signal, read.usageOf);
 }

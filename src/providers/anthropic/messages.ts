@@ -1,6 +1,6 @@
-import { postToEndpoint, type Endpoint, type HeadersFor } from "../http.js";
+import type { Endpoint, HeadersFor } from "../http.js";
 import { asObject, asString } from "../json-guards.js";
-import { readJsonResult, readStreamResult } from "../read-result.js";
+import { postAndRead } from "../read-result.js";
 import type { SseRules } from "../sse.js";
 import type { CallOptions, JsonResult, StreamResult } from "../types.js";
 import { UpstreamError } from "../types.js";
@@ -46,8 +46,5 @@ export async function anthropicMessages(
   body: Record<string, unknown>,
   options: CallOptions,
 ): Promise<JsonResult | StreamResult> {
-  const stream = body.stream === true;
-  const res = await postToEndpoint(endpoint, body, options, stream);
-  if (stream) return readStreamResult(res, options.signal, anthropicSseRules);
-  return readJsonResult(res, options.signal, (json) => convertAnthropicUsage(json.usage));
+  return postAndRead(endpoint, body, options, { rules: anthropicSseRules, usageOf: (json) => convertAnthropicUsage(json.usage) });
 }

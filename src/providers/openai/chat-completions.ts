@@ -1,5 +1,5 @@
-import { postToEndpoint, type Endpoint } from "../http.js";
-import { readJsonResult, readStreamResult } from "../read-result.js";
+import type { Endpoint } from "../http.js";
+import { postAndRead } from "../read-result.js";
 import type { CallOptions, JsonResult, StreamResult } from "../types.js";
 import { convertOpenAIUsage } from "./convert-usage.js";
 
@@ -14,7 +14,5 @@ export async function openaiChatCompletions(
     stream && endpoint.provider.stream_usage
       ? { ...body, stream_options: { ...(body.stream_options as object | undefined), include_usage: true } }
       : body;
-  const res = await postToEndpoint(endpoint, upstreamBody, options, stream);
-  if (stream) return readStreamResult(res, options.signal);
-  return readJsonResult(res, options.signal, (json) => convertOpenAIUsage(json.usage));
+  return postAndRead(endpoint, upstreamBody, options, { usageOf: (json) => convertOpenAIUsage(json.usage) });
 }
