@@ -38,6 +38,9 @@ function collect(messages: readonly unknown[]): PromptParts {
 }
 
 /** Upper-bound-ish estimate without tokenizing: 3 characters a token (English averages about 4). */
+export const estimateTextTokens = (text: string): number => Math.ceil(text.length / 3);
+
+/** The same estimate for chat messages, with what each message and picture adds. */
 export function estimatePromptTokens(messages: readonly unknown[], extra: readonly unknown[] = []): number {
   const parts = collect(messages);
   let chars = 0;

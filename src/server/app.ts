@@ -8,6 +8,7 @@ import type { Config } from "../config/schema.js";
 import type { Pool } from "../db/pool.js";
 import { userRequestRoutes } from "../analytics/routes.js";
 import { chatRoutes } from "../inference/chat-route.js";
+import { embeddingsRoutes } from "../inference/embeddings-route.js";
 import { modelListRoutes, nativeModelListRoutes } from "../inference/models-route.js";
 import type { Metering } from "../metering/meter.js";
 import type { Providers } from "../providers/registry.js";
@@ -52,7 +53,9 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.use("/api/v1/internal/*", botAuth(auth.botToken));
 
   app.route("/v1", modelListRoutes(deps.catalog, config));
-  app.route("/v1", chatRoutes({ config, catalog: deps.catalog, providers: deps.providers, metering: deps.metering, bodyLimit }));
+  const inference = { config, catalog: deps.catalog, providers: deps.providers, metering: deps.metering, bodyLimit };
+  app.route("/v1", chatRoutes(inference));
+  app.route("/v1", embeddingsRoutes(inference));
   app.route("/native", nativeModelListRoutes(deps.catalog, config));
   app.route("/api/v1/auth", authRoutes({ sessions: auth.sessions, config, bodyLimit }));
   app.route("/api/v1/user", userRoutes());
