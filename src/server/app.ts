@@ -9,6 +9,7 @@ import type { Pool } from "../db/pool.js";
 import { userRequestRoutes } from "../analytics/routes.js";
 import { chatRoutes } from "../inference/chat-route.js";
 import { embeddingsRoutes } from "../inference/embeddings-route.js";
+import { responsesRoutes } from "../inference/responses-route.js";
 import { modelListRoutes, nativeModelListRoutes } from "../inference/models-route.js";
 import type { Metering } from "../metering/meter.js";
 import type { Providers } from "../providers/registry.js";
@@ -56,6 +57,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const inference = { config, catalog: deps.catalog, providers: deps.providers, metering: deps.metering, bodyLimit };
   app.route("/v1", chatRoutes(inference));
   app.route("/v1", embeddingsRoutes(inference));
+  app.route("/v1", responsesRoutes(inference));
   app.route("/native", nativeModelListRoutes(deps.catalog, config));
   app.route("/api/v1/auth", authRoutes({ sessions: auth.sessions, config, bodyLimit }));
   app.route("/api/v1/user", userRoutes());

@@ -1,0 +1,132 @@
+import { Hono } from "hono";
+import { z } from "zod";
+import { countTextTokens, estimateTextTokens } from "../metering/estimate.js";
+import { readResponsesStreamUsage } from "../providers/openai/convert-usage.js";
+import type { StreamEvent, UsageReport } from "../providers/types.js";
+import { UpstreamError } from "../providers/types.js";
+import { validate } from "../server/body.js";
+import type { AppEnv } from "../server/context.js";
+import { respondStream, respondText } from "../server/respond.js";
+import { settleJson, withPublicModel } from "./chat-route.js";
+import { OVERHEAD_HEADER } from "./client.js";
+import { meteredHandler, type InferenceDeps, type RouteSpec } from "./metered-route.js";
+import { relayStream, type RelayProtocol } from "./stream-relay.js";
+
+// POST /v1/responses (spec "Responses request"): `model` and `input` (any JSON value) required, everything
+// else (tools, instructions, reasoning, …) forwarded untouched, as for chat. Billed like chat on the usage of
+// the answer, or of a stream's terminal event (docs/billing.md).
+
+export const responsesRequestSchema = z.looseObject({
+  model: z.string().min(1),
+  input: z.unknown().refine((v) => v !== undefined && v !== null && v !== "", "input is required"),
+  instructions: z.string().nullish(),
+  stream: z.boolean().nullish(),
+  max_output_tokens: z.int().positive().nullish(),
+});
+export type ResponsesRequest = z.infer<typeof responsesRequestSchema>;
+
+/** The prompt as the gateway counts it: the instructions and the input (its JSON unless it is plain text). */
+function promptText(body: ResponsesRequest): string {
+  const input = typeof body.input === "string" ? body.input : JSON.stringify(body.input);
+  return body.instructions ? `${body.instructions}\n${input}` : input;
+}
+
+/** What an answer's output says (text, refusals, function calls): the local count when there is no usage. */
+function outputText(output: unknown): string {
+  const parts: string[] = [];
+  for (const item of Array.isArray(output) ? output : []) {
+    const it = item as Record<string, unknown> | null;
+    if (it?.type === "function_call") parts.push(String(it.name ?? ""), String(it.arguments ?? ""));
+    for (const part of Array.isArray(it?.content) ? it.content : []) {
+      const p = part as Record<string, unknown> | null;
+      if (typeof p?.text === "string") parts.push(p.text);
+      if (typeof p?.refusal === "string") parts.push(p.refusal);
+    }
+  }
+  return parts.join("");
+}
+
+/** Stream events whose delta is generated output. */
+const DELTAS = new Set(["response.output_text.delta", "response.refusal.delta", "response.function_call_arguments.delta"]);
+
+function relayResponses(publicModel: string, countPrompt: () => Promise<number>): RelayProtocol {
+  const delivered: string[] = [];
+  let usage: UsageReport | null = null;
+  let sequence = 0;
+  const frame = (type: string, data: string) => `event: ${type}\ndata: ${data}\n\n`;
+  return {
+    transform(event: StreamEvent) {
+      if ("done" in event) return "";
+      const { data } = event;
+      const type = typeof data.type === "string" ? data.type : (event.event ?? "message");
+      if (typeof data.sequence_number === "number") sequence = data.sequence_number;
+      usage = readResponsesStreamUsage(data, usage);
+      if (DELTAS.has(type) && typeof data.delta === "string") delivered.push(data.delta);
+      const response = data.response as Record<string, unknown> | undefined;
+      // The response object (created, in_progress, completed, …) names the model; deltas do not.
+      if (response && typeof response === "object" && typeof response.model === "string") {
+        response.model = publicModel;
+        return frame(type, JSON.stringify(data));
+      }
+      return frame(type, event.raw);
+    },
+    usage: () => usage,
+    countLocal: async () => ({ promptTokens: await countPrompt(), completionTokens: await countTextTokens(delivered.join("")), cachedTokens: 0 }),
+    errorFrame: () =>
+      frame(
+        "error",
+        JSON.stringify({
+          type: "error",
+          code: "upstream_stream_interrupted",
+          message: "The upstream stream ended unexpectedly.",
+          param: null,
+          sequence_number: sequence + 1,
+        }),
+      ),
+  };
+}
+
+const responses: RouteSpec<ResponsesRequest> = {
+  route: "/v1/responses",
+  clientProtocol: "openai",
+  kind: "chat",
+  parse: (raw) => validate(responsesRequestSchema, raw),
+  describe(body, config) {
+    const prompt = promptText(body);
+    return {
+      modelId: body.model,
+      streamed: body.stream === true,
+      estimate: { promptTokens: estimateTextTokens(prompt), completionTokens: body.max_output_tokens ?? config.quota.default_completion_reserve },
+      countPrompt: () => countTextTokens(prompt),
+    };
+  },
+  call(adapter, target, body, options) {
+    if (!adapter.responses) throw new UpstreamError("connect", null);
+    return adapter.responses({ ...body, model: target.upstreamModel }, options);
+  },
+  json(answer, delivery) {
+    const { c, body, request, meter } = delivery;
+    const text = withPublicModel(answer, body.model);
+    settleJson(delivery, answer.usage, async () => ({
+      promptTokens: await request.countPrompt(),
+      completionTokens: await countTextTokens(outputText(answer.body.output)),
+      cachedTokens: 0,
+    }));
+    return respondText(c, 200, text, { "content-type": "application/json", [OVERHEAD_HEADER]: meter.overheadMs().toFixed(3) });
+  },
+  stream(opened, { c, body, request, meter, upstream }) {
+    return respondStream(
+      c,
+      { "content-type": "text/event-stream; charset=utf-8", "x-accel-buffering": "no", [OVERHEAD_HEADER]: meter.overheadMs().toFixed(3) },
+      relayStream(
+        { meter, requestId: c.get("requestId"), first: opened.first, batches: opened.batches, upstream },
+        relayResponses(body.model, request.countPrompt),
+      ),
+    );
+  },
+};
+
+/** POST /v1/responses, JSON and SSE, through the metering path. */
+export function responsesRoutes(deps: InferenceDeps) {
+  return new Hono<AppEnv>().post("/responses", meteredHandler(deps, responses));
+}
