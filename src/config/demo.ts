@@ -9,6 +9,7 @@ export function demoConfig(mockBaseUrl: string, mockApiKey: string): ConfigInput
     models: {
       "demo-small": { kind: "chat", upstream: "mock-gpt-small", targets: ["mock"], owned_by: "demo" },
       "demo-large": { kind: "chat", upstream: "mock-gpt-large", targets: ["mock"], owned_by: "demo", token_multiplier: 2 },
+      "demo-embed": { kind: "embedding", upstream: "mock-embed", targets: ["mock"], owned_by: "demo" },
     },
     plans: {
       free: { daily_tokens: 200_000, weekly_resets: 1, context_limit: 128_000 },

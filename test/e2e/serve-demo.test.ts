@@ -36,13 +36,13 @@ describe("gateway serve --demo", () => {
     expect(res.headers.get("x-request-id")).toMatch(/^req_/);
     const body = (await res.json()) as { object: string; data: { id: string; object: string }[] };
     expect(validateOpenAI("ListModelsResponse", body)).toEqual([]);
-    expect(body.data.map((m) => m.id)).toEqual(["demo-small", "demo-large"]);
+    expect(body.data.map((m) => m.id)).toEqual(["demo-small", "demo-large", "demo-embed"]);
 
     // The official SDK, unmodified, pointed at the gateway.
     const sdk = new OpenAI({ apiKey: first.key, baseURL: `${first.url}/v1` });
     const listed = [];
     for await (const model of sdk.models.list()) listed.push(model.id);
-    expect(listed).toEqual(["demo-small", "demo-large"]);
+    expect(listed).toEqual(["demo-small", "demo-large", "demo-embed"]);
     const wrong = new OpenAI({ apiKey: "gw_wrong", baseURL: `${first.url}/v1`, maxRetries: 0 });
     await expect(wrong.models.list()).rejects.toMatchObject({ status: 401 });
 
@@ -56,6 +56,9 @@ describe("gateway serve --demo", () => {
       streamed += chunk.choices[0]?.delta.content ?? "";
     }
     expect(streamed).toBe(completion.choices[0]!.message.content);
+    const embedded = await sdk.embeddings.create({ model: "demo-embed", input: "Say hello" });
+    expect(embedded.model).toBe("demo-embed");
+    expect(embedded.data[0]!.embedding.length).toBeGreaterThan(0);
     const [, password] = first.serve.stderr().match(/password (\S+) \(admin\)/)!;
     const login = await fetch(`${first.url}/api/v1/auth/login`, {
       method: "POST",
@@ -69,12 +72,14 @@ describe("gateway serve --demo", () => {
         reserved: number;
       };
     let seen = await quota();
-    for (let i = 0; i < 50 && (seen.used < 2 * completion.usage!.total_tokens || seen.reserved > 0); i++) {
+    // `reserved` is the gateway's lease: it gives its units back after 2 s without requests (docs/billing.md).
+    const used = 2 * completion.usage!.total_tokens + embedded.usage.prompt_tokens;
+    for (let i = 0; i < 200 && (seen.used < used || seen.reserved > 0); i++) {
       await new Promise((r) => setTimeout(r, 50));
       seen = await quota();
     }
-    // Both requests settled with the mock's usage (token_multiplier 1, unit ratios): nothing left reserved.
-    expect(seen).toMatchObject({ used: 2 * completion.usage!.total_tokens, reserved: 0 });
+    // Every request settled with the mock's usage (token_multiplier 1, unit ratios): nothing left reserved.
+    expect(seen).toMatchObject({ used, reserved: 0 });
 
     const unauth = await fetch(`${first.url}/v1/models`);
     expect(unauth.status).toBe(401);
