@@ -1,7 +1,7 @@
 import type { Dispatcher } from "undici";
 import { classifyError, postToEndpoint, type Endpoint } from "./http.js";
 import { parseSse, type SseRules } from "./sse.js";
-import type { CallOptions, JsonResult, StreamEvent, StreamResult, UsageReport } from "./types.js";
+import type { CallOptions, JsonResult, StreamResult, UsageReport } from "./types.js";
 import { UpstreamError } from "./types.js";
 
 // Every protocol answers a 2xx the same two ways: one JSON object, or an SSE body. Reading them lives here once;
@@ -36,16 +36,7 @@ export async function readStreamResult(res: Dispatcher.ResponseData, signal: Abo
     await res.body.dump().catch(() => {});
     throw new UpstreamError("protocol", res.statusCode);
   }
-  return { kind: "stream", status: res.statusCode, batches: guard(parseSse(res.body, rules), signal) };
-}
-
-/** Network failures while iterating surface as UpstreamError, like failures before the first byte. */
-async function* guard(batches: AsyncGenerator<StreamEvent[]>, signal: AbortSignal): AsyncGenerator<StreamEvent[]> {
-  try {
-    yield* batches;
-  } catch (err) {
-    throw classifyError(err, signal);
-  }
+  return { kind: "stream", status: res.statusCode, batches: parseSse(res.body, rules, signal) };
 }
 
 /** Posts `body` and reads the answer: SSE when the body asks for a stream (`stream: true`), else JSON. */

@@ -1,5 +1,6 @@
 import { Readable } from "node:stream";
 import { createParser } from "eventsource-parser";
+import { classifyError } from "./http.js";
 import type { StreamEvent } from "./types.js";
 import { UpstreamError } from "./types.js";
 
@@ -26,7 +27,12 @@ export interface SseRules {
  * rules say the stream is complete is a dropped stream (protocol error). `event:` names are kept beside the
  * data; the protocols that send them repeat the name in the data's `type`.
  */
-export async function* parseSse(body: AsyncIterable<Uint8Array>, rules: SseRules = {}): AsyncGenerator<StreamEvent[]> {
+export async function* parseSse(
+  body: AsyncIterable<Uint8Array>,
+  rules: SseRules = {},
+  /** With the request's signal, network failures while reading surface as UpstreamError, as before the first byte. */
+  signal?: AbortSignal,
+): AsyncGenerator<StreamEvent[]> {
   const { isLast, isComplete, toError } = rules;
   const decoder = new TextDecoder();
   let batch: StreamEvent[] = [];
@@ -76,6 +82,9 @@ export async function* parseSse(body: AsyncIterable<Uint8Array>, rules: SseRules
       if (isComplete && !complete) complete = events.some((event) => "data" in event && isComplete(event.data));
       yield events;
     }
+  } catch (err) {
+    // Here rather than in a wrapping generator: each layer of async iteration costs per network read.
+    throw signal ? classifyError(err, signal) : err;
   } finally {
     if (body instanceof Readable) release(body);
   }
