@@ -1,38 +1,18 @@
 import { Hono } from "hono";
 import { countPromptTokens, countTextTokens, estimatePromptTokens } from "../metering/estimate.js";
-import type { JsonResult, UsageReport } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
 import type { AppEnv } from "../server/context.js";
-import { respondStream, respondText } from "../server/respond.js";
 import { toChatRequest, type ChatRequest } from "./chat-schema.js";
 import { relayChatStream } from "./chat-stream.js";
 import { collectChoicesText } from "./chat-text.js";
-import { OVERHEAD_HEADER } from "./client.js";
-import { applyEdits, findMembers } from "./json-members.js";
-import { meteredHandler, type Delivery, type InferenceDeps, type RouteSpec } from "./metered-route.js";
+import { deliverJson, deliverStream, withPublicModel } from "./deliver.js";
+import { meteredHandler, type InferenceDeps, type RouteSpec } from "./metered-route.js";
 
 /** Completion text of a JSON answer, for the local count when the upstream reports no usage. */
 function completionText(body: Record<string, unknown>): string {
   const parts: string[] = [];
   collectChoicesText(body.choices, "message", parts);
   return parts.join("");
-}
-
-/**
- * The answer as the client gets it: the upstream's text with the public model ID put in, serialised again only
- * when that edit would be ambiguous.
- */
-export function withPublicModel(answer: JsonResult, publicModel: string): string {
-  const model = findMembers(answer.raw, ["model"])?.get("model");
-  if (model) return applyEdits(answer.raw, [{ start: model.valueStart, end: model.valueEnd, text: JSON.stringify(publicModel) }]);
-  answer.body.model = publicModel;
-  return JSON.stringify(answer.body);
-}
-
-/** Settles a delivered JSON answer from the upstream's usage, or the local count marked estimated. */
-export function settleJson(delivery: Delivery<unknown>, usage: UsageReport | null, counted: () => Promise<UsageReport>): void {
-  delivery.meter.markFirstByte();
-  void delivery.meter.settle(usage ?? counted(), usage ? "upstream" : "estimated");
 }
 
 const chat: RouteSpec<ChatRequest> = {
@@ -55,19 +35,17 @@ const chat: RouteSpec<ChatRequest> = {
     return adapter.chatCompletions({ ...body, model: target.upstreamModel }, options);
   },
   json(answer, delivery) {
-    const { c, body, request, meter } = delivery;
-    const text = withPublicModel(answer, body.model);
-    settleJson(delivery, answer.usage, async () => ({
+    const { body, request } = delivery;
+    return deliverJson(delivery, withPublicModel(answer, body.model), answer.usage, async () => ({
       promptTokens: await request.countPrompt(),
       completionTokens: await countTextTokens(completionText(answer.body)),
       cachedTokens: 0,
     }));
-    return respondText(c, 200, text, { "content-type": "application/json", [OVERHEAD_HEADER]: meter.overheadMs().toFixed(3) });
   },
-  stream(opened, { c, body, request, meter, upstream }) {
-    return respondStream(
-      c,
-      { "content-type": "text/event-stream; charset=utf-8", "x-accel-buffering": "no", [OVERHEAD_HEADER]: meter.overheadMs().toFixed(3) },
+  stream(opened, delivery) {
+    const { c, body, request, meter, upstream } = delivery;
+    return deliverStream(
+      delivery,
       relayChatStream({
         meter,
         publicModel: body.model,

@@ -6,9 +6,7 @@ import type { JsonResult } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
 import { validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
-import { respondText } from "../server/respond.js";
-import { settleJson, withPublicModel } from "./chat-route.js";
-import { OVERHEAD_HEADER } from "./client.js";
+import { deliverJson, withPublicModel } from "./deliver.js";
 import { meteredHandler, type InferenceDeps, type RouteSpec } from "./metered-route.js";
 
 // POST /v1/embeddings (spec "Embeddings request"): `input` a string or an array of strings, `encoding_format`
@@ -77,10 +75,12 @@ const embeddings: RouteSpec<EmbeddingsRequest> = {
     return checkAnswer(await adapter.embeddings({ ...body, model: target.upstreamModel }, options));
   },
   json(answer, delivery) {
-    const { c, body, request, meter } = delivery;
-    const text = shapeAnswer(answer, body);
-    settleJson(delivery, answer.usage, async () => ({ promptTokens: await request.countPrompt(), completionTokens: 0, cachedTokens: 0 }));
-    return respondText(c, 200, text, { "content-type": "application/json", [OVERHEAD_HEADER]: meter.overheadMs().toFixed(3) });
+    const { body, request } = delivery;
+    return deliverJson(delivery, shapeAnswer(answer, body), answer.usage, async () => ({
+      promptTokens: await request.countPrompt(),
+      completionTokens: 0,
+      cachedTokens: 0,
+    }));
   },
 };
 

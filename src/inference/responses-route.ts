@@ -6,9 +6,7 @@ import type { StreamEvent, UsageReport } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
 import { validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
-import { respondStream, respondText } from "../server/respond.js";
-import { settleJson, withPublicModel } from "./chat-route.js";
-import { OVERHEAD_HEADER } from "./client.js";
+import { deliverJson, deliverStream, withPublicModel } from "./deliver.js";
 import { meteredHandler, type InferenceDeps, type RouteSpec } from "./metered-route.js";
 import { relayStream, type RelayProtocol } from "./stream-relay.js";
 
@@ -105,19 +103,17 @@ const responses: RouteSpec<ResponsesRequest> = {
     return adapter.responses({ ...body, model: target.upstreamModel }, options);
   },
   json(answer, delivery) {
-    const { c, body, request, meter } = delivery;
-    const text = withPublicModel(answer, body.model);
-    settleJson(delivery, answer.usage, async () => ({
+    const { body, request } = delivery;
+    return deliverJson(delivery, withPublicModel(answer, body.model), answer.usage, async () => ({
       promptTokens: await request.countPrompt(),
       completionTokens: await countTextTokens(outputText(answer.body.output)),
       cachedTokens: 0,
     }));
-    return respondText(c, 200, text, { "content-type": "application/json", [OVERHEAD_HEADER]: meter.overheadMs().toFixed(3) });
   },
-  stream(opened, { c, body, request, meter, upstream }) {
-    return respondStream(
-      c,
-      { "content-type": "text/event-stream; charset=utf-8", "x-accel-buffering": "no", [OVERHEAD_HEADER]: meter.overheadMs().toFixed(3) },
+  stream(opened, delivery) {
+    const { c, body, request, meter, upstream } = delivery;
+    return deliverStream(
+      delivery,
       relayStream(
         { meter, requestId: c.get("requestId"), first: opened.first, batches: opened.batches, upstream },
         relayResponses(body.model, request.countPrompt),
