@@ -1,7 +1,9 @@
 import { once } from "node:events";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { afterAll, afterEach, beforeAll } from "vitest";
 import { providerSchema, type ProviderConfig } from "../../src/config/schema.js";
+import type { ProviderAdapter, Target } from "../../src/providers/types.js";
 
 // A throwaway upstream for adapter tests that only check the wire (paths, headers, bodies): it records every
 // request and answers with whatever the test set. Behaviour of real protocols lives in the mock upstream.
@@ -65,4 +67,37 @@ export async function drain(batches: AsyncIterable<unknown[]>): Promise<unknown[
   const out: unknown[] = [];
   for await (const batch of batches) out.push(...batch);
   return out;
+}
+
+export interface AdapterFixture {
+  upstream: RecordingUpstream;
+  adapter: ProviderAdapter;
+  target: Target;
+}
+
+/**
+ * Registers the hooks of an adapter test: a recording upstream, an adapter for a provider on it (base URL from
+ * `baseUrl`), the target the calls go to, and a clean request list per test. Read the fields in beforeAll.
+ */
+export function useRecordingAdapter(
+  create: (provider: ProviderConfig) => ProviderAdapter,
+  protocol: ProviderConfig["protocol"],
+  baseUrl: (url: string) => string,
+  target: { providerId: string; upstreamModel: string },
+): AdapterFixture {
+  const fixture = {} as AdapterFixture;
+  beforeAll(async () => {
+    fixture.upstream = await startRecordingUpstream();
+    const provider = fixture.upstream.provider({ protocol, base_url: baseUrl(fixture.upstream.url) });
+    fixture.adapter = create(provider);
+    fixture.target = { ...target, provider };
+  });
+  afterAll(async () => {
+    await fixture.adapter?.close();
+    await fixture.upstream?.close();
+  });
+  afterEach(() => {
+    fixture.upstream.requests.length = 0;
+  });
+  return fixture;
 }

@@ -2,6 +2,7 @@ import OpenAI from "openai";
 import type { ChatCompletionChunk, ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
+import { collect } from "../helpers/async-iter.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { validateOpenAI } from "../helpers/openapi.js";
 import { quiesce } from "../helpers/metering-checks.js";
@@ -50,12 +51,6 @@ const weatherTool: ChatCompletionTool = {
     parameters: { type: "object", properties: { location: { type: "string" } }, required: ["location"] },
   },
 };
-
-async function collect(stream: AsyncIterable<ChatCompletionChunk>): Promise<ChatCompletionChunk[]> {
-  const chunks: ChatCompletionChunk[] = [];
-  for await (const chunk of stream) chunks.push(chunk);
-  return chunks;
-}
 
 function expectValidChunks(chunks: ChatCompletionChunk[]) {
   expect(chunks.length).toBeGreaterThan(2);

@@ -1,27 +1,15 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { createAnthropicAdapter } from "../../src/providers/anthropic/index.js";
 import { anthropicSseRules } from "../../src/providers/anthropic/messages.js";
 import type { ProviderAdapter, Target } from "../../src/providers/types.js";
-import { drain, jsonAnswer, sseAnswer, startRecordingUpstream, type RecordingUpstream } from "../helpers/recording-upstream.js";
+import { drain, jsonAnswer, sseAnswer, useRecordingAdapter, type RecordingUpstream } from "../helpers/recording-upstream.js";
 
 let upstream: RecordingUpstream;
 let adapter: ProviderAdapter;
 let target: Target;
-
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-  // A base URL with a path prefix (a proxy in front of Anthropic) keeps it: {base_url}/v1/messages.
-  const provider = upstream.provider({ protocol: "anthropic", base_url: `${upstream.url}/anthropic` });
-  adapter = createAnthropicAdapter(provider);
-  target = { providerId: "claude", provider, upstreamModel: "claude-x" };
-});
-afterAll(async () => {
-  await adapter.close();
-  await upstream.close();
-});
-afterEach(() => {
-  upstream.requests.length = 0;
-});
+// A base URL with a path prefix (a proxy in front of Anthropic) keeps it: {base_url}/v1/messages.
+const fixture = useRecordingAdapter(createAnthropicAdapter, "anthropic", (url) => `${url}/anthropic`, { providerId: "claude", upstreamModel: "claude-x" });
+beforeAll(() => void ({ upstream, adapter, target } = fixture));
 
 const options = () => ({ target, signal: AbortSignal.timeout(5000) });
 const frame = (data: { type: string }) => `event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`;

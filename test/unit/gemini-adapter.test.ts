@@ -1,26 +1,14 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { geminiModelPath, geminiSseRules } from "../../src/providers/gemini/generate-content.js";
 import { createGeminiAdapter } from "../../src/providers/gemini/index.js";
 import type { ProviderAdapter, Target } from "../../src/providers/types.js";
-import { drain, jsonAnswer, sseAnswer, startRecordingUpstream, type RecordingUpstream } from "../helpers/recording-upstream.js";
+import { drain, jsonAnswer, sseAnswer, useRecordingAdapter, type RecordingUpstream } from "../helpers/recording-upstream.js";
 
 let upstream: RecordingUpstream;
 let adapter: ProviderAdapter;
 let target: Target;
-
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-  const provider = upstream.provider({ protocol: "gemini", base_url: upstream.url });
-  adapter = createGeminiAdapter(provider);
-  target = { providerId: "google", provider, upstreamModel: "gemini-x" };
-});
-afterAll(async () => {
-  await adapter.close();
-  await upstream.close();
-});
-afterEach(() => {
-  upstream.requests.length = 0;
-});
+const fixture = useRecordingAdapter(createGeminiAdapter, "gemini", (url) => url, { providerId: "google", upstreamModel: "gemini-x" });
+beforeAll(() => void ({ upstream, adapter, target } = fixture));
 
 const options = () => ({ target, signal: AbortSignal.timeout(5000) });
 const chunk = (data: object) => `data: ${JSON.stringify(data)}\r\n\r\n`;

@@ -1,25 +1,13 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { createOpenAIAdapter } from "../../src/providers/openai/index.js";
 import type { ProviderAdapter, Target } from "../../src/providers/types.js";
-import { drain, jsonAnswer, sseAnswer, startRecordingUpstream, type RecordingUpstream } from "../helpers/recording-upstream.js";
+import { drain, jsonAnswer, sseAnswer, useRecordingAdapter, type RecordingUpstream } from "../helpers/recording-upstream.js";
 
 let upstream: RecordingUpstream;
 let adapter: ProviderAdapter;
 let target: Target;
-
-beforeAll(async () => {
-  upstream = await startRecordingUpstream();
-  const provider = upstream.provider({ protocol: "openai", base_url: `${upstream.url}/v1` });
-  adapter = createOpenAIAdapter(provider);
-  target = { providerId: "main", provider, upstreamModel: "gpt-x" };
-});
-afterAll(async () => {
-  await adapter.close();
-  await upstream.close();
-});
-afterEach(() => {
-  upstream.requests.length = 0;
-});
+const fixture = useRecordingAdapter(createOpenAIAdapter, "openai", (url) => `${url}/v1`, { providerId: "main", upstreamModel: "gpt-x" });
+beforeAll(() => void ({ upstream, adapter, target } = fixture));
 
 const options = () => ({ target, signal: AbortSignal.timeout(5000) });
 

@@ -4,16 +4,8 @@ import { countPromptTokens, countTextTokens, estimatePromptTokens } from "../../
 import { convertOpenAIUsage } from "../../src/providers/openai/convert-usage.js";
 import { parseSse } from "../../src/providers/sse.js";
 import { UpstreamError } from "../../src/providers/types.js";
+import { bytes, collect } from "../helpers/async-iter.js";
 
-async function* bytes(...parts: string[]) {
-  for (const part of parts) yield new TextEncoder().encode(part);
-}
-
-async function collect(source: AsyncIterable<unknown>) {
-  const out: unknown[] = [];
-  for await (const item of source) out.push(item);
-  return out;
-}
 
 describe("parseSse", () => {
   it("parses events split anywhere across chunks and stops at [DONE]", async () => {

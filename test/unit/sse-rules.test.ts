@@ -1,16 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { parseSse, type SseRules } from "../../src/providers/sse.js";
 import { UpstreamError } from "../../src/providers/types.js";
+import { bytes, collect } from "../helpers/async-iter.js";
 
-async function* bytes(...parts: string[]) {
-  for (const part of parts) yield new TextEncoder().encode(part);
-}
-
-async function collect(source: AsyncIterable<unknown>) {
-  const out: unknown[] = [];
-  for await (const item of source) out.push(item);
-  return out;
-}
 
 const frame = (event: string, data: object) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 
