@@ -25,6 +25,9 @@ export const parsePort = (value: string) => {
 
 const say = (line: string) => process.stderr.write(`${line}\n`);
 
+/** A second signal this soon after the first is the same Ctrl-C, forwarded by npm. */
+const ECHO_MS = 500;
+
 function banner(url: string, creds: DemoCredentials): string {
   return [
     "",
@@ -75,8 +78,13 @@ export function serveCommand(): Command {
         });
 
         let signals = 0;
+        let firstSignalAt = 0;
         const shutdown = async (signal: string) => {
+          // A terminal's Ctrl-C reaches npm and the gateway alike, and npm forwards it once more: a repeat within
+          // moments is that echo, not an operator asking to hurry.
+          if (signals === 1 && performance.now() - firstSignalAt < ECHO_MS) return;
           signals += 1;
+          if (signals === 1) firstSignalAt = performance.now();
           if (signals === 2) {
             say(`${signal} again: cutting open connections, still stopping PostgreSQL (once more to exit at once)`);
             gateway.hurry();

@@ -110,9 +110,13 @@ describe("gateway serve --demo", () => {
     expect(revoked.exitCode).toBe(0);
     expect((await fetch(`${second.url}/v1/models`, auth)).status).toBe(401);
 
+    // Ctrl-C under `npm start` reaches the gateway twice at once (the terminal's, then npm's forward): one drain.
     const secondPg = postmasterPid(dataDir);
     second.serve.proc.kill("SIGINT");
+    await second.serve.waitFor(/draining/);
+    second.serve.proc.kill("SIGINT");
     expect((await second.serve.proc).exitCode).toBe(0);
+    expect(second.serve.stderr()).not.toMatch(/again/);
     expect(isAlive(secondPg)).toBe(false);
     expect(processesMentioning(dataDir)).toEqual([]);
   }, 180_000);
