@@ -261,15 +261,15 @@ describe("errors as the Anthropic SDK surfaces them", () => {
   it("gives the status, the error type and the gateway's message", async () => {
     await freshUser();
     const wrongKey = new Anthropic({ apiKey: "gw_wrong", baseURL: gw.url, maxRetries: 0 });
-    const cases: [Promise<unknown>, new (...args: never[]) => APIError, number, string][] = [
-      [wrongKey.messages.create({ model: "claude", ...hello }), AuthenticationError, 401, "Invalid or revoked API key"],
-      [client.messages.create({ model: "nope", ...hello }), NotFoundError, 404, "The model 'nope' does not exist"],
-      [client.messages.create({ model: "claude", ...hello, max_tokens: 0 }), BadRequestError, 400, "Invalid max_tokens"],
-      [client.messages.create({ model: "gem", ...hello }), BadRequestError, 400, "served over the gemini protocol"],
-      [client.messages.create({ model: "all-down", ...hello }), InternalServerError, 502, "The upstream provider answered 503"],
+    const cases: [() => Promise<unknown>, new (...args: never[]) => APIError, number, string][] = [
+      [() => wrongKey.messages.create({ model: "claude", ...hello }), AuthenticationError, 401, "Invalid or revoked API key"],
+      [() => client.messages.create({ model: "nope", ...hello }), NotFoundError, 404, "The model 'nope' does not exist"],
+      [() => client.messages.create({ model: "claude", ...hello, max_tokens: 0 }), BadRequestError, 400, "Invalid max_tokens"],
+      [() => client.messages.create({ model: "gem", ...hello }), BadRequestError, 400, "served over the gemini protocol"],
+      [() => client.messages.create({ model: "all-down", ...hello }), InternalServerError, 502, "The upstream provider answered 503"],
     ];
     for (const [call, kind, status, message] of cases) {
-      const err = await failure(call);
+      const err = await failure(call());
       expect(err, message).toBeInstanceOf(kind);
       expect(err.status).toBe(status);
       expect(err.apiMessage).toContain(message);
