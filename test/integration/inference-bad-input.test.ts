@@ -188,6 +188,14 @@ describe.each(routes)("bad input on $name", (route) => {
   });
 });
 
+it("another method on the new routes → 405 naming POST", async () => {
+  for (const path of ["/messages", "/v1/messages", "/compatible/v1beta/models/gem:generateContent", "/compatible/v1beta/models/org/gem:streamGenerateContent"]) {
+    const res = await fetch(`${gw.url}${path}`, { headers: { authorization: `Bearer ${key}` } });
+    expect(res.status, path).toBe(405);
+    expect(res.headers.get("allow")).toBe("POST");
+  }
+});
+
 it("no refusal leaves a hold behind; each is in the request log", async () => {
   await quiesce(gw);
   const [account] = await rowsOf(gw.db.pool, "select coalesce(sum(debits_pending), 0) as pending from quota_accounts where user_id = $1", [userId]);
