@@ -26,8 +26,8 @@ export function configPathOf(opts: CommonOptions): string | undefined {
 }
 
 // Placeholder address: admin commands never call the upstream, they only need the demo catalog and plans.
-export const builtInDemoConfig = (mockBaseUrl = "http://127.0.0.1:9/v1", mockKey = "mock-key") =>
-  parseConfig(demoConfig(mockBaseUrl, mockKey), "built-in demo config");
+export const builtInDemoConfig = (mockUrl = "http://127.0.0.1:9", mockKey = "mock-key") =>
+  parseConfig(demoConfig(mockUrl, mockKey), "built-in demo config");
 
 /** Admin commands use the config file when there is one, else the built-in demo config `npm start` runs on. */
 export function loadAdminConfig(opts: CommonOptions): Config {

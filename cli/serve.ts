@@ -37,6 +37,7 @@ function banner(url: string, creds: DemoCredentials): string {
     "",
     "Try it:",
     `  curl -s ${url}/v1/models -H "Authorization: Bearer ${creds.key}"`,
+    "  (README.md has a curl for every route: chat, responses, embeddings, messages, generateContent)",
     "",
     "Ctrl-C stops the gateway, its worker and the embedded PostgreSQL.",
     "",
@@ -59,7 +60,7 @@ export function serveCommand(): Command {
           throw new Error("no config file: pass --config FILE, set GATEWAY_CONFIG, create ./gateway.yaml, or run with --demo");
         }
         const mock = !file ? await startMockUpstream({ apiKey: "mock-key" }) : undefined;
-        let config: Config = file ? loadConfigFile(file) : builtInDemoConfig(mock!.baseUrl, "mock-key");
+        let config: Config = file ? loadConfigFile(file) : builtInDemoConfig(mock!.url, "mock-key");
         config = {
           ...config,
           server: { ...config.server, host: opts.host ?? config.server.host, port: opts.port ?? config.server.port },

@@ -24,11 +24,14 @@ function safeEqual(given: string, expected: string): boolean {
   return timingSafeEqual(sha256(given), sha256(expected));
 }
 
-/** {root}/v1 and /native: an inference or reseller key, in whichever header the client's official SDK uses. */
+/**
+ * {root}/v1, /native, /messages and /compatible: an inference or reseller key, in whichever header the client's
+ * official SDK uses (bearer: OpenAI; x-api-key: Anthropic; x-goog-api-key: Gemini).
+ */
 export function apiKeyAuth(keyAuth: ApiKeyAuthenticator): MiddlewareHandler<AppEnv> {
   return async function apiKeyAuth(c, next) {
     const secret = bearerToken(requestHeader(c, "authorization")) ?? requestHeader(c, "x-api-key") ?? requestHeader(c, "x-goog-api-key");
-    if (!secret) throw errors.unauthorized("Missing API key; send it as 'Authorization: Bearer <key>'.");
+    if (!secret) throw errors.unauthorized("Missing API key; send it as 'Authorization: Bearer <key>' (or in x-api-key or x-goog-api-key).");
     const principal = await keyAuth.authenticate(secret);
     if (!principal) throw errors.unauthorized("Invalid or revoked API key.");
     c.set("apiKey", principal);

@@ -2,7 +2,7 @@ import { add, ceil, mul, ratioOf } from "./ratio.js";
 
 // The chat billing rule (docs/billing.md; the spec gives none):
 //   units = ceil(((prompt - cached) + cached × cached_ratio + completion × completion_ratio)
-//                × token_multiplier × group_multiplier)
+//                × token_multiplier × group_multiplier [× byok_charge_ratio])
 
 export interface TokenUsage {
   promptTokens: number;
@@ -17,6 +17,8 @@ export interface ChatRates {
   tokenMultiplier: number;
   /** The key's pricing-group (global) multiplier. */
   groupMultiplier: number;
+  /** For a request on the client's own upstream key: the share of the charge it pays. Absent: the full charge. */
+  byokRatio?: number;
 }
 
 const whole = (n: number, name: string): bigint => {
@@ -34,5 +36,6 @@ export function chatQuota(usage: TokenUsage, rates: ChatRates): bigint {
     mul(ratioOf(cached), ratioOf(rates.cachedRatio)),
     mul(ratioOf(completion), ratioOf(rates.completionRatio)),
   );
-  return ceil(mul(weighted, ratioOf(rates.tokenMultiplier), ratioOf(rates.groupMultiplier)));
+  const multiplier = mul(ratioOf(rates.tokenMultiplier), ratioOf(rates.groupMultiplier), ratioOf(rates.byokRatio ?? 1));
+  return ceil(mul(weighted, multiplier));
 }

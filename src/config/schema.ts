@@ -13,6 +13,8 @@ export const providerSchema = z.strictObject({
   api_key: z.string().default(""),
   /** openai: ask for usage in streams (stream_options.include_usage); off for servers that reject it. */
   stream_usage: z.boolean().default(true),
+  /** Requests may bring their own key for this provider (X-Upstream-Api-Key); off unless the operator opts in. */
+  allow_byok: z.boolean().default(false),
   /** Keep-alive connections to this provider per gateway process. */
   max_connections: z.int().positive().default(256),
   timeouts: z
@@ -89,6 +91,8 @@ export const configSchema = z
         default_completion_reserve: z.int().positive().default(4096),
         /** A hold older than this is expired even if its process still looks alive. */
         max_hold_seconds: z.int().positive().default(6 * 3600),
+        /** Share of the usual charge a request on the client's own upstream key pays (0: free, admission still applies). */
+        byok_charge_ratio: z.number().nonnegative().default(0),
       })
       .prefault({}),
     analytics: z

@@ -1,23 +1,17 @@
 import { Hono } from "hono";
-import { countPromptTokens, countTextTokens, estimatePromptTokens } from "../metering/estimate.js";
+import { countPromptTokens, estimatePromptTokens } from "../metering/estimate.js";
 import { UpstreamError } from "../providers/types.js";
 import type { AppEnv } from "../server/context.js";
 import { toChatRequest, type ChatRequest } from "./chat-schema.js";
 import { relayChatStream } from "./chat-stream.js";
-import { collectChoicesText } from "./chat-text.js";
-import { deliverJson, deliverStream, withPublicModel } from "./deliver.js";
+import { chatCompletionText } from "./chat-text.js";
+import { deliverJson, deliverStream, localUsage, withPublicModel } from "./deliver.js";
 import { meteredHandler, type InferenceDeps, type RouteSpec } from "./metered-route.js";
-
-/** Completion text of a JSON answer, for the local count when the upstream reports no usage. */
-function completionText(body: Record<string, unknown>): string {
-  const parts: string[] = [];
-  collectChoicesText(body.choices, "message", parts);
-  return parts.join("");
-}
 
 const chat: RouteSpec<ChatRequest> = {
   route: "/v1/chat/completions",
   clientProtocol: "openai",
+  protocols: ["openai"],
   kind: "chat",
   parse: toChatRequest,
   describe(body, config) {
@@ -36,11 +30,7 @@ const chat: RouteSpec<ChatRequest> = {
   },
   json(answer, delivery) {
     const { body, request } = delivery;
-    return deliverJson(delivery, withPublicModel(answer, body.model), answer.usage, async () => ({
-      promptTokens: await request.countPrompt(),
-      completionTokens: await countTextTokens(completionText(answer.body)),
-      cachedTokens: 0,
-    }));
+    return deliverJson(delivery, withPublicModel(answer, body.model), answer.usage, () => localUsage(request.countPrompt, chatCompletionText(answer.body)));
   },
   stream(opened, delivery) {
     const { c, body, request, meter, upstream } = delivery;

@@ -22,3 +22,10 @@ export function collectChoicesText(choices: unknown, field: "message" | "delta",
     if (choice !== null && typeof choice === "object") collect((choice as Record<string, unknown>)[field], into);
   }
 }
+
+/** The completion text of a JSON answer, for the local count when the upstream reports no usage. */
+export function chatCompletionText(answer: Record<string, unknown>): string {
+  const parts: string[] = [];
+  collectChoicesText(answer.choices, "message", parts);
+  return parts.join("");
+}

@@ -1,22 +1,29 @@
+import type { ProviderConfig } from "../config/schema.js";
+import { countTextTokens } from "../metering/estimate.js";
 import type { JsonResult, UsageReport } from "../providers/types.js";
 import { respondStream, respondText } from "../server/respond.js";
 import { OVERHEAD_HEADER } from "./client.js";
 import { applyEdits, findMembers } from "./json-members.js";
+import { chatCompletionText } from "./chat-text.js";
 import type { Delivery } from "./metered-route.js";
 
 // How every metered route hands its answer over: the public model ID in, the overhead header on, the meter
 // settled. A route says only what its answer is.
 
 /**
- * The answer as the client gets it: the upstream's text with the public model ID put in, serialised again only
- * when that edit would be ambiguous.
+ * An upstream JSON text (`parsed` is its parse) with the public model ID as its top-level `member` (`model`,
+ * Gemini's `modelVersion`), serialised again only when the edit in the text would be ambiguous.
  */
-export function withPublicModel(answer: JsonResult, publicModel: string): string {
-  const model = findMembers(answer.raw, ["model"])?.get("model");
-  if (model) return applyEdits(answer.raw, [{ start: model.valueStart, end: model.valueEnd, text: JSON.stringify(publicModel) }]);
-  answer.body.model = publicModel;
-  return JSON.stringify(answer.body);
+export function withPublicModelIn(raw: string, parsed: Record<string, unknown>, publicModel: string, member = "model"): string {
+  const found = findMembers(raw, [member])?.get(member);
+  if (found) return applyEdits(raw, [{ start: found.valueStart, end: found.valueEnd, text: JSON.stringify(publicModel) }]);
+  parsed[member] = publicModel;
+  return JSON.stringify(parsed);
 }
+
+/** The answer as the client gets it: the upstream's text with the public model ID put in. */
+export const withPublicModel = (answer: JsonResult, publicModel: string, member = "model"): string =>
+  withPublicModelIn(answer.raw, answer.body, publicModel, member);
 
 /** Sends a JSON answer and settles it from the upstream's usage, or the local count marked estimated. */
 export function deliverJson(delivery: Delivery<unknown>, text: string, usage: UsageReport | null, counted: () => Promise<UsageReport>): Response {
@@ -30,4 +37,21 @@ export function deliverJson(delivery: Delivery<unknown>, text: string, usage: Us
 export function deliverStream(delivery: Delivery<unknown>, chunks: AsyncGenerator<string, void, undefined>): Response {
   const headers = { "content-type": "text/event-stream; charset=utf-8", "x-accel-buffering": "no", [OVERHEAD_HEADER]: delivery.meter.overheadMs().toFixed(3) };
   return respondStream(delivery.c, headers, chunks);
+}
+
+/** The local count of an answer without usage: the prompt by the tokenizer, plus the text it generated. */
+export async function localUsage(countPrompt: () => Promise<number>, generated: string): Promise<UsageReport> {
+  return { promptTokens: await countPrompt(), completionTokens: await countTextTokens(generated), cachedTokens: 0 };
+}
+
+/** The protocol of the target that answered, which decides whether the answer is relayed or translated. */
+export const answeredIn = (delivery: Delivery<unknown>): ProviderConfig["protocol"] | undefined => delivery.meter.upstream?.provider.protocol;
+
+/**
+ * Sends an OpenAI chat answer translated into the client's protocol by `render`, which gets the usage that is
+ * billed (the upstream's, else the local count), so the client is shown what it pays for.
+ */
+export async function deliverTranslatedJson(delivery: Delivery<unknown>, answer: JsonResult, render: (usage: UsageReport) => unknown): Promise<Response> {
+  const usage = answer.usage ?? (await localUsage(delivery.request.countPrompt, chatCompletionText(answer.body)));
+  return deliverJson(delivery, JSON.stringify(render(usage)), answer.usage, async () => usage);
 }

@@ -6,7 +6,7 @@ import type { JsonResult } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
 import { validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
-import { deliverJson, withPublicModel } from "./deliver.js";
+import { deliverJson, localUsage, withPublicModel } from "./deliver.js";
 import { meteredHandler, type InferenceDeps, type RouteSpec } from "./metered-route.js";
 
 // POST /v1/embeddings (spec "Embeddings request"): `input` a string or an array of strings, `encoding_format`
@@ -55,6 +55,7 @@ function shapeAnswer(answer: JsonResult, body: EmbeddingsRequest): string {
 const embeddings: RouteSpec<EmbeddingsRequest> = {
   route: "/v1/embeddings",
   clientProtocol: "openai",
+  protocols: ["openai"],
   kind: "embedding",
   parse: (raw) => validate(embeddingsRequestSchema, raw),
   describe(body) {
@@ -76,11 +77,7 @@ const embeddings: RouteSpec<EmbeddingsRequest> = {
   },
   json(answer, delivery) {
     const { body, request } = delivery;
-    return deliverJson(delivery, shapeAnswer(answer, body), answer.usage, async () => ({
-      promptTokens: await request.countPrompt(),
-      completionTokens: 0,
-      cachedTokens: 0,
-    }));
+    return deliverJson(delivery, shapeAnswer(answer, body), answer.usage, () => localUsage(request.countPrompt, ""));
   },
 };
 

@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import type { Catalog, CatalogModel } from "../catalog/catalog.js";
-import type { Config, ModelConfig } from "../config/schema.js";
-import { resolveModel } from "../metering/access.js";
+import type { Config, ModelConfig, ProviderConfig } from "../config/schema.js";
+import { resolveModel, servingTargets } from "../metering/access.js";
 import type { Meter, Metering } from "../metering/meter.js";
 import type { Providers } from "../providers/registry.js";
 import type { CallOptions, JsonResult, ProviderAdapter, StreamEvent, StreamResult, Target } from "../providers/types.js";
@@ -9,6 +9,7 @@ import { UpstreamError } from "../providers/types.js";
 import { readJson } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
 import { clientDisconnect } from "./client.js";
+import { readUpstreamKey } from "./upstream-key.js";
 
 // The one request flow of every billed inference route (DESIGN.md §3): read and check the body, resolve the
 // model, admit and hold (metering.begin), call the targets in order (meter.call), then hand the answer to the
@@ -54,8 +55,10 @@ export interface RouteSpec<B> {
   route: string;
   clientProtocol: string;
   kind: ModelConfig["kind"];
-  /** Checks the body (a GatewayError with status and param on bad input). */
-  parse(raw: unknown): B;
+  /** The target protocols `call` can speak; a model's other targets are skipped (docs/api.md). */
+  protocols: readonly ProviderConfig["protocol"][];
+  /** Checks the body, and the path where it names part of the request (a GatewayError with status and param on bad input). */
+  parse(raw: unknown, c: Context<AppEnv>): B;
   describe(body: B, config: Config): MeteredRequest;
   /** Calls the upstream on one target; the capability (and any translation) is the route's choice. */
   call(adapter: ProviderAdapter, target: Target, body: B, options: CallOptions): Promise<JsonResult | StreamResult>;
@@ -78,17 +81,25 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
     let body: B;
     let request: MeteredRequest | undefined;
     let model: CatalogModel;
+    let upstreamKey: string | undefined;
     try {
-      body = spec.parse(await readJson(c, deps.bodyLimit));
+      upstreamKey = readUpstreamKey(c);
+      body = spec.parse(await readJson(c, deps.bodyLimit), c);
       request = spec.describe(body, config);
       base.streamed = request.streamed;
-      model = resolveModel(catalog, config, key, request.modelId, spec.kind);
+      model = servingTargets(resolveModel(catalog, config, key, request.modelId, spec.kind), spec.protocols, spec.route, upstreamKey !== undefined);
     } catch (err) {
       // Refusals before metering still get their row, so the user can find the request by its id.
       metering.logRejected({ ...base, modelId: request?.modelId ?? "" }, err);
       throw err;
     }
-    const meter = await metering.begin({ ...base, model, estimate: request.estimate, exactPromptTokens: request.countPrompt });
+    const meter = await metering.begin({
+      ...base,
+      model,
+      estimate: request.estimate,
+      exactPromptTokens: request.countPrompt,
+      byok: upstreamKey !== undefined,
+    });
 
     const upstream = new AbortController();
     const stopWatching = clientDisconnect(c, upstream);
@@ -97,7 +108,7 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
       attempt = await meter.call(async (target): Promise<Attempt> => {
         const adapter = providers.get(target.providerId);
         if (!adapter) throw new UpstreamError("connect", null);
-        const result = await spec.call(adapter, target, body, { target, signal: upstream.signal });
+        const result = await spec.call(adapter, target, body, { target, signal: upstream.signal, apiKey: upstreamKey });
         if (result.kind === "json") return { json: result };
         if (!spec.stream) throw new UpstreamError("protocol", result.status);
         const batches = result.batches[Symbol.asyncIterator]();

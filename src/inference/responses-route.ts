@@ -6,7 +6,7 @@ import type { StreamEvent, UsageReport } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
 import { validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
-import { deliverJson, deliverStream, withPublicModel } from "./deliver.js";
+import { deliverJson, deliverStream, localUsage, withPublicModel } from "./deliver.js";
 import { meteredHandler, type InferenceDeps, type RouteSpec } from "./metered-route.js";
 import { relayStream, type RelayProtocol } from "./stream-relay.js";
 
@@ -69,7 +69,7 @@ function relayResponses(publicModel: string, countPrompt: () => Promise<number>)
       return frame(type, event.raw);
     },
     usage: () => usage,
-    countLocal: async () => ({ promptTokens: await countPrompt(), completionTokens: await countTextTokens(delivered.join("")), cachedTokens: 0 }),
+    countLocal: () => localUsage(countPrompt, delivered.join("")),
     errorFrame: () =>
       frame(
         "error",
@@ -87,6 +87,7 @@ function relayResponses(publicModel: string, countPrompt: () => Promise<number>)
 const responses: RouteSpec<ResponsesRequest> = {
   route: "/v1/responses",
   clientProtocol: "openai",
+  protocols: ["openai"],
   kind: "chat",
   parse: (raw) => validate(responsesRequestSchema, raw),
   describe(body, config) {
@@ -104,11 +105,7 @@ const responses: RouteSpec<ResponsesRequest> = {
   },
   json(answer, delivery) {
     const { body, request } = delivery;
-    return deliverJson(delivery, withPublicModel(answer, body.model), answer.usage, async () => ({
-      promptTokens: await request.countPrompt(),
-      completionTokens: await countTextTokens(outputText(answer.body.output)),
-      cachedTokens: 0,
-    }));
+    return deliverJson(delivery, withPublicModel(answer, body.model), answer.usage, () => localUsage(request.countPrompt, outputText(answer.body.output)));
   },
   stream(opened, delivery) {
     const { c, body, request, meter, upstream } = delivery;

@@ -1,5 +1,5 @@
 import type { Catalog, CatalogModel } from "../catalog/catalog.js";
-import type { Config, ModelConfig } from "../config/schema.js";
+import type { Config, ModelConfig, ProviderConfig } from "../config/schema.js";
 import type { ApiKeyPrincipal } from "../server/context.js";
 import { meteringErrors } from "./errors.js";
 
@@ -29,4 +29,28 @@ export function resolveModel(
   if (denied) throw meteringErrors.modelForbidden(modelId, denied);
   if (model.config.kind !== kind) throw meteringErrors.wrongKind(modelId, model.config.kind);
   return model;
+}
+
+/**
+ * The model with the targets this request may use: those speaking a protocol the route can call (400 when none
+ * does); with the client's own upstream key (`byok`), only the targets of the first provider that accepts one
+ * (400 when none does). A key is meant for one provider: fallback never carries it to another.
+ */
+export function servingTargets(
+  model: CatalogModel,
+  protocols: readonly ProviderConfig["protocol"][],
+  route: string,
+  byok: boolean,
+): CatalogModel {
+  const fits = (t: CatalogModel["targets"][number]) => protocols.includes(t.provider.protocol);
+  // The usual case, on every request: nothing to leave out, nothing allocated.
+  if (!byok && model.targets.every(fits)) return model;
+  let targets = model.targets.filter(fits);
+  if (targets.length === 0) throw meteringErrors.notServedHere(model.id, model.targets[0]!.provider.protocol, route);
+  if (byok) {
+    const pinned = targets.find((t) => t.provider.allow_byok)?.providerId;
+    if (pinned === undefined) throw meteringErrors.upstreamKeyNotAccepted(model.id);
+    targets = targets.filter((t) => t.providerId === pinned);
+  }
+  return targets.length === model.targets.length ? model : { ...model, targets };
 }

@@ -5,6 +5,9 @@ import { UpstreamError } from "../providers/types.js";
 // Mapping of metering outcomes to client errors and coarse analytics classes. An upstream failure is told to
 // the client by its status only: the upstream body never leaves the adapter.
 
+/** The header of a client's own upstream key (bring-your-own), as documented; read by src/inference/upstream-key.ts. */
+export const UPSTREAM_KEY_HEADER_NAME = "X-Upstream-Api-Key";
+
 export const meteringErrors = {
   modelNotFound: (model: string) =>
     new GatewayError({
@@ -24,6 +27,20 @@ export const meteringErrors = {
       code: "model_not_allowed",
       param: "model",
     }),
+  /** None of the model's targets speaks a protocol this route can call. */
+  notServedHere: (model: string, protocol: string, route: string) =>
+    errors.badRequest(
+      `The model '${model}' is served over the ${protocol} protocol, which ${route} cannot call; docs/api.md lists which routes serve which models.`,
+      "model",
+      "model_not_supported",
+    ),
+  /** A request carrying the client's own upstream key, for a model none of whose providers accepts one. */
+  upstreamKeyNotAccepted: (model: string) =>
+    errors.badRequest(
+      `No provider of the model '${model}' accepts a client's own upstream key; send the request without the ${UPSTREAM_KEY_HEADER_NAME} header.`,
+      null,
+      "upstream_key_not_accepted",
+    ),
   contextLimit: (tokens: number, limit: number) =>
     errors.badRequest(
       `The prompt is about ${tokens} tokens, over this plan's context limit of ${limit} tokens.`,
@@ -40,8 +57,23 @@ export const meteringErrors = {
     }),
 };
 
-export function upstreamToClient(err: UpstreamError): GatewayError {
+/** With the client's own upstream key, an upstream 401 or 403 is that key's rejection. */
+const rejectsClientKey = (err: UpstreamError, byok: boolean) => byok && err.failure === "status" && (err.status === 401 || err.status === 403);
+
+/**
+ * The client's view of an upstream failure. With the client's own upstream key (`byok`), a 401 or 403 is that
+ * key's rejection: the client's to fix, so a 400, never the 401 that means an invalid gateway key and never the
+ * 502 that tells the operator its own credentials are wrong.
+ */
+export function upstreamToClient(err: UpstreamError, byok = false): GatewayError {
   const status = err.status;
+  if (rejectsClientKey(err, byok)) {
+    return errors.badRequest(
+      `The upstream provider rejected the key sent in ${UPSTREAM_KEY_HEADER_NAME} (${status}); check that key and its access to this model.`,
+      null,
+      "upstream_key_rejected",
+    );
+  }
   if (err.failure === "status" && status === 429) {
     return new GatewayError({
       status: 429,
@@ -77,8 +109,10 @@ export function upstreamToClient(err: UpstreamError): GatewayError {
   return new GatewayError({ status: 502, type: "api_error", message: `The upstream provider ${what}.`, code: "upstream_error" });
 }
 
-export function errorClassOf(err: unknown): ErrorClass {
+/** The analytics class of a failure; with the client's own upstream key (`byok`) as upstreamToClient words it. */
+export function errorClassOf(err: unknown, byok = false): ErrorClass {
   if (err instanceof UpstreamError) {
+    if (rejectsClientKey(err, byok)) return "invalid_request";
     if (err.failure === "timeout") return "upstream_timeout";
     if (err.failure === "connect") return "upstream_unreachable";
     if (err.failure === "aborted") return "client_cancelled";

@@ -34,6 +34,8 @@ export interface MeterStart {
   estimate: { promptTokens: number; completionTokens: number };
   /** The tokenizer's prompt count: consulted only when the estimate is over the plan's context limit. */
   exactPromptTokens: () => Promise<number>;
+  /** The request carries the client's own upstream key: charged by quota.byok_charge_ratio, key errors are its own. */
+  byok?: boolean;
 }
 
 export interface Metering {
@@ -103,7 +105,7 @@ export class Meter {
     }
     last ??= new UpstreamError("connect", null);
     await this.fail(last);
-    throw last.failure === "aborted" ? last : upstreamToClient(last);
+    throw last.failure === "aborted" ? last : upstreamToClient(last, this.start.byok);
   }
 
   get upstream(): Target | undefined {
@@ -153,7 +155,7 @@ export class Meter {
   }
 
   /** Releases the hold of a request that delivered nothing (upstream error, client gone); once. */
-  fail(err: unknown, status?: number, errorClass: ErrorClass = errorClassOf(err)): Promise<void> {
+  fail(err: unknown, status?: number, errorClass: ErrorClass = errorClassOf(err, this.start.byok)): Promise<void> {
     if (this.resolved) return Promise.resolve();
     this.resolved = true;
     return this.inflight.track(this.void(err, status, errorClass));
@@ -166,7 +168,7 @@ export class Meter {
       // An unreleased hold is expired by the expire_holds task; nothing is charged for it.
       this.deps.logger.warn({ err: releaseErr, hold_id: this.hold.id }, "releasing a hold failed");
     }
-    const clientStatus = status ?? (errorClass === "client_cancelled" ? 499 : err instanceof UpstreamError ? upstreamToClient(err).status : err instanceof GatewayError ? err.status : 500);
+    const clientStatus = status ?? (errorClass === "client_cancelled" ? 499 : err instanceof UpstreamError ? upstreamToClient(err, this.start.byok).status : err instanceof GatewayError ? err.status : 500);
     this.log({ status: clientStatus, errorClass, usage: null, charged: 0n, source: "none" });
   }
 
@@ -250,6 +252,7 @@ export function createMetering(deps: MeteringDeps): Metering {
       cachedRatio: model.cached_ratio,
       tokenMultiplier: model.token_multiplier,
       groupMultiplier: (config.pricing_groups[start.key.pricingGroup] ?? config.pricing_groups.default!).multiplier,
+      ...(start.byok ? { byokRatio: config.quota.byok_charge_ratio } : {}),
     };
     const amount = chatQuota({ ...start.estimate, cachedTokens: 0 }, rates);
     const reserved = await ledger.reserve({

@@ -9,6 +9,8 @@ import type { Pool } from "../db/pool.js";
 import { userRequestRoutes } from "../analytics/routes.js";
 import { chatRoutes } from "../inference/chat-route.js";
 import { embeddingsRoutes } from "../inference/embeddings-route.js";
+import { generateContentRoutes } from "../inference/generate-content-route.js";
+import { messagesRoutes } from "../inference/messages-route.js";
 import { responsesRoutes } from "../inference/responses-route.js";
 import { modelListRoutes, nativeModelListRoutes } from "../inference/models-route.js";
 import type { Metering } from "../metering/meter.js";
@@ -49,6 +51,9 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
   app.use("/v1/*", apiKeyAuth(auth.keyAuth));
   app.use("/native/*", apiKeyAuth(auth.keyAuth));
+  // The routes of the Anthropic and Gemini SDKs outside /v1 (DESIGN.md §4).
+  app.use("/messages", apiKeyAuth(auth.keyAuth));
+  app.use("/compatible/*", apiKeyAuth(auth.keyAuth));
   app.use("/api/v1/user/*", sessionAuth(auth.sessions));
   app.use("/api/v1/admin/*", adminAuth(auth.sessions));
   app.use("/api/v1/internal/*", botAuth(auth.botToken));
@@ -58,6 +63,11 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route("/v1", chatRoutes(inference));
   app.route("/v1", embeddingsRoutes(inference));
   app.route("/v1", responsesRoutes(inference));
+  // One handler at both addresses: the Anthropic SDK appends /v1/messages to its base URL.
+  const messages = messagesRoutes(inference);
+  app.route("/", messages);
+  app.route("/v1", messages);
+  app.route("/compatible", generateContentRoutes(inference));
   app.route("/native", nativeModelListRoutes(deps.catalog, config));
   app.route("/api/v1/auth", authRoutes({ sessions: auth.sessions, config, bodyLimit }));
   app.route("/api/v1/user", userRoutes());

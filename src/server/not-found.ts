@@ -13,6 +13,9 @@ function compile(path: string): RegExp {
     .split("/")
     .map((segment) => {
       if (segment === "*") return ".*";
+      // A parameter with its own pattern (`:target{.+}`) matches what that pattern does, slashes included.
+      const pattern = /^:\w+\{(.+)\}$/.exec(segment)?.[1];
+      if (pattern) return pattern;
       if (segment.startsWith(":")) return "[^/]+";
       return segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
     })

@@ -1,3 +1,5 @@
+import Anthropic from "@anthropic-ai/sdk";
+import { GoogleGenAI } from "@google/genai";
 import OpenAI from "openai";
 import { afterAll, describe, expect, it } from "vitest";
 import { validateOpenAI } from "../helpers/openapi.js";
@@ -36,13 +38,14 @@ describe("gateway serve --demo", () => {
     expect(res.headers.get("x-request-id")).toMatch(/^req_/);
     const body = (await res.json()) as { object: string; data: { id: string; object: string }[] };
     expect(validateOpenAI("ListModelsResponse", body)).toEqual([]);
-    expect(body.data.map((m) => m.id)).toEqual(["demo-small", "demo-large", "demo-embed"]);
+    const demoModels = ["demo-small", "demo-large", "demo-embed", "demo-claude", "demo-gemini"];
+    expect(body.data.map((m) => m.id)).toEqual(demoModels);
 
     // The official SDK, unmodified, pointed at the gateway.
     const sdk = new OpenAI({ apiKey: first.key, baseURL: `${first.url}/v1` });
     const listed = [];
     for await (const model of sdk.models.list()) listed.push(model.id);
-    expect(listed).toEqual(["demo-small", "demo-large", "demo-embed"]);
+    expect(listed).toEqual(demoModels);
     const wrong = new OpenAI({ apiKey: "gw_wrong", baseURL: `${first.url}/v1`, maxRetries: 0 });
     await expect(wrong.models.list()).rejects.toMatchObject({ status: 401 });
 
@@ -80,6 +83,24 @@ describe("gateway serve --demo", () => {
     }
     // Every request settled with the mock's usage (token_multiplier 1, unit ratios): nothing left reserved.
     expect(seen).toMatchObject({ used, reserved: 0 });
+
+    // The Anthropic and Gemini SDKs, unmodified: each route natively and translated to the openai demo model.
+    const anthropic = new Anthropic({ apiKey: first.key, baseURL: first.url, maxRetries: 0 });
+    for (const model of ["demo-claude", "demo-small"]) {
+      const message = await anthropic.messages.create({ model, max_tokens: 100, messages });
+      expect(message.model).toBe(model);
+      expect(message.content[0]).toMatchObject({ type: "text", text: expect.stringMatching(/^Mock reply/) });
+      const streamedMessage = await anthropic.messages.stream({ model, max_tokens: 100, messages }).finalMessage();
+      expect(streamedMessage.content).toEqual(message.content);
+    }
+    const gemini = new GoogleGenAI({ apiKey: first.key, httpOptions: { baseUrl: `${first.url}/compatible`, apiVersion: "v1beta" } });
+    for (const model of ["demo-gemini", "demo-small"]) {
+      const answer = await gemini.models.generateContent({ model, contents: "Say hello" });
+      expect(answer.text).toMatch(/^Mock reply/);
+      let text = "";
+      for await (const chunk of await gemini.models.generateContentStream({ model, contents: "Say hello" })) text += chunk.text ?? "";
+      expect(text).toBe(answer.text);
+    }
 
     const unauth = await fetch(`${first.url}/v1/models`);
     expect(unauth.status).toBe(401);

@@ -138,6 +138,10 @@ const admins = (status: number) => ({ "admin session without csrf": status, "adm
 const routes: RouteCase[] = [
   { method: "GET", path: "/v1/models", allowed: keys },
   { method: "GET", path: "/native/v1/models", allowed: keys },
+  // The Anthropic and Gemini routes outside /v1: a key gets as far as the body check (an empty body is a 400).
+  ...["/messages", "/v1/messages", "/compatible/v1beta/models/m1:generateContent", "/compatible/v1beta/models/m1:streamGenerateContent?alt=sse"].map(
+    (path): RouteCase => ({ method: "POST", path, body: () => ({}), allowed: { "inference key": 400, "reseller key": 400 } }),
+  ),
   { method: "GET", path: "/api/v1/user/me", allowed: { ...admins(200), "user session": 200 } },
   { method: "GET", path: "/api/v1/admin/users", allowed: { ...admins(200), "user session": 403 } },
   {

@@ -61,6 +61,15 @@ describe("chatQuota", () => {
     expect(chatQuota({ promptTokens: 0, completionTokens: 0, cachedTokens: 0 }, plain)).toBe(0n);
   });
 
+  it("charges a request on the client's own upstream key its share, exactly; 0 makes it free", () => {
+    const usage = { promptTokens: 30, completionTokens: 0, cachedTokens: 0 };
+    // 30 × 0.1 × 3 × 0.1 = 0.9 exactly → 1 (the floats 0.1 × 3 × 0.1 would be 0.030000000000000006)
+    expect(chatQuota(usage, { ...plain, tokenMultiplier: 0.1, groupMultiplier: 3, byokRatio: 0.1 })).toBe(1n);
+    expect(chatQuota({ ...usage, promptTokens: 1000 }, { ...plain, byokRatio: 0.25 })).toBe(250n);
+    expect(chatQuota(usage, { ...plain, byokRatio: 0 })).toBe(0n);
+    expect(chatQuota(usage, plain)).toBe(30n);
+  });
+
   it("rejects fractional or negative token counts", () => {
     expect(() => chatQuota({ promptTokens: 1.5, completionTokens: 0, cachedTokens: 0 }, plain)).toThrow(RangeError);
     expect(() => chatQuota({ promptTokens: -1, completionTokens: 0, cachedTokens: 0 }, plain)).toThrow(RangeError);

@@ -144,9 +144,10 @@ describe("convertMessagesToChat", () => {
     expect(chat).not.toHaveProperty("tool_choice");
   });
 
-  it("asks for usage in streams", () => {
+  it("streams, leaving usage to the adapter (which knows whether the provider takes stream_options)", () => {
     const chat = convert({ messages: [{ role: "user", content: "x" }], stream: true });
-    expect(chat).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+    expect(chat).toMatchObject({ stream: true });
+    expect(chat).not.toHaveProperty("stream_options");
     expect(convert({ messages: [{ role: "user", content: "x" }], stream: false })).not.toHaveProperty("stream");
   });
 

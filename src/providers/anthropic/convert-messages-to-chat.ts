@@ -120,9 +120,7 @@ export function convertMessagesToChat(request: AnthropicMessagesRequest): ChatRe
     if (request.tool_choice) body.tool_choice = chatToolChoice(request.tool_choice);
     if (request.tool_choice?.type !== "none" && request.tool_choice?.disable_parallel_tool_use === true) body.parallel_tool_calls = false;
   }
-  if (request.stream === true) {
-    body.stream = true;
-    body.stream_options = { include_usage: true };
-  }
+  // Usage in the stream is the OpenAI adapter's to ask for: it knows whether the provider takes stream_options.
+  if (request.stream === true) body.stream = true;
   return body;
 }

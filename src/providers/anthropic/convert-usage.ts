@@ -35,3 +35,6 @@ export const readAnthropicStreamUsage: StreamUsageReader = (data, prior) => {
   if (input !== null) return fromParts(input, u, output);
   return prior && { ...prior, completionTokens: output };
 };
+
+/** The event with a Messages stream's final counts: message_start's output count is only provisional. */
+export const isFinalAnthropicUsageEvent = (data: Record<string, unknown>): boolean => data.type === "message_delta";

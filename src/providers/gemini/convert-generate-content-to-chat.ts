@@ -141,9 +141,7 @@ export function convertGenerateContentToChat(request: GeminiGenerateContentReque
     const choice = chatToolChoice(request.toolConfig);
     if (choice) body.tool_choice = choice;
   }
-  if (options.stream) {
-    body.stream = true;
-    body.stream_options = { include_usage: true };
-  }
+  // Usage in the stream is the OpenAI adapter's to ask for: it knows whether the provider takes stream_options.
+  if (options.stream) body.stream = true;
   return body;
 }

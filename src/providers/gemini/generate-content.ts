@@ -22,13 +22,16 @@ export function geminiModelPath(model: string): string {
   return name.split("/").map(encodeURIComponent).join("/");
 }
 
+/** The chunk a Gemini stream ends with: one with a finish reason, or a blocked prompt. Its usageMetadata is final. */
+export const isFinalGeminiChunk = (data: Record<string, unknown>): boolean =>
+  asArray(data.candidates).some((c) => asObject(c)?.finishReason !== undefined) || asObject(data.promptFeedback)?.blockReason !== undefined;
+
 /**
- * Gemini streams have no last event: the body ends after a chunk with a finish reason (or a blocked prompt).
- * An `{error}` chunk is raised by its HTTP code.
+ * Gemini streams have no last event: the body ends after the final chunk. An `{error}` chunk is raised by its
+ * HTTP code.
  */
 export const geminiSseRules: SseRules = {
-  isComplete: (data) =>
-    asArray(data.candidates).some((c) => asObject(c)?.finishReason !== undefined) || asObject(data.promptFeedback)?.blockReason !== undefined,
+  isComplete: isFinalGeminiChunk,
   toError: (data) => {
     const error = asObject(data.error);
     if (!error) return null;

@@ -1,0 +1,112 @@
+import { Hono } from "hono";
+import { countPromptTokens, estimatePromptTokens } from "../metering/estimate.js";
+import { createChatToMessagesStream } from "../providers/anthropic/chat-to-messages-stream.js";
+import { convertChatToMessage } from "../providers/anthropic/convert-chat-to-message.js";
+import { isFinalAnthropicUsageEvent, readAnthropicStreamUsage } from "../providers/anthropic/convert-usage.js";
+import { convertMessagesToChat } from "../providers/anthropic/convert-messages-to-chat.js";
+import { collectMessageStreamText, collectMessageText } from "../providers/anthropic/message-text.js";
+import { anthropicMessagesRequestSchema, type AnthropicMessagesRequest } from "../providers/anthropic/messages-request-schema.js";
+import { asObject } from "../providers/json-guards.js";
+import type { ChatRequestBody } from "../providers/openai/chat-types.js";
+import { UpstreamError } from "../providers/types.js";
+import { validate } from "../server/body.js";
+import type { AppEnv } from "../server/context.js";
+import { answeredIn, deliverJson, deliverStream, deliverTranslatedJson, localUsage, withPublicModel } from "./deliver.js";
+import { meteredHandler, type InferenceDeps, type RouteSpec } from "./metered-route.js";
+import { nativeRelay, translatedChatRelay, type DataEvent } from "./relay-protocols.js";
+import { relayStream, type RelayProtocol } from "./stream-relay.js";
+
+// POST /messages and /v1/messages (the Anthropic SDK appends /v1/messages to its base URL): the Anthropic
+// Messages shape, JSON and SSE. A target speaking `anthropic` gets the request as the client wrote it (model
+// rewritten); a target speaking `openai` gets it translated to chat, and its answer is translated back
+// (src/providers/anthropic, docs/translation.md). The choice is per target, so fallback may cross protocols.
+// Billed with the chat rule on the normalised usage (docs/billing.md).
+
+/** The request, and its chat translation: for chat targets, and for the estimates of every target. */
+export interface MessagesBody {
+  request: AnthropicMessagesRequest;
+  chat: ChatRequestBody;
+}
+
+const frame = (name: string, data: string) => `event: ${name}\ndata: ${data}\n\n`;
+
+/** Anthropic's in-band `error` event, as its SDK raises it: a stream the upstream dropped after it began. */
+function errorFrame(requestId: string): string {
+  const error = { type: "api_error", message: "The upstream stream ended unexpectedly." };
+  return frame("error", JSON.stringify({ type: "error", error, request_id: requestId }));
+}
+
+/** A native stream: events as the provider sent them, the public model ID put into message_start's message. */
+function relayNative(publicModel: string, countPrompt: () => Promise<number>): RelayProtocol {
+  return nativeRelay({
+    readUsage: readAnthropicStreamUsage,
+    isFinal: isFinalAnthropicUsageEvent,
+    collectText: collectMessageStreamText,
+    countPrompt,
+    errorFrame,
+    write(event: DataEvent) {
+      const type = typeof event.data.type === "string" ? event.data.type : "message";
+      const message = type === "message_start" ? asObject(event.data.message) : undefined;
+      if (!message) return frame(event.event ?? type, event.raw);
+      message.model = publicModel;
+      return frame(event.event ?? type, JSON.stringify(event.data));
+    },
+  });
+}
+
+const messages: RouteSpec<MessagesBody> = {
+  route: "/messages",
+  clientProtocol: "anthropic",
+  kind: "chat",
+  protocols: ["anthropic", "openai"],
+  parse(raw) {
+    const request = validate(anthropicMessagesRequestSchema, raw);
+    return { request, chat: convertMessagesToChat(request) };
+  },
+  describe({ request, chat }) {
+    // The chat form counts images at a flat figure instead of their base64 text; blocks without a chat form
+    // (documents, thinking) are left out of the estimate, and billed from the upstream's usage.
+    const extra = [chat.tools];
+    return {
+      modelId: request.model,
+      streamed: request.stream === true,
+      estimate: { promptTokens: estimatePromptTokens(chat.messages, extra), completionTokens: request.max_tokens },
+      countPrompt: () => countPromptTokens(chat.messages, extra),
+    };
+  },
+  call(adapter, target, { request, chat }, options) {
+    if (target.provider.protocol === "anthropic") {
+      if (!adapter.messages) throw new UpstreamError("connect", null);
+      return adapter.messages({ ...request, model: target.upstreamModel }, options);
+    }
+    if (!adapter.chatCompletions) throw new UpstreamError("connect", null);
+    return adapter.chatCompletions({ ...chat, model: target.upstreamModel }, options);
+  },
+  json(answer, delivery) {
+    const { body, request } = delivery;
+    const publicModel = body.request.model;
+    if (answeredIn(delivery) !== "anthropic") return deliverTranslatedJson(delivery, answer, (usage) => convertChatToMessage(answer.body, { publicModel, usage }));
+    return deliverJson(delivery, withPublicModel(answer, publicModel), answer.usage, () => {
+      const generated: string[] = [];
+      collectMessageText(answer.body.content, generated);
+      return localUsage(request.countPrompt, generated.join(""));
+    });
+  },
+  stream(opened, delivery) {
+    const { c, body, request, meter, upstream } = delivery;
+    const publicModel = body.request.model;
+    const protocol =
+      answeredIn(delivery) === "anthropic"
+        ? relayNative(publicModel, request.countPrompt)
+        : translatedChatRelay(createChatToMessagesStream({ publicModel, promptTokens: request.estimate.promptTokens }), {
+            countPrompt: request.countPrompt,
+            errorFrame,
+          });
+    return deliverStream(delivery, relayStream({ meter, requestId: c.get("requestId"), first: opened.first, batches: opened.batches, upstream }, protocol));
+  },
+};
+
+/** POST /messages, mounted at the root and under /v1, through the metering path. */
+export function messagesRoutes(deps: InferenceDeps) {
+  return new Hono<AppEnv>().post("/messages", meteredHandler(deps, messages));
+}
