@@ -96,13 +96,13 @@ export function paramPath(path: readonly PropertyKey[]): string | null {
   }, "");
 }
 
-/** Validates a parsed body; the first issue becomes a 400 naming the failing field in `param`. */
-export function validate<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
+/** Validates a parsed body; the first issue becomes a 400 (or `invalid`'s status) naming the failing field in `param`. */
+export function validate<S extends z.ZodType>(schema: S, value: unknown, invalid = errors.badRequest): z.infer<S> {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
   const param = paramPath(issue.path);
-  throw errors.badRequest(param ? `Invalid ${param}: ${issue.message}` : issue.message, param, "invalid_value");
+  throw invalid(param ? `Invalid ${param}: ${issue.message}` : issue.message, param, "invalid_value");
 }
 
 export async function readValidJson<S extends z.ZodType>(c: Context<AppEnv>, schema: S, limit: number): Promise<z.infer<S>> {
