@@ -24,12 +24,8 @@ export const meteringErrors = {
       code: "model_not_allowed",
       param: "model",
     }),
-  contextLimit: (tokens: number, limit: number) =>
-    errors.badRequest(
-      `The prompt is about ${tokens} tokens, over this plan's context limit of ${limit} tokens.`,
-      "messages",
-      "context_length_exceeded",
-    ),
+  contextLimit: (tokens: number, limit: number, param: string | null) =>
+    errors.badRequest(`The prompt is about ${tokens} tokens, over this plan's context limit of ${limit} tokens.`, param, "context_length_exceeded"),
   quotaExceeded: (used: bigint, allowance: bigint, resetsAt: Date) =>
     new GatewayError({
       status: 429,

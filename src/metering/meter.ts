@@ -1,6 +1,5 @@
 import type { Logger } from "pino";
 import type { ErrorClass, RequestLogRow, RequestLogWriter, UsageSource } from "../analytics/types.js";
-import { chatQuota, type ChatRates } from "../billing/chat-quota.js";
 import type { CatalogModel } from "../catalog/catalog.js";
 import type { Config } from "../config/schema.js";
 import { GatewayError, errors } from "../errors.js";
@@ -9,6 +8,7 @@ import { UpstreamError } from "../providers/types.js";
 import type { Hold, QuotaLedger } from "../quota/types.js";
 import type { ApiKeyPrincipal } from "../server/context.js";
 import { errorClassOf, meteringErrors, upstreamToClient } from "./errors.js";
+import type { Pricing } from "./pricing.js";
 
 // THE metering path (DESIGN.md §3): admit → reserve → call with fallback → deliver → settle once → log.
 // Every billed route drives a Meter; none touches the ledger or the request log itself.
@@ -27,6 +27,8 @@ export interface MeterStart {
   clientProtocol: string;
   key: ApiKeyPrincipal;
   model: CatalogModel;
+  /** The model ID the client sent: the model's own, or a reseller alias of it. */
+  modelId: string;
   /** performance.now() when the request arrived. */
   startedAt: number;
   streamed: boolean;
@@ -34,13 +36,19 @@ export interface MeterStart {
   estimate: { promptTokens: number; completionTokens: number };
   /** The tokenizer's prompt count: consulted only when the estimate is over the plan's context limit. */
   exactPromptTokens: () => Promise<number>;
+  /** The field a context-limit refusal names (chat's `messages` unless the route says otherwise). */
+  promptParam?: string | null;
+  /** Prices the hold and the settlement. */
+  pricing: Pricing;
+  /** The route's wording of an upstream failure it reports (the evaluation service says 422 where others say 400). */
+  clientError?: (err: GatewayError) => GatewayError;
 }
 
 export interface Metering {
   /** Admission and the hold: 400 over the context limit, 403 without a plan, 429 without quota. */
   begin(start: MeterStart): Promise<Meter>;
   /** Logs a request refused before metering began (unknown model, bad body) for the user's request list. */
-  logRejected(start: Omit<MeterStart, "estimate" | "exactPromptTokens" | "model"> & { modelId: string }, err: unknown): void;
+  logRejected(start: Omit<MeterStart, "estimate" | "exactPromptTokens" | "promptParam" | "model" | "pricing">, err: unknown): void;
   /** Waits for settlements still running (shutdown calls this before closing the pool). */
   drain(): Promise<void>;
 }
@@ -74,8 +82,13 @@ export class Meter {
     private readonly inflight: Inflight,
     readonly start: MeterStart,
     private readonly hold: Hold,
-    private readonly rates: ChatRates,
   ) {}
+
+  /** An upstream failure as the client is told it. */
+  private toClient(err: UpstreamError): GatewayError {
+    const client = upstreamToClient(err);
+    return this.start.clientError?.(client) ?? client;
+  }
 
   /**
    * Tries the model's targets in order: the next one after a connection error, a timeout before the first
@@ -98,12 +111,16 @@ export class Meter {
         }
         last = err;
         this.fallbackPath.push(target.providerId);
+        if (err.failure === "protocol") {
+          // Why an answer was unusable names a rule, never upstream content.
+          this.deps.logger.warn({ req_id: this.start.requestId, provider: target.providerId, reason: err.message }, "UPSTREAM_INVALID_ANSWER");
+        }
         if (!err.retryable) break;
       }
     }
     last ??= new UpstreamError("connect", null);
     await this.fail(last);
-    throw last.failure === "aborted" ? last : upstreamToClient(last);
+    throw last.failure === "aborted" ? last : this.toClient(last);
   }
 
   get upstream(): Target | undefined {
@@ -141,7 +158,7 @@ export class Meter {
   }
 
   private async post(usage: UsageReport, source: UsageSource, status: number, errorClass: ErrorClass | null): Promise<bigint> {
-    const charged = chatQuota(usage, this.rates);
+    const charged = this.start.pricing.charge(usage);
     try {
       await this.deps.ledger.settle(this.hold.id, charged);
     } catch (err) {
@@ -166,7 +183,7 @@ export class Meter {
       // An unreleased hold is expired by the expire_holds task; nothing is charged for it.
       this.deps.logger.warn({ err: releaseErr, hold_id: this.hold.id }, "releasing a hold failed");
     }
-    const clientStatus = status ?? (errorClass === "client_cancelled" ? 499 : err instanceof UpstreamError ? upstreamToClient(err).status : err instanceof GatewayError ? err.status : 500);
+    const clientStatus = status ?? (errorClass === "client_cancelled" ? 499 : err instanceof UpstreamError ? this.toClient(err).status : err instanceof GatewayError ? err.status : 500);
     this.log({ status: clientStatus, errorClass, usage: null, charged: 0n, source: "none" });
   }
 
@@ -180,7 +197,7 @@ export class Meter {
       keyId: start.key.keyId,
       route: start.route,
       clientProtocol: start.clientProtocol,
-      publicModel: start.model.id,
+      publicModel: start.modelId,
       upstreamModel: this.target?.upstreamModel ?? null,
       provider: answered ?? null,
       fallbackPath: this.fallbackPath,
@@ -232,7 +249,7 @@ export function createMetering(deps: MeteringDeps): Metering {
 
   async function begin(start: MeterStart): Promise<Meter> {
     const reject = (err: GatewayError): never => {
-      deps.requestLog.write(rejectedRow({ ...start, modelId: start.model.id }, err));
+      deps.requestLog.write(rejectedRow(start, err));
       throw err;
     };
     const plan = config.plans[start.key.plan];
@@ -242,16 +259,9 @@ export function createMetering(deps: MeteringDeps): Metering {
       // Far over the limit the estimate decides alone: tokenizing megabytes would stall the event loop for
       // every request of a client that sends them.
       const tokens = start.estimate.promptTokens > CERTAINLY_OVER * limit ? start.estimate.promptTokens : await start.exactPromptTokens();
-      if (tokens > limit) reject(meteringErrors.contextLimit(tokens, limit));
+      if (tokens > limit) reject(meteringErrors.contextLimit(tokens, limit, start.promptParam === undefined ? "messages" : start.promptParam));
     }
-    const model = start.model.config;
-    const rates: ChatRates = {
-      completionRatio: model.completion_ratio,
-      cachedRatio: model.cached_ratio,
-      tokenMultiplier: model.token_multiplier,
-      groupMultiplier: (config.pricing_groups[start.key.pricingGroup] ?? config.pricing_groups.default!).multiplier,
-    };
-    const amount = chatQuota({ ...start.estimate, cachedTokens: 0 }, rates);
+    const amount = start.pricing.charge({ ...start.estimate, cachedTokens: 0 });
     const reserved = await ledger.reserve({
       userId: start.key.userId,
       amount,
@@ -260,7 +270,7 @@ export function createMetering(deps: MeteringDeps): Metering {
       instanceId: deps.instanceId,
     });
     if (!reserved.ok) reject(meteringErrors.quotaExceeded(reserved.used + reserved.reserved, reserved.allowance, reserved.resetsAt));
-    return new Meter(deps, inflight, start, (reserved as { hold: Hold }).hold, rates);
+    return new Meter(deps, inflight, start, (reserved as { hold: Hold }).hold);
   }
 
   return {

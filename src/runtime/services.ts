@@ -10,6 +10,7 @@ import { createMetering } from "../metering/meter.js";
 import { createProviders } from "../providers/registry.js";
 import { createQuotaLedger } from "../quota/ledger.js";
 import { registerInstance } from "../quota/instances.js";
+import { createBodyBudget } from "../server/body-budget.js";
 
 /** Everything the HTTP app needs, plus what only the process lifecycle touches. */
 export interface Services extends AppDeps {
@@ -61,6 +62,7 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
     providers,
     requestLog,
     metering,
+    bodyBudget: createBodyBudget(config.systemone.admission_budget_bytes),
     async close() {
       await metering.drain();
       await ledger.close();

@@ -10,11 +10,13 @@ import { userRequestRoutes } from "../analytics/routes.js";
 import { chatRoutes } from "../inference/chat-route.js";
 import { embeddingsRoutes } from "../inference/embeddings-route.js";
 import { responsesRoutes } from "../inference/responses-route.js";
+import { systemoneRoutes } from "../inference/systemone-route.js";
 import { modelListRoutes, nativeModelListRoutes } from "../inference/models-route.js";
 import type { Metering } from "../metering/meter.js";
 import type { Providers } from "../providers/registry.js";
 import { userQuotaRoutes } from "../account/quota-route.js";
 import type { QuotaLedger } from "../quota/types.js";
+import type { BodyBudget } from "./body-budget.js";
 import type { AppEnv } from "./context.js";
 import { handleError } from "./error-envelope.js";
 import { healthRoutes } from "./health.js";
@@ -30,6 +32,8 @@ export interface AppDeps {
   ledger: QuotaLedger;
   providers: Providers;
   metering: Metering;
+  /** The process-wide budget of evaluation request bodies (`systemone.admission_budget_bytes`). */
+  bodyBudget: BodyBudget;
 }
 
 /**
@@ -59,6 +63,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route("/v1", embeddingsRoutes(inference));
   app.route("/v1", responsesRoutes(inference));
   app.route("/native", nativeModelListRoutes(deps.catalog, config));
+  app.route("/", systemoneRoutes(inference, deps.bodyBudget));
   app.route("/api/v1/auth", authRoutes({ sessions: auth.sessions, config, bodyLimit }));
   app.route("/api/v1/user", userRoutes());
   app.route("/api/v1/user", userRequestRoutes({ pool: deps.pool }));

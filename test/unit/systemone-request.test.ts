@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { GatewayError } from "../../src/errors.js";
 import { toSystemOneCall, upstreamBody } from "../../src/inference/systemone-request.js";
+import { BAD_REQUESTS as bad } from "../helpers/systemone.js";
 
 // Every validation rule of the evaluation request (spec "the service request"), each bad case with its 422 and
 // the `param` that names the failing field; then what passes, and the text that goes upstream.
@@ -21,43 +22,6 @@ function refusal(body: unknown): GatewayError {
   }
   throw new Error(`accepted: ${JSON.stringify(body)}`);
 }
-
-const bad: [string, unknown, string | null][] = [
-  ["a body that is no object", [], null],
-  ["a body that is a string", "judge", null],
-  ["no model", { state: null, questions: { q1: noul } }, "model"],
-  ["a model that is no string", { ...base, model: 7 }, "model"],
-  ["an empty model", { ...base, model: "" }, "model"],
-  ["no state", { model: "judge", questions: { q1: noul } }, "state"],
-  ["a number state", { ...base, state: 3 }, "state"],
-  ["a boolean state", { ...base, state: true }, "state"],
-  ["no questions", { model: "judge", state: null }, "questions"],
-  ["empty questions", { ...base, questions: {} }, "questions"],
-  ["questions as an array", { ...base, questions: [noul] }, "questions"],
-  ["questions as a string", { ...base, questions: "q1" }, "questions"],
-  ["an empty question ID", { ...base, questions: { "": noul } }, "questions."],
-  ["a question that is no object", { ...base, questions: { q1: "noul" } }, "questions.q1"],
-  ["a question without type", { ...base, questions: { q1: {} } }, "questions.q1.type"],
-  ["an unknown type", { ...base, questions: { q1: { type: "rank" } } }, "questions.q1.type"],
-  ["a type of the wrong case", { ...base, questions: { q1: { type: "NOUL" } } }, "questions.q1.type"],
-  ["instructions that are a number", { ...base, questions: { q1: { ...noul, instructions: 4 } } }, "questions.q1.instructions"],
-  ["instructions that are a boolean", { ...base, questions: { q1: { ...noul, instructions: false } } }, "questions.q1.instructions"],
-  ["noul criteria as an array", { ...base, questions: { q1: { ...noul, criteria: ["yes"] } } }, "questions.q1.criteria"],
-  ["noul criteria as a string", { ...base, questions: { q1: { ...noul, criteria: "yes" } } }, "questions.q1.criteria"],
-  ["choice without criteria", { ...base, questions: { q1: { type: "choice" } } }, "questions.q1.criteria"],
-  ["choice criteria empty", { ...base, questions: { q1: { type: "choice", criteria: {} } } }, "questions.q1.criteria"],
-  ["choice criteria as an array", { ...base, questions: { q1: { type: "choice", criteria: ["a", "b"] } } }, "questions.q1.criteria"],
-  ["a choice description that is a number", { ...base, questions: { q1: { type: "choice", criteria: { a: "x", b: 2 } } } }, "questions.q1.criteria.b"],
-  ["an empty option name", { ...base, questions: { q1: { type: "choice", criteria: { "": "x" } } } }, "questions.q1.criteria."],
-  ["score without criteria", { ...base, questions: { q1: { type: "score" } } }, "questions.q1.criteria"],
-  ["score with one level", { ...base, questions: { q1: { type: "score", criteria: ["only"] } } }, "questions.q1.criteria"],
-  ["score criteria as an object", { ...base, questions: { q1: { type: "score", criteria: { 0: "a", 1: "b" } } } }, "questions.q1.criteria"],
-  ["a level that is a number", { ...base, questions: { q1: { type: "score", criteria: ["a", 1] } } }, "questions.q1.criteria[1]"],
-  ["stream: true", { ...base, stream: true }, "stream"],
-  ["stream that is no boolean", { ...base, stream: "false" }, "stream"],
-  ["a bad second question", { ...base, questions: { q1: noul, q2: { type: "choice", criteria: {} } } }, "questions.q2.criteria"],
-  ["a bad question named __proto__", JSON.parse('{"model":"judge","state":null,"questions":{"__proto__":{"type":"x"}}}'), "questions.__proto__.type"],
-];
 
 describe("evaluation request validation", () => {
   it.each(bad)("refuses %s with 422 naming the field", (_, body, param) => {

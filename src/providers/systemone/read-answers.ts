@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from "node:util";
 import { asObject } from "../json-guards.js";
+import { UpstreamError } from "../types.js";
 import type { Question } from "./request-schema.js";
 
 // The evaluator's answers, checked against the questions before anything reaches the client (spec "the
@@ -88,6 +89,14 @@ function readAnswer(question: Question, value: unknown): Answer {
         legend,
       };
     }
+  }
+}
+
+/** An unusable answer: a bad gateway like any invalid answer (the next target may be tried); its reason names the rule. */
+export class InvalidAnswerError extends UpstreamError {
+  constructor(status: number, reason: string) {
+    super("protocol", status);
+    this.message = `invalid evaluation answer: ${reason}`;
   }
 }
 
