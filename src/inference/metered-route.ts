@@ -4,7 +4,7 @@ import type { Config, ModelConfig } from "../config/schema.js";
 import { GatewayError } from "../errors.js";
 import { resolveModel } from "../metering/access.js";
 import type { Meter, Metering } from "../metering/meter.js";
-import { chatPricing, type PricingFor } from "../metering/pricing.js";
+import { chatPricing, type Pricing, type PricingFor } from "../metering/pricing.js";
 import type { Providers } from "../providers/registry.js";
 import type { CallOptions, JsonResult, ProviderAdapter, StreamEvent, StreamResult, Target } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
@@ -93,12 +93,14 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
     let body: B;
     let request: MeteredRequest | undefined;
     let model: CatalogModel;
+    let pricing: Pricing;
     try {
       const { value, text } = await readJsonBody(c, spec.body?.limit ?? deps.bodyLimit, reservation);
       body = spec.parse(value, text);
       request = spec.describe(body, config);
       base.streamed = request.streamed;
       model = resolveModel(catalog, config, key, request.modelId, spec.kind);
+      pricing = (spec.pricing ?? chatPricing)(model, key, config);
       await spec.admit?.(body, model);
     } catch (err) {
       // Refusals before metering still get their row, so the user can find the request by its id.
@@ -106,7 +108,6 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
       metering.logRejected({ ...base, modelId: request?.modelId ?? "" }, refused);
       throw refused;
     }
-    const pricing = (spec.pricing ?? chatPricing)(model, key, config);
     const meter = await metering.begin({
       ...base,
       model,

@@ -27,9 +27,12 @@ function unprocessable(err: GatewayError): GatewayError {
   return invalid ? new GatewayError({ status: 422, type: err.type, message: err.message, code: err.code, param: err.param, headers: err.headers }) : err;
 }
 
-/** The client's answer: its own model ID (an alias stays the alias), the checked answers, integer usage. */
-function answerText(model: string, answers: Record<string, Answer>, usage: UsageReport): string {
-  const usageText = `{"input_tokens":${usage.promptTokens},"output_tokens":${usage.completionTokens}}`;
+/**
+ * The client's answer: its own model ID (an alias stays the alias), the checked answers, integer usage, and for
+ * pay-as-you-go the price in USD as a JSON number written from the exact decimal (never through a float).
+ */
+function answerText(model: string, answers: Record<string, Answer>, usage: UsageReport, cost: string | null): string {
+  const usageText = `{"input_tokens":${usage.promptTokens},"output_tokens":${usage.completionTokens}${cost === null ? "" : `,"cost":${cost}`}}`;
   return `{"model":${JSON.stringify(model)},"answers":${JSON.stringify(answers)},"usage":${usageText}}`;
 }
 
@@ -69,7 +72,8 @@ function evaluationSpec(route: string, config: Config, budget: BodyBudget): Rout
       const answers = answer.body.answers as Record<string, Answer>;
       // Without upstream usage: the input as the tokenizer counts it, the output as the answers the client gets.
       const usage = answer.usage ?? { promptTokens: await body.tokens.count(), completionTokens: await countTextTokens(JSON.stringify(answers)), cachedTokens: 0 };
-      return deliverJson(delivery, answerText(body.request.model, answers, usage), answer.usage, async () => usage);
+      const text = answerText(body.request.model, answers, usage, delivery.meter.clientCost(usage));
+      return deliverJson(delivery, text, answer.usage, async () => usage);
     },
   };
 }

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { ErrorClass, RequestLogRow, RequestLogWriter, UsageSource } from "../analytics/types.js";
+import { formatUsd } from "../billing/usd.js";
 import type { CatalogModel } from "../catalog/catalog.js";
 import type { Config } from "../config/schema.js";
 import { GatewayError, errors } from "../errors.js";
@@ -169,6 +170,11 @@ export class Meter {
     return charged;
   }
 
+  /** The client's price in USD (exact decimal text) of a usage paid from a reseller balance; null when quota pays. */
+  clientCost(usage: UsageReport): string | null {
+    return this.start.pricing.account === "reseller_usd" ? formatUsd(this.start.pricing.charge(usage)) : null;
+  }
+
   /** Releases the hold of a request that delivered nothing (upstream error, client gone); once. */
   fail(err: unknown, status?: number, errorClass: ErrorClass = errorClassOf(err)): Promise<void> {
     if (this.resolved) return Promise.resolve();
@@ -190,7 +196,9 @@ export class Meter {
   private log(outcome: { status: number; errorClass: ErrorClass | null; usage: UsageReport | null; charged: bigint; source: UsageSource }) {
     const now = performance.now();
     const { start } = this;
+    const { usage } = outcome;
     const answered = this.target?.providerId;
+    const paysInUsd = start.pricing.account === "reseller_usd";
     this.deps.requestLog.write({
       requestId: start.requestId,
       userId: start.key.userId,
@@ -206,7 +214,9 @@ export class Meter {
       inputTokens: outcome.usage?.promptTokens ?? 0,
       outputTokens: outcome.usage?.completionTokens ?? 0,
       cachedTokens: outcome.usage?.cachedTokens ?? 0,
-      quotaCharged: outcome.charged,
+      quotaCharged: paysInUsd ? 0n : outcome.charged,
+      costUsd: paysInUsd && usage ? formatUsd(outcome.charged) : null,
+      upstreamCostUsd: usage && this.target ? start.pricing.upstreamCost(usage, this.target) : null,
       usageSource: outcome.source,
       latencyMs: round(now - start.startedAt),
       ttfbMs: this.firstByteAt === undefined ? null : round(this.firstByteAt - start.startedAt),
@@ -239,6 +249,8 @@ export function createMetering(deps: MeteringDeps): Metering {
       outputTokens: 0,
       cachedTokens: 0,
       quotaCharged: 0n,
+      costUsd: null,
+      upstreamCostUsd: null,
       usageSource: "none",
       latencyMs: round(performance.now() - start.startedAt),
       ttfbMs: null,
@@ -262,14 +274,16 @@ export function createMetering(deps: MeteringDeps): Metering {
       if (tokens > limit) reject(meteringErrors.contextLimit(tokens, limit, start.promptParam === undefined ? "messages" : start.promptParam));
     }
     const amount = start.pricing.charge({ ...start.estimate, cachedTokens: 0 });
-    const reserved = await ledger.reserve({
-      userId: start.key.userId,
-      amount,
-      dailyAllowance: BigInt(plan!.daily_tokens),
-      requestId: start.requestId,
-      instanceId: deps.instanceId,
-    });
-    if (!reserved.ok) reject(meteringErrors.quotaExceeded(reserved.used + reserved.reserved, reserved.allowance, reserved.resetsAt));
+    const hold = { userId: start.key.userId, amount, requestId: start.requestId, instanceId: deps.instanceId };
+    const reseller = start.pricing.account === "reseller_usd";
+    const reserved = await ledger.reserve(reseller ? { ...hold, kind: "reseller_usd" } : { ...hold, dailyAllowance: BigInt(plan!.daily_tokens) });
+    if (!reserved.ok) {
+      reject(
+        reseller
+          ? meteringErrors.balanceExhausted(reserved.allowance - reserved.used - reserved.reserved, amount)
+          : meteringErrors.quotaExceeded(reserved.used + reserved.reserved, reserved.allowance, reserved.resetsAt),
+      );
+    }
     return new Meter(deps, inflight, start, (reserved as { hold: Hold }).hold);
   }
 

@@ -1,24 +1,34 @@
 import { chatQuota } from "../billing/chat-quota.js";
-import { systemOneQuota } from "../billing/systemone.js";
-import type { CatalogModel } from "../catalog/catalog.js";
+import { rateCardFor, systemOneQuota, systemOneResellerPrice, systemOneUpstreamCost } from "../billing/systemone.js";
+import type { Catalog, CatalogModel } from "../catalog/catalog.js";
 import type { Config } from "../config/schema.js";
-import type { UsageReport } from "../providers/types.js";
+import { GatewayError } from "../errors.js";
+import type { Target, UsageReport } from "../providers/types.js";
+import type { AccountKind } from "../quota/types.js";
 import type { ApiKeyPrincipal } from "../server/context.js";
 
-// How a request is priced is the route's choice (each model kind has its formula in src/billing); the
+// How a request is priced is the route's choice (each model kind has its formula in src/billing), and so is
+// which balance pays: the day's allowance in quota units, or a reseller's USD balance in nano-dollars. The
 // metering path prices the admission estimate and the real usage with the same one.
 
 export interface Pricing {
-  /** The charge of a usage, in quota units: the hold prices the admission estimate, settlement the real usage. */
+  account: AccountKind;
+  /** The charge of a usage in the account's unit: the hold prices the admission estimate, settlement the real usage. */
   charge(usage: UsageReport): bigint;
+  /** The estimated upstream cost in USD (exact decimal text) of a usage on the target that answered; null when unknown. */
+  upstreamCost(usage: UsageReport, target: Target): string | null;
 }
 
+/** Throws a GatewayError when the key may not be billed for the model at all. */
 export type PricingFor = (model: CatalogModel, key: ApiKeyPrincipal, config: Config) => Pricing;
 
 /** The key's pricing-group (global) multiplier. */
 const groupMultiplier = (key: ApiKeyPrincipal, config: Config) => (config.pricing_groups[key.pricingGroup] ?? config.pricing_groups.default!).multiplier;
 
-/** Chat, responses and embeddings: prompt, cached and completion tokens (docs/billing.md). */
+/** No rate card prices these routes' upstreams yet. */
+const unknownCost = () => null;
+
+/** Chat, responses and embeddings: prompt, cached and completion tokens on the day's allowance (docs/billing.md). */
 export const chatPricing: PricingFor = (model, key, config) => {
   const rates = {
     completionRatio: model.config.completion_ratio,
@@ -26,16 +36,41 @@ export const chatPricing: PricingFor = (model, key, config) => {
     tokenMultiplier: model.config.token_multiplier,
     groupMultiplier: groupMultiplier(key, config),
   };
-  return { charge: (usage) => chatQuota(usage, rates) };
+  return { account: "daily_allowance", charge: (usage) => chatQuota(usage, rates), upstreamCost: unknownCost };
 };
 
-/** The evaluation service: input tokens only, with the long-context multiplier (docs/billing.md). */
+/**
+ * The evaluation service (docs/billing.md): input tokens with the long-context multiplier, on the day's
+ * allowance, or for reseller keys at the model's price profile on their USD balance (403 when it has none).
+ */
 export const systemOnePricing: PricingFor = (model, key, config) => {
-  const { long_context: longContext } = model.config;
-  const rates = {
-    tokenMultiplier: model.config.token_multiplier,
-    groupMultiplier: groupMultiplier(key, config),
-    longContext: longContext && { thresholdTokens: longContext.threshold_tokens, multiplier: longContext.multiplier },
+  const { long_context: longContext, reseller_price: resellerPrice } = model.config;
+  const context = longContext && { thresholdTokens: longContext.threshold_tokens, multiplier: longContext.multiplier };
+  const upstreamCost = (usage: UsageReport, target: Target) => {
+    const card = rateCardFor(target.upstreamModel, config.systemone.rate_cards);
+    return card && systemOneUpstreamCost(usage.promptTokens, usage.completionTokens, card);
   };
-  return { charge: (usage) => systemOneQuota(usage.promptTokens, rates) };
+  if (key.kind === "reseller") {
+    if (!resellerPrice) {
+      throw new GatewayError({
+        status: 403,
+        type: "permission_error",
+        message: `The model '${model.id}' has no pay-as-you-go price, so reseller keys cannot use it.`,
+        code: "model_not_priced",
+        param: "model",
+      });
+    }
+    const price = resellerPrice.input_usd_per_million;
+    return { account: "reseller_usd", charge: (usage) => systemOneResellerPrice(usage.promptTokens, price, context), upstreamCost };
+  }
+  const rates = { tokenMultiplier: model.config.token_multiplier, groupMultiplier: groupMultiplier(key, config), longContext: context };
+  return { account: "daily_allowance", charge: (usage) => systemOneQuota(usage.promptTokens, rates), upstreamCost };
 };
+
+/** Evaluation models whose upstream (on some target) no rate card prices: their upstream cost is logged as unknown. */
+export function unpricedEvaluators(catalog: Catalog, config: Config): { model: string; upstream: string }[] {
+  return catalog
+    .all()
+    .filter((m) => m.config.kind === "systemone")
+    .flatMap((m) => m.targets.filter((t) => !rateCardFor(t.upstreamModel, config.systemone.rate_cards)).map((t) => ({ model: m.id, upstream: t.upstreamModel })));
+}

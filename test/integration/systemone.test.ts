@@ -7,7 +7,7 @@ import { readAnswers } from "../../src/providers/systemone/read-answers.js";
 import type { SystemOneRequest } from "../../src/providers/systemone/request-schema.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
-import { settled } from "../helpers/metering-checks.js";
+import { quiesce, rowsOf, settled } from "../helpers/metering-checks.js";
 import { QUESTIONS, evaluate, evaluation, evaluator, judge } from "../helpers/systemone.js";
 
 // The evaluation service end to end: both routes through fetch and through the official OpenAI SDK's raw
@@ -37,6 +37,7 @@ beforeAll(async () => {
           token_multiplier: RATES.tokenMultiplier,
           long_context: { threshold_tokens: RATES.longContext.thresholdTokens, multiplier: RATES.longContext.multiplier },
           reseller_aliases: ["acme-judge"],
+          reseller_price: { input_usd_per_million: 0.1 },
           description: "The evaluator, version 1.13",
           release_date: "2025-06-01",
         }),
@@ -150,11 +151,13 @@ describe("POST /v1/systemone", () => {
 describe("aliases", () => {
   it("answers a reseller alias with the alias; an inference key does not know it", async () => {
     const reseller = await freshUser("reseller");
+    await gw.services.resellers.credit(reseller.id, "1");
     const res = await evaluate(gw.url, reseller.key, evaluation("acme-judge"));
     expect(res.status).toBe(200);
     expect(res.json.model).toBe("acme-judge");
-    const s = await settled([gw], reseller.id);
-    expect(s.log).toMatchObject({ public_model: "acme-judge", upstream_model: "1.13.0" });
+    await quiesce(gw);
+    const [log] = await rowsOf(gw.db.pool, "select * from request_logs where request_id = $1", [res.headers.get("x-request-id")]);
+    expect(log).toMatchObject({ public_model: "acme-judge", upstream_model: "1.13.0" });
 
     const inference = await freshUser();
     const refused = await evaluate(gw.url, inference.key, evaluation("acme-judge"));
