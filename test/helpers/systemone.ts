@@ -1,8 +1,36 @@
+import { afterAll, beforeAll } from "vitest";
 import type { ConfigInput } from "../../src/config/schema.js";
-import type { FaultProxy } from "./fault-proxy.js";
+import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
+import { startFaultProxy, type FaultProxy } from "./fault-proxy.js";
+import { startTestGateway, type TestGateway } from "./gateway-app.js";
 
-// What the evaluation-service tests share: a question set covering every type, the gateway's raw HTTP call,
-// and systemone providers behind the fault proxy.
+// What the evaluation-service tests share: a gateway in front of the mock evaluator (through the fault proxy),
+// a question set covering every type, the gateway's raw HTTP call, and every invalid request.
+
+export interface EvaluationFixture {
+  mock: MockUpstream;
+  proxy: FaultProxy;
+  gw: TestGateway;
+}
+
+/**
+ * Registers the hooks of an evaluation test: the mock upstream, the fault proxy in front of it, and a gateway
+ * whose config `configure` builds with them. Read the fields in beforeAll or in the tests.
+ */
+export function useEvaluationGateway(configure: (proxy: FaultProxy, mock: MockUpstream) => Partial<ConfigInput>): EvaluationFixture {
+  const fixture = {} as EvaluationFixture;
+  beforeAll(async () => {
+    fixture.mock = await startMockUpstream();
+    fixture.proxy = await startFaultProxy(fixture.mock.url);
+    fixture.gw = await startTestGateway({ config: configure(fixture.proxy, fixture.mock) });
+  });
+  afterAll(async () => {
+    await fixture.gw?.close();
+    await fixture.proxy?.close();
+    await fixture.mock?.close();
+  });
+  return fixture;
+}
 
 export const QUESTIONS = {
   polite: { type: "noul", instructions: "Is the reply polite?", criteria: { true: "polite", false: "rude" } },

@@ -1,67 +1,54 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
-import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
-import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { FaultProxy } from "../helpers/fault-proxy.js";
+import type { TestGateway } from "../helpers/gateway-app.js";
 import { rowsOf, settled } from "../helpers/metering-checks.js";
 import { validateOpenAI } from "../helpers/openapi.js";
-import { BAD_REQUESTS, evaluate, evaluation, evaluator, judge } from "../helpers/systemone.js";
+import { BAD_REQUESTS, evaluate, evaluation, evaluator, judge, useEvaluationGateway } from "../helpers/systemone.js";
 
 // Refusals and failures of the evaluation service: every invalid request is 422 with its param and reaches no
 // provider; the spec's status table (401, 403, 422, 429, 529, other 5xx); fallback on 5xx and invalid answers,
 // never on 422; retry hints passed through; and every failure leaves the ledger with the hold voided,
 // checked in the database.
 
-let mock: MockUpstream;
 let proxy: FaultProxy;
 let gw: TestGateway;
 let users = 0;
 
-beforeAll(async () => {
-  mock = await startMockUpstream();
-  proxy = await startFaultProxy(mock.url);
-  gw = await startTestGateway({
-    config: {
-      providers: {
-        main: evaluator(proxy),
-        broken: evaluator(proxy, { "x-mock-status": 503 }),
-        failing: evaluator(proxy, { "x-mock-status": 500 }),
-        overloaded: evaluator(proxy, { "x-mock-status": 529, "x-mock-retry-after": 2, "x-mock-retry-after-ms": 1500 }),
-        limited: evaluator(proxy, { "x-mock-status": 429, "x-mock-retry-after": 7 }),
-        invalid: evaluator(proxy, { "x-mock-invalid-answer": "range" }),
-        rejecting: evaluator(proxy, { "x-mock-status": 422 }),
-        slow: evaluator(proxy, { "x-mock-delay-ms": 10_000 }),
-        chat: { protocol: "openai", base_url: mock.baseUrl },
-      },
-      models: {
-        judge: judge(["main"]),
-        "judge-fallback": judge(["broken", "main"]),
-        "judge-down": judge(["broken", "failing"]),
-        "judge-overloaded": judge(["overloaded"]),
-        "judge-limited": judge(["limited"]),
-        "judge-busy": judge(["overloaded", "limited"]),
-        "judge-invalid": judge(["invalid"]),
-        "judge-invalid-fallback": judge(["invalid", "main"]),
-        "judge-rejected": judge(["rejecting", "main"]),
-        "judge-slow": judge(["slow"]),
-        "judge-other": judge(["main"]),
-        chatty: { kind: "chat", upstream: "mock-gpt-small", targets: ["chat"] },
-      },
-      plans: {
-        basic: { daily_tokens: 1_000_000, context_limit: 100_000 },
-        tiny: { daily_tokens: 5, context_limit: 100_000 },
-        narrow: { daily_tokens: 1_000_000, context_limit: 100_000, models: ["judge"] },
-      },
-      default_plan: "basic",
-    },
-  });
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await proxy?.close();
-  await mock?.close();
-});
+const fixture = useEvaluationGateway((proxy, mock) => ({
+  providers: {
+    main: evaluator(proxy),
+    broken: evaluator(proxy, { "x-mock-status": 503 }),
+    failing: evaluator(proxy, { "x-mock-status": 500 }),
+    overloaded: evaluator(proxy, { "x-mock-status": 529, "x-mock-retry-after": 2, "x-mock-retry-after-ms": 1500 }),
+    limited: evaluator(proxy, { "x-mock-status": 429, "x-mock-retry-after": 7 }),
+    invalid: evaluator(proxy, { "x-mock-invalid-answer": "range" }),
+    rejecting: evaluator(proxy, { "x-mock-status": 422 }),
+    slow: evaluator(proxy, { "x-mock-delay-ms": 10_000 }),
+    chat: { protocol: "openai", base_url: mock.baseUrl },
+  },
+  models: {
+    judge: judge(["main"]),
+    "judge-fallback": judge(["broken", "main"]),
+    "judge-down": judge(["broken", "failing"]),
+    "judge-overloaded": judge(["overloaded"]),
+    "judge-limited": judge(["limited"]),
+    "judge-busy": judge(["overloaded", "limited"]),
+    "judge-invalid": judge(["invalid"]),
+    "judge-invalid-fallback": judge(["invalid", "main"]),
+    "judge-rejected": judge(["rejecting", "main"]),
+    "judge-slow": judge(["slow"]),
+    "judge-other": judge(["main"]),
+    chatty: { kind: "chat", upstream: "mock-gpt-small", targets: ["chat"] },
+  },
+  plans: {
+    basic: { daily_tokens: 1_000_000, context_limit: 100_000 },
+    tiny: { daily_tokens: 5, context_limit: 100_000 },
+    narrow: { daily_tokens: 1_000_000, context_limit: 100_000, models: ["judge"] },
+  },
+  default_plan: "basic",
+}));
+beforeAll(() => void ({ proxy, gw } = fixture));
 
 async function freshUser(plan = "basic", models?: string[]) {
   const user = await gw.services.auth.users.create({ email: `eval-err-${++users}@example.test`, password: "password-123", plan });

@@ -1,11 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { systemOneResellerPrice, systemOneUpstreamCost } from "../../src/billing/systemone.js";
 import { formatUsd } from "../../src/billing/usd.js";
-import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
-import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
-import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import type { FaultProxy } from "../helpers/fault-proxy.js";
+import type { TestGateway } from "../helpers/gateway-app.js";
 import { quiesce, rowsOf } from "../helpers/metering-checks.js";
-import { evaluate, evaluation, evaluator, judge } from "../helpers/systemone.js";
+import { evaluate, evaluation, evaluator, judge, useEvaluationGateway } from "../helpers/systemone.js";
 
 // Reseller pay-as-you-go on the evaluation service: the model's price profile, `usage.cost` in the answer,
 // the USD balance debited at settlement (exact nano-dollars in the database), refusals (no price profile, an
@@ -14,36 +13,24 @@ import { evaluate, evaluation, evaluator, judge } from "../helpers/systemone.js"
 
 const PRICE = 0.25; // USD per million input tokens
 const PASSWORD = "password-123";
-let mock: MockUpstream;
 let proxy: FaultProxy;
 let gw: TestGateway;
 let users = 0;
 
-beforeAll(async () => {
-  mock = await startMockUpstream();
-  proxy = await startFaultProxy(mock.url);
-  gw = await startTestGateway({
-    config: {
-      providers: { main: evaluator(proxy), broken: evaluator(proxy, { "x-mock-status": 503 }) },
-      models: {
-        judge: judge(["main"], { reseller_price: { input_usd_per_million: PRICE }, reseller_aliases: ["acme-judge"], token_multiplier: 3 }),
-        "judge-custom": judge(["main"], { upstream: "systemone-1.13.0", reseller_price: { input_usd_per_million: PRICE } }),
-        "judge-latest": judge(["main"], { upstream: "latest", reseller_price: { input_usd_per_million: PRICE } }),
-        "judge-unpriced": judge(["main"]),
-        "judge-down": judge(["broken"], { reseller_price: { input_usd_per_million: PRICE } }),
-      },
-      systemone: { rate_cards: { "systemone-1.13.0": { input_usd_per_million: 0.05, output_usd_per_million: 0.01 } } },
-      plans: { basic: { daily_tokens: 1_000_000, context_limit: 100_000 } },
-      default_plan: "basic",
-    },
-  });
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await proxy?.close();
-  await mock?.close();
-});
+const fixture = useEvaluationGateway((proxy) => ({
+  providers: { main: evaluator(proxy), broken: evaluator(proxy, { "x-mock-status": 503 }) },
+  models: {
+    judge: judge(["main"], { reseller_price: { input_usd_per_million: PRICE }, reseller_aliases: ["acme-judge"], token_multiplier: 3 }),
+    "judge-custom": judge(["main"], { upstream: "systemone-1.13.0", reseller_price: { input_usd_per_million: PRICE } }),
+    "judge-latest": judge(["main"], { upstream: "latest", reseller_price: { input_usd_per_million: PRICE } }),
+    "judge-unpriced": judge(["main"]),
+    "judge-down": judge(["broken"], { reseller_price: { input_usd_per_million: PRICE } }),
+  },
+  systemone: { rate_cards: { "systemone-1.13.0": { input_usd_per_million: 0.05, output_usd_per_million: 0.01 } } },
+  plans: { basic: { daily_tokens: 1_000_000, context_limit: 100_000 } },
+  default_plan: "basic",
+}));
+beforeAll(() => void ({ proxy, gw } = fixture));
 
 async function reseller(credit?: string) {
   const email = `reseller-${++users}@example.test`;

@@ -1,14 +1,13 @@
 import OpenAI from "openai";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { systemOneQuota } from "../../src/billing/systemone.js";
 import { EvaluationTokens } from "../../src/inference/systemone-tokens.js";
-import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
+import type { MockUpstream } from "../../src/mock-upstream/server.js";
 import { readAnswers } from "../../src/providers/systemone/read-answers.js";
 import type { SystemOneRequest } from "../../src/providers/systemone/request-schema.js";
-import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
-import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import type { TestGateway } from "../helpers/gateway-app.js";
 import { quiesce, rowsOf, settled } from "../helpers/metering-checks.js";
-import { QUESTIONS, evaluate, evaluation, evaluator, judge } from "../helpers/systemone.js";
+import { evaluate, evaluation, evaluator, judge, useEvaluationGateway, QUESTIONS } from "../helpers/systemone.js";
 
 // The evaluation service end to end: both routes through fetch and through the official OpenAI SDK's raw
 // HTTP, answers keyed by the client's IDs, the public alias (reseller aliases included) in the answer, usage as
@@ -17,46 +16,34 @@ import { QUESTIONS, evaluate, evaluation, evaluator, judge } from "../helpers/sy
 
 const RATES = { tokenMultiplier: 1.5, groupMultiplier: 0.5, longContext: { thresholdTokens: 60, multiplier: 2 } };
 let mock: MockUpstream;
-let proxy: FaultProxy;
 let gw: TestGateway;
 let users = 0;
 
-beforeAll(async () => {
-  mock = await startMockUpstream();
-  proxy = await startFaultProxy(mock.url);
-  gw = await startTestGateway({
-    config: {
-      providers: {
-        main: evaluator(proxy),
-        zero: evaluator(proxy, { "x-mock-zero-usage": 1 }),
-        silent: evaluator(proxy, { "x-mock-omit-usage": 1 }),
-        chat: { protocol: "openai", base_url: mock.baseUrl },
-      },
-      models: {
-        "judge-1": judge(["main"], {
-          token_multiplier: RATES.tokenMultiplier,
-          long_context: { threshold_tokens: RATES.longContext.thresholdTokens, multiplier: RATES.longContext.multiplier },
-          reseller_aliases: ["acme-judge"],
-          reseller_price: { input_usd_per_million: 0.1 },
-          description: "The evaluator, version 1.13",
-          release_date: "2025-06-01",
-        }),
-        "judge-zero": judge(["zero"], { upstream: "systemone-1.13.0" }),
-        "judge-silent": judge(["silent"]),
-        chatty: { kind: "chat", upstream: "mock-gpt-small", targets: ["chat"] },
-      },
-      pricing_groups: { default: { multiplier: 1 }, half: { multiplier: RATES.groupMultiplier } },
-      plans: { basic: { daily_tokens: 1_000_000, context_limit: 100_000 } },
-      default_plan: "basic",
-    },
-  });
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await proxy?.close();
-  await mock?.close();
-});
+const fixture = useEvaluationGateway((proxy, mock) => ({
+  providers: {
+    main: evaluator(proxy),
+    zero: evaluator(proxy, { "x-mock-zero-usage": 1 }),
+    silent: evaluator(proxy, { "x-mock-omit-usage": 1 }),
+    chat: { protocol: "openai", base_url: mock.baseUrl },
+  },
+  models: {
+    "judge-1": judge(["main"], {
+      token_multiplier: RATES.tokenMultiplier,
+      long_context: { threshold_tokens: RATES.longContext.thresholdTokens, multiplier: RATES.longContext.multiplier },
+      reseller_aliases: ["acme-judge"],
+      reseller_price: { input_usd_per_million: 0.1 },
+      description: "The evaluator, version 1.13",
+      release_date: "2025-06-01",
+    }),
+    "judge-zero": judge(["zero"], { upstream: "systemone-1.13.0" }),
+    "judge-silent": judge(["silent"]),
+    chatty: { kind: "chat", upstream: "mock-gpt-small", targets: ["chat"] },
+  },
+  pricing_groups: { default: { multiplier: 1 }, half: { multiplier: RATES.groupMultiplier } },
+  plans: { basic: { daily_tokens: 1_000_000, context_limit: 100_000 } },
+  default_plan: "basic",
+}));
+beforeAll(() => void ({ mock, gw } = fixture));
 
 async function freshUser(kind: "inference" | "reseller" = "inference", group = "half") {
   const user = await gw.services.auth.users.create({ email: `eval-${++users}@example.test`, password: "password-123" });
