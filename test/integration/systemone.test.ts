@@ -7,7 +7,7 @@ import { readAnswers } from "../../src/providers/systemone/read-answers.js";
 import type { SystemOneRequest } from "../../src/providers/systemone/request-schema.js";
 import type { TestGateway } from "../helpers/gateway-app.js";
 import { quiesce, rowsOf, settled } from "../helpers/metering-checks.js";
-import { evaluate, evaluation, evaluator, judge, useEvaluationGateway, QUESTIONS } from "../helpers/systemone.js";
+import { QUESTIONS, evaluate, evaluation, evaluator, judge, useEvaluationGateway } from "../helpers/systemone.js";
 
 // The evaluation service end to end: both routes through fetch and through the official OpenAI SDK's raw
 // HTTP, answers keyed by the client's IDs, the public alias (reseller aliases included) in the answer, usage as
