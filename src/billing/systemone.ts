@@ -10,7 +10,7 @@ import { decimalText, nanoUsdOf } from "./usd.js";
 const PER_MILLION: Ratio = { num: 1n, den: 1_000_000n };
 
 /** Above `thresholdTokens` input tokens the whole input is priced `multiplier` times (absent: always 1). */
-export interface LongContext {
+interface LongContext {
   thresholdTokens: number;
   multiplier: number;
 }

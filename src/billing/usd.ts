@@ -4,7 +4,7 @@ import { ceil, mul, type Ratio } from "./ratio.js";
 // evaluator's 0.042 USD is 42 nano-dollars a token, so prices quoted per million tokens with up to three
 // decimals stay whole per token, and a balance of 9 billion USD still fits a bigint column.
 
-export const NANO_PER_USD = 1_000_000_000n;
+const NANO_PER_USD = 1_000_000_000n;
 const NANO_DIGITS = 9;
 
 /** USD at most this large per operation: a typo of a few digits must not credit a fortune. */

@@ -180,4 +180,3 @@ export type ProviderConfig = z.infer<typeof providerSchema>;
 export type ModelConfig = z.infer<typeof modelSchema>;
 export type PlanConfig = z.infer<typeof planSchema>;
 export type PricingGroupConfig = z.infer<typeof pricingGroupSchema>;
-export type RateCardConfig = z.infer<typeof rateCardSchema>;

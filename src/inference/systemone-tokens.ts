@@ -73,7 +73,7 @@ export class EvaluationTokens {
   async check(limits: TokenLimits): Promise<void> {
     let bytes = 0;
     for (const text of this.texts()) bytes += Buffer.byteLength(text);
-    if (bytes <= limits.statePlusQuestion) return;
+    if (bytes <= Math.min(limits.total, limits.statePlusQuestion)) return;
     const count = async (part: Part, cap: number) => {
       let tokens = 0;
       for (const text of part.texts) if (tokens <= cap) tokens += await countTextTokens(text, cap - tokens);

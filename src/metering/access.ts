@@ -12,7 +12,7 @@ export function deniedBy(config: Config, key: ApiKeyPrincipal, modelId: string):
 }
 
 /** A public model ID a key may send, and the model it names. */
-export interface VisibleModel {
+interface VisibleModel {
   id: string;
   model: CatalogModel;
 }

@@ -92,7 +92,7 @@ function isJson(contentType: string | undefined): boolean {
 }
 
 /** A JSON body: its parse and its text. */
-export interface JsonBody {
+interface JsonBody {
   value: unknown;
   text: string;
 }

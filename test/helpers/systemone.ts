@@ -7,7 +7,7 @@ import { startTestGateway, type TestGateway } from "./gateway-app.js";
 // What the evaluation-service tests share: a gateway in front of the mock evaluator (through the fault proxy),
 // a question set covering every type, the gateway's raw HTTP call, and every invalid request.
 
-export interface EvaluationFixture {
+interface EvaluationFixture {
   mock: MockUpstream;
   proxy: FaultProxy;
   gw: TestGateway;

@@ -10,19 +10,19 @@ import type { Question } from "./request-schema.js";
 // level's JSON description. Values are kept as the evaluator rounded them: nothing is renormalised, so
 // probabilities need not add up to exactly 1.
 
-export interface NoulAnswer {
+interface NoulAnswer {
   type: "noul";
   noul: number;
 }
 
-export interface ChoiceAnswer {
+interface ChoiceAnswer {
   type: "choice";
   choice: string;
   confidence: number;
   probabilities: Record<string, number>;
 }
 
-export interface ScoreAnswer {
+interface ScoreAnswer {
   type: "score";
   score: number;
   confidence: number;

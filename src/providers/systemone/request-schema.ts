@@ -7,7 +7,7 @@ import { z } from "zod";
 // or option name.
 
 /** A JSON document the evaluator reads as given: a string, an object, an array or null. */
-export type JsonDocument = string | Record<string, unknown> | unknown[] | null;
+type JsonDocument = string | Record<string, unknown> | unknown[] | null;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
@@ -54,8 +54,7 @@ const scoreQuestion = z.looseObject({
     .min(2, { error: "must list at least two ordered level descriptions" }),
 });
 
-export const questionTypes = ["noul", "choice", "score"] as const;
-export type QuestionType = (typeof questionTypes)[number];
+const questionTypes = ["noul", "choice", "score"] as const;
 
 const question = z.discriminatedUnion("type", [noulQuestion, choiceQuestion, scoreQuestion], {
   error: (issue) =>
