@@ -3,6 +3,7 @@ import { configCommand } from "./config.js";
 import { keysCommand } from "./keys.js";
 import { migrateCommand } from "./migrate.js";
 import { mockUpstreamCommand } from "./mock-upstream.js";
+import { resellerCommand } from "./reseller.js";
 import { serveCommand } from "./serve.js";
 import { usersCommand } from "./users.js";
 import { fail } from "./output.js";
@@ -15,6 +16,7 @@ const program = new Command("gateway")
   .addCommand(configCommand())
   .addCommand(usersCommand())
   .addCommand(keysCommand())
+  .addCommand(resellerCommand())
   .addCommand(mockUpstreamCommand());
 
 program.parseAsync(process.argv).catch(fail);

@@ -41,6 +41,9 @@ export class GatewayError extends Error {
 export const errors = {
   badRequest: (message: string, param: string | null = null, code: string | null = null) =>
     new GatewayError({ status: 400, type: "invalid_request_error", message, param, code }),
+  /** The evaluation service's status for invalid input (spec "Errors"): never a reason to try another provider. */
+  unprocessable: (message: string, param: string | null = null, code: string | null = null) =>
+    new GatewayError({ status: 422, type: "invalid_request_error", message, param, code }),
   unauthorized: (message = "Invalid or missing credentials.") =>
     new GatewayError({ status: 401, type: "authentication_error", message, code: "invalid_api_key" }),
   invalidSession: (message = "Invalid or expired session.") =>

@@ -3,9 +3,10 @@ import type { Pool } from "../db/pool.js";
 import type { ErrorClass, UsageSource } from "./types.js";
 
 /**
- * A request as its user sees it. Routing metadata (upstream model, provider, fallback path) stays private.
- * quota_charged is a JSON number: the table's check constraint keeps it within Number.MAX_SAFE_INTEGER, so
- * the number is exact and clients need no big-integer parsing to add up their bill.
+ * A request as its user sees it. Routing metadata (upstream model, provider, fallback path, upstream cost)
+ * stays private. quota_charged is a JSON number: the table's check constraint keeps it within
+ * Number.MAX_SAFE_INTEGER, so the number is exact and clients need no big-integer parsing to add up their
+ * bill. cost_usd (pay-as-you-go requests, else null) is a JSON number too, as the answer's `usage.cost` is.
  */
 export interface UserRequestLog {
   request_id: string;
@@ -19,6 +20,7 @@ export interface UserRequestLog {
   output_tokens: number;
   cached_tokens: number;
   quota_charged: number;
+  cost_usd: number | null;
   usage_source: UsageSource;
   latency_ms: number;
   ttfb_ms: number | null;
@@ -42,6 +44,7 @@ interface DbRow {
   output_tokens: number;
   cached_tokens: number;
   quota_charged: string;
+  cost_usd: string | null;
   usage_source: UsageSource;
   latency_ms: number;
   ttfb_ms: number | null;
@@ -52,7 +55,7 @@ interface DbRow {
 const SELECT = `select request_id, created_at,
   to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_t,
   route, public_model, status, error_class, streamed, input_tokens, output_tokens, cached_tokens,
-  quota_charged, usage_source, latency_ms::float8 as latency_ms, ttfb_ms::float8 as ttfb_ms
+  quota_charged, cost_usd::text, usage_source, latency_ms::float8 as latency_ms, ttfb_ms::float8 as ttfb_ms
 from request_logs`;
 const ORDER = "order by created_at desc, request_id desc";
 const FIRST_PAGE = `${SELECT} where user_id = $1 ${ORDER} limit $2`;
@@ -100,6 +103,7 @@ function toApi(row: DbRow): UserRequestLog {
     output_tokens: row.output_tokens,
     cached_tokens: row.cached_tokens,
     quota_charged: Number(row.quota_charged),
+    cost_usd: row.cost_usd === null ? null : Number(row.cost_usd),
     usage_source: row.usage_source,
     latency_ms: row.latency_ms,
     ttfb_ms: row.ttfb_ms,

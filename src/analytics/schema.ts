@@ -24,6 +24,11 @@ export const requestLogs = pgTable(
     outputTokens: integer("output_tokens").notNull(),
     cachedTokens: integer("cached_tokens").notNull(),
     quotaCharged: bigint("quota_charged", { mode: "bigint" }).notNull(),
+    // The client's price in USD of a pay-as-you-go (reseller) request, exact; null when quota paid.
+    costUsd: numeric("cost_usd"),
+    // The estimated upstream cost in USD from a rate card, exact; null when no rate card prices the upstream
+    // model (unknown, never a made-up zero).
+    upstreamCostUsd: numeric("upstream_cost_usd"),
     usageSource: text("usage_source").notNull(),
     // Milliseconds with microsecond resolution, exact (numeric, not a float): a plain integer would lose the
     // sub-millisecond timings of fast local routes, and integer microseconds overflow int4 after 36 minutes.

@@ -35,6 +35,10 @@ export interface RequestLogRow {
   outputTokens: number;
   cachedTokens: number;
   quotaCharged: bigint;
+  /** The client's price in USD (exact decimal text) of a pay-as-you-go request; null when quota paid. */
+  costUsd: string | null;
+  /** The estimated upstream cost in USD (exact decimal text); null when unknown. */
+  upstreamCostUsd: string | null;
   usageSource: UsageSource;
   latencyMs: number;
   ttfbMs: number | null;

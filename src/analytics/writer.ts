@@ -20,23 +20,24 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const INT4_MAX = 2_147_483_647;
 const SMALLINT_MAX = 32_767;
 const MS_MAX = 999_999_999.999;
-const COLUMNS = 20;
+const COLUMNS = 22;
 
 // One statement per batch whatever its size: each column travels as one array parameter, so the parameter
-// count stays at 20 (far below the protocol's 65,535) and the plan is the same for every batch. unnest cannot
+// count stays at 22 (far below the protocol's 65,535) and the plan is the same for every batch. unnest cannot
 // take a ragged 2-D array, so each row's fallback path travels as a JSON text array and is rebuilt as text[].
 const INSERT = `insert into request_logs (request_id, user_id, key_id, route, client_protocol, public_model,
   upstream_model, provider, fallback_path, status, error_class, input_tokens, output_tokens, cached_tokens,
-  quota_charged, usage_source, latency_ms, ttfb_ms, streamed, created_at)
+  quota_charged, usage_source, latency_ms, ttfb_ms, streamed, created_at, cost_usd, upstream_cost_usd)
 select request_id, user_id, key_id, route, client_protocol, public_model, upstream_model, provider,
   array(select jsonb_array_elements_text(fallback_path::jsonb)), status, error_class, input_tokens,
-  output_tokens, cached_tokens, quota_charged, usage_source, latency_ms, ttfb_ms, streamed, created_at
+  output_tokens, cached_tokens, quota_charged, usage_source, latency_ms, ttfb_ms, streamed, created_at,
+  cost_usd, upstream_cost_usd
 from unnest($1::text[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
   $9::text[], $10::int2[], $11::text[], $12::int4[], $13::int4[], $14::int4[], $15::int8[], $16::text[],
-  $17::numeric[], $18::numeric[], $19::bool[], $20::timestamptz[])
+  $17::numeric[], $18::numeric[], $19::bool[], $20::timestamptz[], $21::numeric[], $22::numeric[])
   as t(request_id, user_id, key_id, route, client_protocol, public_model, upstream_model, provider,
     fallback_path, status, error_class, input_tokens, output_tokens, cached_tokens, quota_charged,
-    usage_source, latency_ms, ttfb_ms, streamed, created_at)
+    usage_source, latency_ms, ttfb_ms, streamed, created_at, cost_usd, upstream_cost_usd)
 on conflict (request_id) do nothing`;
 
 // PostgreSQL refuses NUL in text, and a model name can come from the client.
@@ -82,6 +83,8 @@ function rowValues(r: RequestLogRow): unknown[] | null {
     r.ttfbMs === null ? null : clampMs(r.ttfbMs),
     r.streamed,
     r.createdAt.toISOString(),
+    r.costUsd,
+    r.upstreamCostUsd,
   ];
 }
 

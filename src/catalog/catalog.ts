@@ -13,6 +13,8 @@ export interface CatalogModel {
 export interface Catalog {
   all(): readonly CatalogModel[];
   get(id: string): CatalogModel | undefined;
+  /** The model a reseller alias names (`models.<id>.reseller_aliases`). */
+  resellerAlias(alias: string): CatalogModel | undefined;
 }
 
 /** Public model IDs → their configuration, resolved once per config load (never per request). */
@@ -29,5 +31,6 @@ export function createCatalog(config: Config, now = Date.now()): Catalog {
     }),
   }));
   const byId = new Map(models.map((m) => [m.id, m]));
-  return { all: () => models, get: (id) => byId.get(id) };
+  const byAlias = new Map(models.flatMap((m) => m.config.reseller_aliases.map((alias) => [alias, m] as const)));
+  return { all: () => models, get: (id) => byId.get(id), resellerAlias: (alias) => byAlias.get(alias) };
 }

@@ -4,7 +4,7 @@ import type { ConfigInput } from "./schema.js";
  * The built-in config of `gateway serve --demo`: everything points at the in-process mock upstream (`mockUrl`,
  * its root), once per protocol, so every inference route can be tried: the openai models natively on the OpenAI
  * routes and translated on /messages and /compatible, demo-claude natively on /messages, demo-gemini natively on
- * /compatible. Every provider accepts a client's own key (the mock's, `mockApiKey`) to show bring-your-own keys.
+ * /compatible, demo-judge on the evaluation routes. Every provider accepts a client's own key (the mock's, `mockApiKey`) to show bring-your-own keys.
  */
 export function demoConfig(mockUrl: string, mockApiKey: string): ConfigInput {
   const mock = { api_key: mockApiKey, allow_byok: true };
@@ -13,6 +13,7 @@ export function demoConfig(mockUrl: string, mockApiKey: string): ConfigInput {
       mock: { protocol: "openai", base_url: `${mockUrl}/v1`, ...mock },
       "mock-anthropic": { protocol: "anthropic", base_url: mockUrl, ...mock },
       "mock-gemini": { protocol: "gemini", base_url: mockUrl, ...mock },
+      "mock-eval": { protocol: "systemone", base_url: mockUrl, ...mock },
     },
     models: {
       "demo-small": { kind: "chat", upstream: "mock-gpt-small", targets: ["mock"], owned_by: "demo" },
@@ -20,6 +21,7 @@ export function demoConfig(mockUrl: string, mockApiKey: string): ConfigInput {
       "demo-embed": { kind: "embedding", upstream: "mock-embed", targets: ["mock"], owned_by: "demo" },
       "demo-claude": { kind: "chat", upstream: "mock-claude", targets: ["mock-anthropic"], owned_by: "demo" },
       "demo-gemini": { kind: "chat", upstream: "mock-gemini", targets: ["mock-gemini"], owned_by: "demo" },
+      "demo-judge": { kind: "systemone", upstream: "1.13.0", targets: ["mock-eval"], owned_by: "demo", description: "The mock evaluator, version 1.13.0" },
     },
     plans: {
       free: { daily_tokens: 200_000, weekly_resets: 1, context_limit: 128_000 },

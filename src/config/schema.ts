@@ -40,7 +40,24 @@ export const modelSchema = z.strictObject({
   owned_by: z.string().default("gateway"),
   description: z.string().default(""),
   release_date: z.iso.date().optional(),
+  /** More public IDs of this model that only reseller keys may use; answers name the ID the client sent. */
+  reseller_aliases: z.array(id).default([]),
+  /** systemone: the whole input is priced `multiplier` times when it is over `threshold_tokens`. */
+  long_context: z.strictObject({ threshold_tokens: z.int().nonnegative(), multiplier: z.number().nonnegative() }).optional(),
+  /** systemone: what reseller keys pay, in USD per million input tokens (pay-as-you-go). */
+  reseller_price: z.strictObject({ input_usd_per_million: z.number().nonnegative() }).optional(),
+  /** systemone: token limits of the input, instead of the version's own (1.13: 64,000 and 32,000). */
+  token_limits: z.strictObject({ total: z.int().positive(), state_plus_question: z.int().positive() }).optional(),
 });
+
+/** The upstream's price of one evaluator version or upstream model name, USD per million tokens. */
+export const rateCardSchema = z.strictObject({
+  input_usd_per_million: z.number().nonnegative(),
+  output_usd_per_million: z.number().nonnegative().default(0),
+});
+
+/** Keys only evaluation models take. */
+const SYSTEMONE_KEYS = ["long_context", "reseller_price", "token_limits"] as const;
 
 export const planSchema = z.strictObject({
   daily_tokens: z.int().nonnegative(),
@@ -102,6 +119,16 @@ export const configSchema = z
         max_buffered: z.int().positive().default(20_000),
       })
       .prefault({}),
+    systemone: z
+      .strictObject({
+        /** The evaluation routes' own body cap (spec: 64 MiB). */
+        max_body_bytes: z.int().positive().default(64 * 1024 * 1024),
+        /** Bytes of evaluation bodies this process holds at once (being read or in flight); a body that does not fit gets 503. */
+        admission_budget_bytes: z.int().positive().default(256 * 1024 * 1024),
+        /** Upstream prices by evaluator version (`1.13.0`) or upstream model name; before the built-in ones. */
+        rate_cards: z.record(z.string().min(1), rateCardSchema).default({}),
+      })
+      .prefault({}),
     pricing_groups: z.record(id, pricingGroupSchema).default({ default: { multiplier: 1 } }),
     providers: z.record(id, providerSchema).default({}),
     models: z.record(id, modelSchema).default({}),
@@ -119,6 +146,21 @@ export const configSchema = z
             message: `unknown provider "${provider}"`,
           });
         }
+      });
+    }
+    const publicIds = new Map(Object.keys(cfg.models).map((modelId) => [modelId, modelId]));
+    for (const [modelId, model] of Object.entries(cfg.models)) {
+      for (const key of SYSTEMONE_KEYS) {
+        if (model[key] !== undefined && model.kind !== "systemone") {
+          ctx.addIssue({ code: "custom", path: ["models", modelId, key], message: `only systemone models take ${key}` });
+        }
+      }
+      model.reseller_aliases.forEach((alias, i) => {
+        const taken = publicIds.get(alias);
+        if (taken !== undefined) {
+          ctx.addIssue({ code: "custom", path: ["models", modelId, "reseller_aliases", i], message: `"${alias}" is already the ID or an alias of model "${taken}"` });
+        }
+        publicIds.set(alias, modelId);
       });
     }
     for (const [planId, plan] of Object.entries(cfg.plans)) {

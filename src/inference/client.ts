@@ -4,6 +4,12 @@ import type { AppEnv } from "../server/context.js";
 /** The gateway's own time on a request, in ms (like LiteLLM's x-litellm-overhead-duration-ms). */
 export const OVERHEAD_HEADER = "x-gateway-overhead-ms";
 
+/** Whether the client went away before its response was finished (nothing more can be delivered). */
+export function clientGone(c: Context<AppEnv>): boolean {
+  const outgoing = c.env?.outgoing;
+  return outgoing !== undefined && outgoing.destroyed && !outgoing.writableFinished;
+}
+
 /**
  * Aborts `controller` when the client goes away before the response finished, so the upstream request is
  * cancelled too. Returns the function that stops watching.
@@ -12,7 +18,7 @@ export function clientDisconnect(c: Context<AppEnv>, controller: AbortController
   const outgoing = c.env?.outgoing;
   if (!outgoing) return () => {};
   // The client may have left already (during authentication or the reservation): "close" will not fire again.
-  if (outgoing.destroyed && !outgoing.writableFinished) {
+  if (clientGone(c)) {
     controller.abort();
     return () => {};
   }

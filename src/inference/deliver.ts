@@ -2,7 +2,8 @@ import type { ProviderConfig } from "../config/schema.js";
 import { countTextTokens } from "../metering/estimate.js";
 import type { JsonResult, UsageReport } from "../providers/types.js";
 import { respondStream, respondText } from "../server/respond.js";
-import { OVERHEAD_HEADER } from "./client.js";
+import { errors } from "../errors.js";
+import { OVERHEAD_HEADER, clientGone } from "./client.js";
 import { applyEdits, findMembers } from "./json-members.js";
 import { chatCompletionText } from "./chat-text.js";
 import type { Delivery } from "./metered-route.js";
@@ -25,9 +26,16 @@ export function withPublicModelIn(raw: string, parsed: Record<string, unknown>, 
 export const withPublicModel = (answer: JsonResult, publicModel: string, member = "model"): string =>
   withPublicModelIn(answer.raw, answer.body, publicModel, member);
 
-/** Sends a JSON answer and settles it from the upstream's usage, or the local count marked estimated. */
+/**
+ * Sends a JSON answer and settles it from the upstream's usage, or the local count marked estimated. A client
+ * that left while the answer was on its way gets nothing, so its hold is released instead.
+ */
 export function deliverJson(delivery: Delivery<unknown>, text: string, usage: UsageReport | null, counted: () => Promise<UsageReport>): Response {
   const { c, meter } = delivery;
+  if (delivery.upstream.signal.aborted || clientGone(c)) {
+    void meter.fail(errors.clientClosed(), 499, "client_cancelled");
+    return c.body(null, 499 as never);
+  }
   meter.markFirstByte();
   void meter.settle(usage ?? counted(), usage ? "upstream" : "estimated");
   return respondText(c, 200, text, { "content-type": "application/json", [OVERHEAD_HEADER]: meter.overheadMs().toFixed(3) });

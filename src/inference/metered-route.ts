@@ -1,12 +1,15 @@
 import type { Context } from "hono";
 import type { Catalog, CatalogModel } from "../catalog/catalog.js";
 import type { Config, ModelConfig, ProviderConfig } from "../config/schema.js";
+import { GatewayError } from "../errors.js";
 import { resolveModel, servingTargets } from "../metering/access.js";
 import type { Meter, Metering } from "../metering/meter.js";
+import { chatPricing, type Pricing, type PricingFor } from "../metering/pricing.js";
 import type { Providers } from "../providers/registry.js";
 import type { CallOptions, JsonResult, ProviderAdapter, StreamEvent, StreamResult, Target } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
-import { readJson } from "../server/body.js";
+import { readJsonBody } from "../server/body.js";
+import type { BodyBudget } from "../server/body-budget.js";
 import type { AppEnv } from "../server/context.js";
 import { clientDisconnect } from "./client.js";
 import { readUpstreamKey } from "./upstream-key.js";
@@ -32,6 +35,8 @@ export interface MeteredRequest {
   estimate: { promptTokens: number; completionTokens: number };
   /** The tokenizer's prompt count (for the context limit near it, and for answers without usage). */
   countPrompt: () => Promise<number>;
+  /** The field a context-limit refusal names; `messages` when absent, null for a prompt made of several fields. */
+  promptParam?: string | null;
 }
 
 /** A stream whose first events were read on the target that answered (so a stream failing before them fell back). */
@@ -57,9 +62,20 @@ export interface RouteSpec<B> {
   kind: ModelConfig["kind"];
   /** The target protocols `call` can speak; a model's other targets are skipped (docs/api.md). */
   protocols: readonly ProviderConfig["protocol"][];
-  /** Checks the body, and the path where it names part of the request (a GatewayError with status and param on bad input). */
-  parse(raw: unknown, c: Context<AppEnv>): B;
+  /** The route's own body cap, and the budget its bodies are read under; else `server.max_body_bytes`. */
+  body?: { limit: number; budget: BodyBudget };
+  /**
+   * Checks the body, and the path where it names part of the request (a GatewayError with status and param on
+   * bad input); `text` is the body as sent.
+   */
+  parse(raw: unknown, c: Context<AppEnv>, text: string): B;
   describe(body: B, config: Config): MeteredRequest;
+  /** Checks what depends on the resolved model (before anything is held). */
+  admit?(body: B, model: CatalogModel): Promise<void>;
+  /** How the charge is computed; chat's formula unless the route says otherwise. */
+  pricing?: PricingFor;
+  /** The route's wording of a refusal (the evaluation service says 422 where others say 400, 404 or 415). */
+  clientError?: (err: GatewayError) => GatewayError;
   /** Calls the upstream on one target; the capability (and any translation) is the route's choice. */
   call(adapter: ProviderAdapter, target: Target, body: B, options: CallOptions): Promise<JsonResult | StreamResult>;
   /** Delivers a JSON answer and settles its meter (the upstream call is over). */
@@ -74,7 +90,9 @@ type Attempt = { json: JsonResult } | { stream: OpenedStream };
 export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
   const { config, catalog, providers, metering } = deps;
 
-  return async (c: Context<AppEnv>): Promise<Response> => {
+  const refusal = (err: unknown) => (err instanceof GatewayError && spec.clientError ? spec.clientError(err) : err);
+
+  async function handle(c: Context<AppEnv>, reservation: ReturnType<BodyBudget["reserve"]> | undefined): Promise<Response> {
     const startedAt = performance.now();
     const key = c.get("apiKey");
     const base = { requestId: c.get("requestId"), route: spec.route, clientProtocol: spec.clientProtocol, key, startedAt, streamed: false };
@@ -82,22 +100,32 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
     let request: MeteredRequest | undefined;
     let model: CatalogModel;
     let upstreamKey: string | undefined;
+    let pricing: Pricing;
     try {
       upstreamKey = readUpstreamKey(c);
-      body = spec.parse(await readJson(c, deps.bodyLimit), c);
+      const { value, text } = await readJsonBody(c, spec.body?.limit ?? deps.bodyLimit, reservation);
+      body = spec.parse(value, c, text);
       request = spec.describe(body, config);
       base.streamed = request.streamed;
-      model = servingTargets(resolveModel(catalog, config, key, request.modelId, spec.kind), spec.protocols, spec.route, upstreamKey !== undefined);
+      const byok = upstreamKey !== undefined;
+      model = servingTargets(resolveModel(catalog, config, key, request.modelId, spec.kind), spec.protocols, spec.route, byok);
+      pricing = (spec.pricing ?? chatPricing)(model, key, config, byok);
+      await spec.admit?.(body, model);
     } catch (err) {
       // Refusals before metering still get their row, so the user can find the request by its id.
-      metering.logRejected({ ...base, modelId: request?.modelId ?? "" }, err);
-      throw err;
+      const refused = refusal(err);
+      metering.logRejected({ ...base, modelId: request?.modelId ?? "" }, refused);
+      throw refused;
     }
     const meter = await metering.begin({
       ...base,
       model,
+      modelId: request.modelId,
       estimate: request.estimate,
       exactPromptTokens: request.countPrompt,
+      promptParam: request.promptParam,
+      pricing,
+      clientError: spec.clientError,
       byok: upstreamKey !== undefined,
     });
 
@@ -123,5 +151,17 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
     if ("stream" in attempt) return spec.stream!(attempt.stream, delivery);
     stopWatching();
     return spec.json(attempt.json, delivery);
+  }
+
+  if (!spec.body) return (c: Context<AppEnv>): Promise<Response> => handle(c, undefined);
+  const { budget } = spec.body;
+  return async (c: Context<AppEnv>): Promise<Response> => {
+    // The body's bytes stay reserved until the answer is built: the parse and the text live that long.
+    const reservation = budget.reserve();
+    try {
+      return await handle(c, reservation);
+    } finally {
+      reservation.release();
+    }
   };
 }

@@ -9,12 +9,12 @@ export function modelListRoutes(catalog: Catalog, config: Config) {
   return new Hono<AppEnv>().get("/models", (c) =>
     c.json({
       object: "list",
-      data: visibleModels(catalog, config, c.get("apiKey")).map((m) => ({
-        id: m.id,
+      data: visibleModels(catalog, config, c.get("apiKey")).map(({ id, model }) => ({
+        id,
         object: "model",
-        created: m.created,
-        owned_by: m.config.owned_by,
-        ...(m.config.kind === "systemone" ? { endpoints: ["v1/systemone"] } : {}),
+        created: model.created,
+        owned_by: model.config.owned_by,
+        ...(model.config.kind === "systemone" ? { endpoints: ["v1/systemone"] } : {}),
       })),
     }),
   );
@@ -25,8 +25,8 @@ export function nativeModelListRoutes(catalog: Catalog, config: Config) {
   return new Hono<AppEnv>().get("/v1/models", (c) =>
     c.json({
       models: visibleModels(catalog, config, c.get("apiKey"))
-        .filter((m) => m.config.kind === "systemone")
-        .map((m) => ({ name: m.id, description: m.config.description, release_date: m.config.release_date ?? null })),
+        .filter(({ model }) => model.config.kind === "systemone")
+        .map(({ id, model }) => ({ name: id, description: model.config.description, release_date: model.config.release_date ?? null })),
     }),
   );
 }

@@ -11,11 +11,24 @@ export function deniedBy(config: Config, key: ApiKeyPrincipal, modelId: string):
   return null;
 }
 
-export function visibleModels(catalog: Catalog, config: Config, key: ApiKeyPrincipal): CatalogModel[] {
-  return catalog.all().filter((m) => deniedBy(config, key, m.id) === null);
+/** A public model ID a key may send, and the model it names. */
+interface VisibleModel {
+  id: string;
+  model: CatalogModel;
 }
 
-/** The model a request names: 404 unknown, 400 wrong kind for the route, 403 not allowed for this key. */
+/** The IDs a key may use: each allowed model's own, and for reseller keys its reseller aliases too. */
+export function visibleModels(catalog: Catalog, config: Config, key: ApiKeyPrincipal): VisibleModel[] {
+  return catalog
+    .all()
+    .filter((m) => deniedBy(config, key, m.id) === null)
+    .flatMap((m) => [{ id: m.id, model: m }, ...(key.kind === "reseller" ? m.config.reseller_aliases.map((alias) => ({ id: alias, model: m })) : [])]);
+}
+
+/**
+ * The model a request names (a reseller key may also name a reseller alias; plan and key lists name models by
+ * their own ID): 404 unknown, 400 wrong kind for the route, 403 not allowed for this key.
+ */
 export function resolveModel(
   catalog: Catalog,
   config: Config,
@@ -23,9 +36,9 @@ export function resolveModel(
   modelId: string,
   kind: ModelConfig["kind"],
 ): CatalogModel {
-  const model = catalog.get(modelId);
+  const model = catalog.get(modelId) ?? (key.kind === "reseller" ? catalog.resellerAlias(modelId) : undefined);
   if (!model) throw meteringErrors.modelNotFound(modelId);
-  const denied = deniedBy(config, key, modelId);
+  const denied = deniedBy(config, key, model.id);
   if (denied) throw meteringErrors.modelForbidden(modelId, denied);
   if (model.config.kind !== kind) throw meteringErrors.wrongKind(modelId, model.config.kind);
   return model;

@@ -1,4 +1,5 @@
 import type { ErrorClass } from "../analytics/types.js";
+import { formatUsd } from "../billing/usd.js";
 import { GatewayError, errors } from "../errors.js";
 import { UpstreamError } from "../providers/types.js";
 
@@ -41,12 +42,8 @@ export const meteringErrors = {
       null,
       "upstream_key_not_accepted",
     ),
-  contextLimit: (tokens: number, limit: number) =>
-    errors.badRequest(
-      `The prompt is about ${tokens} tokens, over this plan's context limit of ${limit} tokens.`,
-      "messages",
-      "context_length_exceeded",
-    ),
+  contextLimit: (tokens: number, limit: number, param: string | null) =>
+    errors.badRequest(`The prompt is about ${tokens} tokens, over this plan's context limit of ${limit} tokens.`, param, "context_length_exceeded"),
   quotaExceeded: (used: bigint, allowance: bigint, resetsAt: Date) =>
     new GatewayError({
       status: 429,
@@ -54,6 +51,14 @@ export const meteringErrors = {
       message: `Daily quota exhausted: ${used} of ${allowance} units used today; it resets at ${resetsAt.toISOString()} (00:00 UTC).`,
       code: "insufficient_quota",
       headers: { "Retry-After": String(Math.max(1, Math.ceil((resetsAt.getTime() - Date.now()) / 1000))) },
+    }),
+  /** A reseller balance that cannot hold a request; it does not reset, so no Retry-After. */
+  balanceExhausted: (availableNano: bigint, neededNano: bigint) =>
+    new GatewayError({
+      status: 429,
+      type: "rate_limit_error",
+      message: `Reseller balance exhausted: ${formatUsd(availableNano)} USD available, about ${formatUsd(neededNano)} USD held for this request; ask the operator to credit the balance.`,
+      code: "insufficient_balance",
     }),
 };
 
@@ -121,7 +126,7 @@ export function errorClassOf(err: unknown, byok = false): ErrorClass {
   }
   if (err instanceof GatewayError) {
     if (err.status === 499) return "client_cancelled";
-    if (err.code === "insufficient_quota") return "quota_exceeded";
+    if (err.code === "insufficient_quota" || err.code === "insufficient_balance") return "quota_exceeded";
     if (err.code === "context_length_exceeded") return "context_limit";
     if (err.status === 401) return "authentication";
     if (err.status === 403) return "permission";

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { ErrorClass, RequestLogRow, RequestLogWriter, UsageSource } from "../analytics/types.js";
-import { chatQuota, type ChatRates } from "../billing/chat-quota.js";
+import { formatUsd } from "../billing/usd.js";
 import type { CatalogModel } from "../catalog/catalog.js";
 import type { Config } from "../config/schema.js";
 import { GatewayError, errors } from "../errors.js";
@@ -9,6 +9,7 @@ import { UpstreamError } from "../providers/types.js";
 import type { Hold, QuotaLedger } from "../quota/types.js";
 import type { ApiKeyPrincipal } from "../server/context.js";
 import { errorClassOf, meteringErrors, upstreamToClient } from "./errors.js";
+import type { Pricing } from "./pricing.js";
 
 // THE metering path (DESIGN.md §3): admit → reserve → call with fallback → deliver → settle once → log.
 // Every billed route drives a Meter; none touches the ledger or the request log itself.
@@ -27,6 +28,8 @@ export interface MeterStart {
   clientProtocol: string;
   key: ApiKeyPrincipal;
   model: CatalogModel;
+  /** The model ID the client sent: the model's own, or a reseller alias of it. */
+  modelId: string;
   /** performance.now() when the request arrived. */
   startedAt: number;
   streamed: boolean;
@@ -34,15 +37,21 @@ export interface MeterStart {
   estimate: { promptTokens: number; completionTokens: number };
   /** The tokenizer's prompt count: consulted only when the estimate is over the plan's context limit. */
   exactPromptTokens: () => Promise<number>;
-  /** The request carries the client's own upstream key: charged by quota.byok_charge_ratio, key errors are its own. */
+  /** The request carries the client's own upstream key: its pricing applies quota.byok_charge_ratio, key errors are its own. */
   byok?: boolean;
+  /** The field a context-limit refusal names (chat's `messages` unless the route says otherwise). */
+  promptParam?: string | null;
+  /** Prices the hold and the settlement. */
+  pricing: Pricing;
+  /** The route's wording of an upstream failure it reports (the evaluation service says 422 where others say 400). */
+  clientError?: (err: GatewayError) => GatewayError;
 }
 
 export interface Metering {
   /** Admission and the hold: 400 over the context limit, 403 without a plan, 429 without quota. */
   begin(start: MeterStart): Promise<Meter>;
   /** Logs a request refused before metering began (unknown model, bad body) for the user's request list. */
-  logRejected(start: Omit<MeterStart, "estimate" | "exactPromptTokens" | "model"> & { modelId: string }, err: unknown): void;
+  logRejected(start: Omit<MeterStart, "estimate" | "exactPromptTokens" | "promptParam" | "model" | "pricing">, err: unknown): void;
   /** Waits for settlements still running (shutdown calls this before closing the pool). */
   drain(): Promise<void>;
 }
@@ -76,8 +85,13 @@ export class Meter {
     private readonly inflight: Inflight,
     readonly start: MeterStart,
     private readonly hold: Hold,
-    private readonly rates: ChatRates,
   ) {}
+
+  /** An upstream failure as the client is told it. */
+  private toClient(err: UpstreamError): GatewayError {
+    const client = upstreamToClient(err, this.start.byok);
+    return this.start.clientError?.(client) ?? client;
+  }
 
   /**
    * Tries the model's targets in order: the next one after a connection error, a timeout before the first
@@ -100,12 +114,16 @@ export class Meter {
         }
         last = err;
         this.fallbackPath.push(target.providerId);
+        if (err.failure === "protocol") {
+          // Why an answer was unusable names a rule, never upstream content.
+          this.deps.logger.warn({ req_id: this.start.requestId, provider: target.providerId, reason: err.message }, "UPSTREAM_INVALID_ANSWER");
+        }
         if (!err.retryable) break;
       }
     }
     last ??= new UpstreamError("connect", null);
     await this.fail(last);
-    throw last.failure === "aborted" ? last : upstreamToClient(last, this.start.byok);
+    throw last.failure === "aborted" ? last : this.toClient(last);
   }
 
   get upstream(): Target | undefined {
@@ -143,7 +161,7 @@ export class Meter {
   }
 
   private async post(usage: UsageReport, source: UsageSource, status: number, errorClass: ErrorClass | null): Promise<bigint> {
-    const charged = chatQuota(usage, this.rates);
+    const charged = this.start.pricing.charge(usage);
     try {
       await this.deps.ledger.settle(this.hold.id, charged);
     } catch (err) {
@@ -152,6 +170,11 @@ export class Meter {
     }
     this.log({ status, errorClass, usage, charged, source });
     return charged;
+  }
+
+  /** The client's price in USD (exact decimal text) of a usage paid from a reseller balance; null when quota pays. */
+  clientCost(usage: UsageReport): string | null {
+    return this.start.pricing.account === "reseller_usd" ? formatUsd(this.start.pricing.charge(usage)) : null;
   }
 
   /** Releases the hold of a request that delivered nothing (upstream error, client gone); once. */
@@ -168,21 +191,23 @@ export class Meter {
       // An unreleased hold is expired by the expire_holds task; nothing is charged for it.
       this.deps.logger.warn({ err: releaseErr, hold_id: this.hold.id }, "releasing a hold failed");
     }
-    const clientStatus = status ?? (errorClass === "client_cancelled" ? 499 : err instanceof UpstreamError ? upstreamToClient(err, this.start.byok).status : err instanceof GatewayError ? err.status : 500);
+    const clientStatus = status ?? (errorClass === "client_cancelled" ? 499 : err instanceof UpstreamError ? this.toClient(err).status : err instanceof GatewayError ? err.status : 500);
     this.log({ status: clientStatus, errorClass, usage: null, charged: 0n, source: "none" });
   }
 
   private log(outcome: { status: number; errorClass: ErrorClass | null; usage: UsageReport | null; charged: bigint; source: UsageSource }) {
     const now = performance.now();
     const { start } = this;
+    const { usage } = outcome;
     const answered = this.target?.providerId;
+    const paysInUsd = start.pricing.account === "reseller_usd";
     this.deps.requestLog.write({
       requestId: start.requestId,
       userId: start.key.userId,
       keyId: start.key.keyId,
       route: start.route,
       clientProtocol: start.clientProtocol,
-      publicModel: start.model.id,
+      publicModel: start.modelId,
       upstreamModel: this.target?.upstreamModel ?? null,
       provider: answered ?? null,
       fallbackPath: this.fallbackPath,
@@ -191,7 +216,9 @@ export class Meter {
       inputTokens: outcome.usage?.promptTokens ?? 0,
       outputTokens: outcome.usage?.completionTokens ?? 0,
       cachedTokens: outcome.usage?.cachedTokens ?? 0,
-      quotaCharged: outcome.charged,
+      quotaCharged: paysInUsd ? 0n : outcome.charged,
+      costUsd: paysInUsd && usage ? formatUsd(outcome.charged) : null,
+      upstreamCostUsd: usage && this.target ? start.pricing.upstreamCost(usage, this.target) : null,
       usageSource: outcome.source,
       latencyMs: round(now - start.startedAt),
       ttfbMs: this.firstByteAt === undefined ? null : round(this.firstByteAt - start.startedAt),
@@ -224,6 +251,8 @@ export function createMetering(deps: MeteringDeps): Metering {
       outputTokens: 0,
       cachedTokens: 0,
       quotaCharged: 0n,
+      costUsd: null,
+      upstreamCostUsd: null,
       usageSource: "none",
       latencyMs: round(performance.now() - start.startedAt),
       ttfbMs: null,
@@ -234,7 +263,7 @@ export function createMetering(deps: MeteringDeps): Metering {
 
   async function begin(start: MeterStart): Promise<Meter> {
     const reject = (err: GatewayError): never => {
-      deps.requestLog.write(rejectedRow({ ...start, modelId: start.model.id }, err));
+      deps.requestLog.write(rejectedRow(start, err));
       throw err;
     };
     const plan = config.plans[start.key.plan];
@@ -244,26 +273,20 @@ export function createMetering(deps: MeteringDeps): Metering {
       // Far over the limit the estimate decides alone: tokenizing megabytes would stall the event loop for
       // every request of a client that sends them.
       const tokens = start.estimate.promptTokens > CERTAINLY_OVER * limit ? start.estimate.promptTokens : await start.exactPromptTokens();
-      if (tokens > limit) reject(meteringErrors.contextLimit(tokens, limit));
+      if (tokens > limit) reject(meteringErrors.contextLimit(tokens, limit, start.promptParam === undefined ? "messages" : start.promptParam));
     }
-    const model = start.model.config;
-    const rates: ChatRates = {
-      completionRatio: model.completion_ratio,
-      cachedRatio: model.cached_ratio,
-      tokenMultiplier: model.token_multiplier,
-      groupMultiplier: (config.pricing_groups[start.key.pricingGroup] ?? config.pricing_groups.default!).multiplier,
-      ...(start.byok ? { byokRatio: config.quota.byok_charge_ratio } : {}),
-    };
-    const amount = chatQuota({ ...start.estimate, cachedTokens: 0 }, rates);
-    const reserved = await ledger.reserve({
-      userId: start.key.userId,
-      amount,
-      dailyAllowance: BigInt(plan!.daily_tokens),
-      requestId: start.requestId,
-      instanceId: deps.instanceId,
-    });
-    if (!reserved.ok) reject(meteringErrors.quotaExceeded(reserved.used + reserved.reserved, reserved.allowance, reserved.resetsAt));
-    return new Meter(deps, inflight, start, (reserved as { hold: Hold }).hold, rates);
+    const amount = start.pricing.charge({ ...start.estimate, cachedTokens: 0 });
+    const hold = { userId: start.key.userId, amount, requestId: start.requestId, instanceId: deps.instanceId };
+    const reseller = start.pricing.account === "reseller_usd";
+    const reserved = await ledger.reserve(reseller ? { ...hold, kind: "reseller_usd" } : { ...hold, dailyAllowance: BigInt(plan!.daily_tokens) });
+    if (!reserved.ok) {
+      reject(
+        reseller
+          ? meteringErrors.balanceExhausted(reserved.allowance - reserved.used - reserved.reserved, amount)
+          : meteringErrors.quotaExceeded(reserved.used + reserved.reserved, reserved.allowance, reserved.resetsAt),
+      );
+    }
+    return new Meter(deps, inflight, start, (reserved as { hold: Hold }).hold);
   }
 
   return {

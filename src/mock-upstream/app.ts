@@ -8,6 +8,7 @@ import { openaiChatRoute } from "./openai-chat.js";
 import { openaiEmbeddingsRoute } from "./openai-embeddings.js";
 import { openaiModelsRoute } from "./openai-models.js";
 import { openaiResponsesRoute } from "./openai-responses.js";
+import { systemoneRoute } from "./systemone.js";
 
 export type MockUpstreamEnv = {
   // Node bindings let a route cut the TCP connection itself (the `x-mock-drop-after` fault).
@@ -23,6 +24,7 @@ const routes: Hono<MockUpstreamEnv>[] = [
   openaiEmbeddingsRoute,
   anthropicMessagesRoute,
   geminiGenerateRoute,
+  systemoneRoute,
 ];
 
 /**

@@ -3,6 +3,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { z } from "zod";
 import type { MockUpstreamEnv } from "./app.js";
 import { dialectFor } from "./dialects.js";
+import { INVALID_ANSWERS, type InvalidAnswer } from "./systemone-evaluator.js";
 
 /**
  * Fault injection for the mock upstream, driven only by request headers so that request bodies stay valid
@@ -26,6 +27,10 @@ export interface Faults {
   omitUsage: boolean;
   /** `x-mock-no-base64`: embeddings ignore `encoding_format: "base64"`, as a provider without it would. */
   noBase64: boolean;
+  /** `x-mock-zero-usage`: the evaluator reports `input_tokens: 0, output_tokens: 0`. */
+  zeroUsage: boolean;
+  /** `x-mock-invalid-answer`: the evaluator spoils its first answer (missing, wrong type, out of range). */
+  invalidAnswer?: InvalidAnswer;
 }
 
 export const MAX_DELAY_MS = 60_000;
@@ -57,6 +62,8 @@ const faultHeaders = z.object({
   "x-mock-drop-after": nonNegativeInt.optional().catch(undefined),
   "x-mock-omit-usage": flag.optional().catch(undefined),
   "x-mock-no-base64": flag.optional().catch(undefined),
+  "x-mock-zero-usage": flag.optional().catch(undefined),
+  "x-mock-invalid-answer": z.string().trim().toLowerCase().pipe(z.enum(INVALID_ANSWERS)).optional().catch(undefined),
 });
 
 export function parseFaults(headers: Headers): Faults {
@@ -75,6 +82,8 @@ export function parseFaults(headers: Headers): Faults {
     dropAfter: h["x-mock-drop-after"],
     omitUsage: h["x-mock-omit-usage"] ?? false,
     noBase64: h["x-mock-no-base64"] ?? false,
+    zeroUsage: h["x-mock-zero-usage"] ?? false,
+    invalidAnswer: h["x-mock-invalid-answer"],
   };
 }
 

@@ -104,7 +104,10 @@ export function createEndpoint(pool: Pool, provider: ProviderConfig, path: strin
   };
 }
 
-/** POSTs `body` to the endpoint (`suffix` appended to its path) with the provider's key, or the request's own. */
+/**
+ * POSTs `body` to the endpoint (`suffix` appended to its path) with the provider's key, or the request's own.
+ * A string body is JSON text already and is sent as it is.
+ */
 export function postToEndpoint(
   endpoint: Endpoint,
   body: unknown,
@@ -117,7 +120,7 @@ export function postToEndpoint(
     provider: endpoint.provider,
     path: endpoint.path + suffix,
     headers: options.apiKey === undefined ? endpoint.headers[stream ? "stream" : "json"] : endpoint.headersFor(options.apiKey, stream),
-    body: JSON.stringify(body),
+    body: typeof body === "string" ? body : JSON.stringify(body),
     signal: options.signal,
   });
 }

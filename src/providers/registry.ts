@@ -2,6 +2,7 @@ import type { Config, ProviderConfig } from "../config/schema.js";
 import { createAnthropicAdapter } from "./anthropic/index.js";
 import { createGeminiAdapter } from "./gemini/index.js";
 import { createOpenAIAdapter } from "./openai/index.js";
+import { createSystemOneAdapter } from "./systemone/index.js";
 import type { ProviderAdapter } from "./types.js";
 
 /** Every upstream protocol the gateway speaks: one line per provider folder. */
@@ -9,6 +10,7 @@ export const adapterFactories: Partial<Record<ProviderConfig["protocol"], (provi
   openai: createOpenAIAdapter,
   anthropic: createAnthropicAdapter,
   gemini: createGeminiAdapter,
+  systemone: createSystemOneAdapter,
 };
 
 export interface Providers {

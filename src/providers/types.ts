@@ -77,6 +77,11 @@ export interface ProviderAdapter {
   generateContent?: Capability<JsonResult>;
   /** Gemini `...:streamGenerateContent?alt=sse`: the same body, answered as SSE. */
   streamGenerateContent?: Capability<StreamResult>;
+  /**
+   * The evaluator's `POST {base_url}/v1/systemone` (JSON only). The body is the request's JSON text, sent as it
+   * is: the client's own bytes with the model replaced, so nested JSON reaches the evaluator exactly.
+   */
+  evaluate?: (body: string, options: CallOptions) => Promise<JsonResult>;
   close(): Promise<void>;
 }
 

@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import type { Pool } from "../db/pool.js";
-import { utcDay } from "./day.js";
 import { Lease, type LeaseContext, type Waiter } from "./lease.js";
 import { HoldResolvedError, type AccountKind, type ReserveInput, type ReserveResult } from "./types.js";
 
@@ -12,6 +11,8 @@ import { HoldResolvedError, type AccountKind, type ReserveInput, type ReserveRes
 export interface EscrowOptions {
   pool: Pool;
   kind: AccountKind;
+  /** The period of the account a reservation made at `now` draws on. */
+  periodOf: (now: Date) => string;
   maxHoldSeconds: number;
   /** A lease without reservations for this long gives its units back and closes. */
   idleMs?: number;
@@ -24,6 +25,8 @@ export interface Escrow {
   reserve(input: ReserveInput): Promise<ReserveResult>;
   /** Posts `charged`, or voids the reservation (null). Resolves once the ledger has it. */
   resolve(holdId: string, charged: bigint | null): Promise<void>;
+  /** Whether `holdId` is an unresolved reservation of this escrow. */
+  owns(holdId: string): boolean;
   /** Gives every lease's free units back and waits until every sync has been applied. */
   flush(): Promise<void>;
   /** Stops the sweep, closes every lease (outstanding requests still settle) and waits for the syncs. */
@@ -64,11 +67,14 @@ export function createEscrow(opts: EscrowOptions): Escrow {
     onSyncError: (err, lease) => opts.onSyncError?.(err, lease.id),
   });
 
-  function leaseFor(input: Pick<ReserveInput, "userId" | "dailyAllowance" | "instanceId">, period: string): Lease {
-    const key = keyOf(input.userId, period);
+  /** The day's allowance of a daily reservation; null for an account whose credits the operator sets. */
+  const allowanceOf = (input: ReserveInput): bigint | null => ("dailyAllowance" in input ? input.dailyAllowance : null);
+
+  function leaseFor(userId: string, allowance: bigint | null, instanceId: string, period: string): Lease {
+    const key = keyOf(userId, period);
     let lease = leases.get(key);
     if (!lease) {
-      lease = new Lease(context(input.instanceId), input.userId, period, input.dailyAllowance);
+      lease = new Lease(context(instanceId), userId, period, allowance);
       leases.set(key, lease);
       all.add(lease);
     }
@@ -82,16 +88,18 @@ export function createEscrow(opts: EscrowOptions): Escrow {
   }
 
   function enqueue(input: ReserveInput, now: Date, waiter: Waiter) {
-    const lease = leaseFor(input, utcDay(now));
-    if (lease.allowance !== input.dailyAllowance) lease.reallow(input.dailyAllowance);
+    const allowance = allowanceOf(input);
+    const lease = leaseFor(input.userId, allowance, input.instanceId, opts.periodOf(now));
+    if (lease.allowance !== allowance) lease.reallow(allowance);
     lease.wait(waiter);
   }
 
   function reserve(input: ReserveInput): Promise<ReserveResult> {
     if (input.amount < 0n) return Promise.reject(new RangeError(`cannot hold a negative amount (${input.amount})`));
     const now = input.now ?? new Date();
-    const lease = leaseFor(input, utcDay(now));
-    if (lease.allowance === input.dailyAllowance && lease.tryTake(input.amount, now.getTime())) {
+    const allowance = allowanceOf(input);
+    const lease = leaseFor(input.userId, allowance, input.instanceId, opts.periodOf(now));
+    if (lease.allowance === allowance && lease.tryTake(input.amount, now.getTime())) {
       return Promise.resolve({ ok: true, hold: record(lease, input, now) });
     }
     return new Promise((resolve, reject) => enqueue(input, now, { input, now, resolve, reject }));
@@ -106,7 +114,7 @@ export function createEscrow(opts: EscrowOptions): Escrow {
     if (!lease.poisoned) return lease.resolve(resolution, reservation.expired);
     // Its lease can no longer sync: post through the account's current lease (its units stay held in the
     // database until this process stops and the lease expires: conservative, never free).
-    const current = leaseFor({ userId: lease.userId, dailyAllowance: lease.allowance, instanceId: lease.instanceId }, lease.period);
+    const current = leaseFor(lease.userId, lease.allowance, lease.instanceId, lease.period);
     return current.resolve(resolution, true);
   }
 
@@ -134,6 +142,7 @@ export function createEscrow(opts: EscrowOptions): Escrow {
   return {
     reserve,
     resolve,
+    owns: (holdId) => holds.has(holdId),
     async flush() {
       for (const lease of all) if (!lease.ended && !lease.poisoned) lease.giveBackFree();
       await settleAll();

@@ -3,8 +3,9 @@ import type { Pool } from "../db/pool.js";
 // The two statements of the escrow (escrow.ts, docs/billing.md "Escrow"). Each is atomic across gateway
 // processes by itself: the account row lock decides every race, so no explicit transaction is needed.
 
-// Creates the day's account if needed, and an empty lease on it. `do update` (a no-op) makes RETURNING see an
-// account another process created first. Runs once per process, account and day.
+// Creates the account if needed (a day's allowance, or a reseller balance never credited yet, with credits 0),
+// and an empty lease on it. `do update` (a no-op) makes RETURNING see an account another process created
+// first. Runs once per process, account and period.
 const OPEN_LEASE = `
 with account as (
   insert into quota_accounts (user_id, kind, period, credits) values ($2::uuid, $3::text, $4::text, $5::bigint)
@@ -19,6 +20,9 @@ returning account_id::text`;
 // if the account has them (at most a quarter of what is left after `need`, so that other processes still find
 // some), or whatever is left when that is less than `need`. `close` gives everything back and ends the lease.
 //
+// The allowance ($6) sets the account's credits each sync (a plan change applies at once); null keeps the
+// credits the account has (a reseller balance, credited by the operator).
+//
 // Applied only if `seq` is the lease's next number: a retry after a lost reply finds its own number and gets
 // the stored grant back instead of a second effect. A lease that is no longer pending (expired: its process
 // was presumed dead, and the expiry already returned its units) still posts charges, and takes, gives and
@@ -30,24 +34,24 @@ with lease as (
 ), fresh as (
   select * from lease where seq = $2::int - 1
 ), account as (
-  select a.id, a.debits_posted, a.debits_pending, fresh.status = 'pending' as live
+  select a.id, a.credits, a.debits_posted, a.debits_pending, fresh.status = 'pending' as live
   from quota_accounts a join fresh on a.id = fresh.account_id
   for no key update of a
 ), moved as (
-  select id, live, debits_posted + $3::bigint as posted,
+  select id, live, coalesce($6::bigint, credits) as credits, debits_posted + $3::bigint as posted,
     debits_pending - case when live then $4::bigint + $5::bigint else 0 end as pending
   from account
 ), granted as (
   select moved.*, case
       when not live or $9::bool then 0
-      when $6::bigint - posted - pending >= $7::bigint
-        then $7::bigint + least($8::bigint, ($6::bigint - posted - pending - $7::bigint) / 4)
-      else greatest($6::bigint - posted - pending, 0)
+      when credits - posted - pending >= $7::bigint
+        then $7::bigint + least($8::bigint, (credits - posted - pending - $7::bigint) / 4)
+      else greatest(credits - posted - pending, 0)
     end as amount
   from moved
 ), booked as (
   update quota_accounts a
-  set debits_posted = g.posted, debits_pending = g.pending + g.amount, credits = $6::bigint, updated_at = now()
+  set debits_posted = g.posted, debits_pending = g.pending + g.amount, credits = g.credits, updated_at = now()
   from granted g where a.id = g.id
 ), leased as (
   update quota_leases l
@@ -71,7 +75,8 @@ select
   lease.status,
   coalesce((select amount from granted), (select last_grant from lease))::text as granted,
   coalesce((select posted from granted), a.debits_posted)::text as posted,
-  coalesce((select pending + amount from granted), a.debits_pending)::text as pending
+  coalesce((select pending + amount from granted), a.debits_pending)::text as pending,
+  coalesce((select credits from granted), a.credits)::text as credits
 from lease join quota_accounts a on a.id = lease.account_id`;
 
 export interface OpenLease {
@@ -79,7 +84,8 @@ export interface OpenLease {
   userId: string;
   kind: string;
   period: string;
-  allowance: bigint;
+  /** The credits of an account created here: the day's allowance, or null (a balance not credited yet: 0). */
+  allowance: bigint | null;
   instanceId: string;
 }
 
@@ -88,7 +94,7 @@ export async function openLease(pool: Pool, lease: OpenLease): Promise<string> {
   const { rows } = await pool.query<{ account_id: string }>({
     name: "quota_open_lease",
     text: OPEN_LEASE,
-    values: [lease.leaseId, lease.userId, lease.kind, lease.period, String(lease.allowance), lease.instanceId],
+    values: [lease.leaseId, lease.userId, lease.kind, lease.period, String(lease.allowance ?? 0n), lease.instanceId],
   });
   return rows[0]!.account_id;
 }
@@ -106,7 +112,8 @@ export interface SyncLease {
   leaseId: string;
   seq: number;
   instanceId: string;
-  allowance: bigint;
+  /** The day's allowance, or null to keep the account's own credits. */
+  allowance: bigint | null;
   post: bigint;
   take: bigint;
   giveBack: bigint;
@@ -123,6 +130,7 @@ export interface SyncReply {
   /** The account after the sync. */
   posted: bigint;
   pending: bigint;
+  credits: bigint;
 }
 
 export class LeaseSequenceError extends Error {
@@ -133,7 +141,7 @@ export class LeaseSequenceError extends Error {
 }
 
 export async function syncLease(pool: Pool, sync: SyncLease): Promise<SyncReply> {
-  const { rows } = await pool.query<{ seq: number; status: string; granted: string; posted: string; pending: string }>({
+  const { rows } = await pool.query<{ seq: number; status: string; granted: string; posted: string; pending: string; credits: string }>({
     name: "quota_sync_lease",
     text: SYNC_LEASE,
     values: [
@@ -142,7 +150,7 @@ export async function syncLease(pool: Pool, sync: SyncLease): Promise<SyncReply>
       String(sync.post),
       String(sync.take),
       String(sync.giveBack),
-      String(sync.allowance),
+      sync.allowance === null ? null : String(sync.allowance),
       String(sync.need),
       String(sync.headroom),
       sync.close,
@@ -162,5 +170,6 @@ export async function syncLease(pool: Pool, sync: SyncLease): Promise<SyncReply>
     granted: BigInt(row.granted),
     posted: BigInt(row.posted),
     pending: BigInt(row.pending),
+    credits: BigInt(row.credits),
   };
 }

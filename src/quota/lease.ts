@@ -78,7 +78,8 @@ export class Lease {
     private readonly ctx: LeaseContext,
     readonly userId: string,
     readonly period: string,
-    public allowance: bigint,
+    /** The day's allowance; null for an account whose credits the operator sets (a reseller balance). */
+    public allowance: bigint | null,
   ) {}
 
   /** Takes `amount` from `free` if nothing waits before it; otherwise queues the call for a sync. */
@@ -101,7 +102,7 @@ export class Lease {
   }
 
   /** A plan change: give everything free back and let the next sync grant under the new allowance. */
-  reallow(allowance: bigint): void {
+  reallow(allowance: bigint | null): void {
     this.allowance = allowance;
     this.giveBackFree();
   }
@@ -266,7 +267,7 @@ export class Lease {
       return;
     }
     this.seq = payload.seq;
-    this.overshot = this.allowance - reply.posted - reply.pending < 0n;
+    this.overshot = reply.credits - reply.posted - reply.pending < 0n;
     if (!reply.live || close) {
       this.ended = true;
       this.free = 0n;
@@ -305,7 +306,7 @@ export class Lease {
       refused = true;
       w.resolve({
         ok: false,
-        allowance: this.allowance,
+        allowance: reply.credits,
         used: reply.posted,
         reserved: reply.pending - this.free,
         resetsAt: nextResetAt(w.now),

@@ -1,6 +1,7 @@
 import type { Pool } from "../db/pool.js";
 import { nextResetAt, utcDay } from "./day.js";
 import { createEscrow } from "./escrow.js";
+import { RESELLER_KIND, RESELLER_PERIOD, creditReseller, resellerBalance } from "./reseller.js";
 import {
   type AccountKind,
   type DailyBalance,
@@ -9,7 +10,8 @@ import {
   type ReserveResult,
 } from "./types.js";
 
-// Reservations and their resolutions go through the escrow (escrow.ts); here are the reads and the expiry.
+// Reservations and their resolutions go through an escrow per account kind (escrow.ts): the day's allowance
+// and the reseller USD balance are the same mechanism on different accounts. Here are the reads and the expiry.
 
 const DAILY: AccountKind = "daily_allowance";
 
@@ -59,13 +61,13 @@ export interface LedgerOptions {
 
 export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger {
   const instanceTimeoutSeconds = opts.instanceTimeoutSeconds ?? 90;
-  const escrow = createEscrow({
-    pool,
-    kind: DAILY,
-    maxHoldSeconds: opts.maxHoldSeconds,
-    idleMs: opts.leaseIdleMs,
-    onSyncError: opts.onSyncError,
-  });
+  const escrowOf = (kind: AccountKind, periodOf: (now: Date) => string) =>
+    createEscrow({ pool, kind, periodOf, maxHoldSeconds: opts.maxHoldSeconds, idleMs: opts.leaseIdleMs, onSyncError: opts.onSyncError });
+  const daily = escrowOf(DAILY, utcDay);
+  const reseller = escrowOf(RESELLER_KIND, () => RESELLER_PERIOD);
+  const escrows = [daily, reseller];
+  /** The escrow holding a reservation; the daily one (which then reports it resolved) when none does. */
+  const holding = (holdId: string) => escrows.find((e) => e.owns(holdId)) ?? daily;
 
   async function balance(userId: string, dailyAllowance: bigint, now = new Date()): Promise<DailyBalance> {
     const day = utcDay(now);
@@ -89,17 +91,23 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
   return {
     balance,
 
-    reserve: (input: ReserveInput): Promise<ReserveResult> => escrow.reserve(input),
+    reserve: (input: ReserveInput): Promise<ReserveResult> => (input.kind === RESELLER_KIND ? reseller : daily).reserve(input),
 
     async settle(holdId: string, charged: bigint): Promise<void> {
       // Checked here: a bad charge must not reach the sync it would have joined.
       if (charged < 0n) throw new RangeError(`cannot charge a negative amount (${charged})`);
-      return escrow.resolve(holdId, charged);
+      return holding(holdId).resolve(holdId, charged);
     },
 
-    release: (holdId: string): Promise<void> => escrow.resolve(holdId, null),
-    flush: () => escrow.flush(),
-    close: () => escrow.close(),
+    release: (holdId: string): Promise<void> => holding(holdId).resolve(holdId, null),
+    flush: async () => {
+      await Promise.all(escrows.map((e) => e.flush()));
+    },
+    close: async () => {
+      await Promise.all(escrows.map((e) => e.close()));
+    },
+    creditReseller: (userId, amount, note) => creditReseller(pool, userId, amount, note),
+    resellerBalance: (userId) => resellerBalance(pool, userId),
 
     async expireAbandoned(now?: Date): Promise<number> {
       const { rows } = await pool.query<{ n: number }>({

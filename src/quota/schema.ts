@@ -2,8 +2,9 @@ import { sql } from "drizzle-orm";
 import { bigint, bigserial, check, index, integer, pgTable, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 import { users } from "../auth/schema.js";
 
-// One row per balance: owner + kind + period. Today only the daily allowance (period = UTC day YYYY-MM-DD);
-// later kinds (reseller_usd, request_pack, ...) are new `kind` values on the same reserve/settle/release path.
+// One row per balance: owner + kind + period. The daily allowance (period = UTC day YYYY-MM-DD, credits = the
+// plan's allowance) and the reseller USD balance (period "balance", credits = what the operator credited, in
+// nano-dollars); later kinds (request_pack, ...) are new `kind` values on the same reserve/settle/release path.
 export const quotaAccounts = pgTable(
   "quota_accounts",
   {
@@ -87,3 +88,19 @@ export const gatewayInstances = pgTable("gateway_instances", {
   startedAt: timestamp("started_at", { withTimezone: true }).notNull().defaultNow(),
   lastSeenAt: timestamp("last_seen_at", { withTimezone: true }).notNull().defaultNow(),
 });
+
+// Every credit an operator gave a reseller balance (nano-dollars), written in the statement that adds it to the
+// account's credits: the account says how much, this says when and why.
+export const resellerCredits = pgTable(
+  "reseller_credits",
+  {
+    id: bigserial("id", { mode: "bigint" }).primaryKey(),
+    userId: uuid("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    amount: bigint("amount", { mode: "bigint" }).notNull(),
+    note: text("note").notNull().default(""),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index("reseller_credits_user_id_idx").on(t.userId), check("reseller_credits_amount_positive", sql`${t.amount} > 0`)],
+);

@@ -3,7 +3,8 @@
 // pending -> posted (settle) | voided (release) | expired. Quota units are bigint. A process holds a lease
 // (escrow) on each busy account and takes its requests' holds out of it in memory (docs/billing.md).
 
-export type AccountKind = "daily_allowance";
+/** The day's allowance in quota units (period: the UTC day), or a reseller's balance in nano-dollars (one perpetual period). */
+export type AccountKind = "daily_allowance" | "reseller_usd";
 
 export interface Hold {
   id: string;
@@ -11,20 +12,32 @@ export interface Hold {
   amount: bigint;
 }
 
-export interface ReserveInput {
+interface ReserveCommon {
   userId: string;
-  /** Units to hold: the admission estimate. */
+  /** Units to hold: the admission estimate, in the account's unit. */
   amount: bigint;
-  /** The plan's daily allowance; applied to today's account (a plan change applies at once). */
-  dailyAllowance: bigint;
   requestId: string;
   /** The gateway process making the hold; its heartbeat decides when an abandoned hold expires. */
   instanceId: string;
   now?: Date;
 }
 
+export type ReserveInput = ReserveCommon &
+  (
+    | {
+        kind?: "daily_allowance";
+        /** The plan's daily allowance; applied to today's account (a plan change applies at once). */
+        dailyAllowance: bigint;
+      }
+    | {
+        /** The user's reseller balance: what the operator credited, less what was charged and is held. */
+        kind: "reseller_usd";
+      }
+  );
+
 export type ReserveResult =
   | { ok: true; hold: Hold }
+  /** `allowance` is the account's credits (the day's allowance, or what a reseller was credited). */
   | { ok: false; allowance: bigint; used: bigint; reserved: bigint; resetsAt: Date };
 
 export interface DailyBalance {
@@ -63,6 +76,22 @@ export interface QuotaLedger {
   balance(userId: string, dailyAllowance: bigint, now?: Date): Promise<DailyBalance>;
   /** Expires the leases of dead processes (their units return to the accounts); returns how many. */
   expireAbandoned(now?: Date): Promise<number>;
+  /** Adds `amount` nano-dollars to a user's reseller balance, with a record of the credit; returns the balance after it. */
+  creditReseller(userId: string, amount: bigint, note: string): Promise<ResellerBalance>;
+  /** A user's reseller balance (zeros when never credited). */
+  resellerBalance(userId: string): Promise<ResellerBalance>;
+}
+
+/** A reseller's USD balance, in nano-dollars. */
+export interface ResellerBalance {
+  /** Everything the operator credited. */
+  credited: bigint;
+  /** Posted charges. */
+  spent: bigint;
+  /** Held by requests in flight and the gateway processes' leases. */
+  reserved: bigint;
+  /** credited - spent - reserved; negative after an overshoot. */
+  available: bigint;
 }
 
 export class HoldResolvedError extends Error {

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { AppDeps } from "../server/app.js";
+import { createResellerAccounts } from "../account/reseller.js";
 import { createRequestLogWriter } from "../analytics/writer.js";
 import type { RequestLogWriter } from "../analytics/types.js";
 import { createAuthServices } from "../auth/index.js";
@@ -7,9 +8,11 @@ import { createCatalog } from "../catalog/catalog.js";
 import type { Config } from "../config/schema.js";
 import type { Pool } from "../db/pool.js";
 import { createMetering } from "../metering/meter.js";
+import { unpricedEvaluators } from "../metering/pricing.js";
 import { createProviders } from "../providers/registry.js";
 import { createQuotaLedger } from "../quota/ledger.js";
 import { registerInstance } from "../quota/instances.js";
+import { createBodyBudget } from "../server/body-budget.js";
 
 /** Everything the HTTP app needs, plus what only the process lifecycle touches. */
 export interface Services extends AppDeps {
@@ -50,17 +53,23 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
     maxBuffered: config.analytics.max_buffered,
   });
   const providers = createProviders(config);
+  const catalog = createCatalog(config);
+  for (const unpriced of serving ? unpricedEvaluators(catalog, config) : []) {
+    logger.warn(unpriced, "SYSTEMONE_RATE_CARD_MISSING: no rate card prices this upstream; its cost is logged as unknown (null)");
+  }
   const metering = createMetering({ config, ledger, requestLog, instanceId: instance?.id ?? "", logger });
   return {
     config,
     pool,
     logger,
     auth,
-    catalog: createCatalog(config),
+    catalog,
     ledger,
     providers,
     requestLog,
     metering,
+    bodyBudget: createBodyBudget(config.systemone.admission_budget_bytes),
+    resellers: createResellerAccounts({ ledger, users: auth.users }),
     async close() {
       await metering.drain();
       await ledger.close();

@@ -12,11 +12,14 @@ import { embeddingsRoutes } from "../inference/embeddings-route.js";
 import { generateContentRoutes } from "../inference/generate-content-route.js";
 import { messagesRoutes } from "../inference/messages-route.js";
 import { responsesRoutes } from "../inference/responses-route.js";
+import { systemoneRoutes } from "../inference/systemone-route.js";
 import { modelListRoutes, nativeModelListRoutes } from "../inference/models-route.js";
 import type { Metering } from "../metering/meter.js";
 import type { Providers } from "../providers/registry.js";
 import { userQuotaRoutes } from "../account/quota-route.js";
+import { resellerAdminRoutes, type ResellerAccounts } from "../account/reseller.js";
 import type { QuotaLedger } from "../quota/types.js";
+import type { BodyBudget } from "./body-budget.js";
 import type { AppEnv } from "./context.js";
 import { handleError } from "./error-envelope.js";
 import { healthRoutes } from "./health.js";
@@ -32,6 +35,9 @@ export interface AppDeps {
   ledger: QuotaLedger;
   providers: Providers;
   metering: Metering;
+  /** The process-wide budget of evaluation request bodies (`systemone.admission_budget_bytes`). */
+  bodyBudget: BodyBudget;
+  resellers: ResellerAccounts;
 }
 
 /**
@@ -69,11 +75,13 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route("/v1", messages);
   app.route("/compatible", generateContentRoutes(inference));
   app.route("/native", nativeModelListRoutes(deps.catalog, config));
+  app.route("/", systemoneRoutes(inference, deps.bodyBudget));
   app.route("/api/v1/auth", authRoutes({ sessions: auth.sessions, config, bodyLimit }));
   app.route("/api/v1/user", userRoutes());
   app.route("/api/v1/user", userRequestRoutes({ pool: deps.pool }));
   app.route("/api/v1/user", userQuotaRoutes({ ledger: deps.ledger, config }));
   app.route("/api/v1/admin", adminRoutes({ users: auth.users, apiKeys: auth.apiKeys, bodyLimit }));
+  app.route("/api/v1/admin", resellerAdminRoutes({ accounts: deps.resellers, bodyLimit }));
   app.route("/api/v1/internal", internalRoutes());
 
   return app;

@@ -3,26 +3,31 @@ import type { Context } from "hono";
 import type { z } from "zod";
 import { GatewayError, errors } from "../errors.js";
 import type { AppEnv } from "./context.js";
+import type { BodyReservation } from "./body-budget.js";
 import { requestHeader } from "./headers.js";
 
 // Bodies are read straight from Node's incoming stream (DESIGN.md §5: no WHATWG Request body per call) and the
 // size cap is enforced while reading, so an oversize body is refused before it is buffered or parsed.
 
-async function readCapped(c: Context<AppEnv>, limit: number): Promise<Buffer> {
+async function readCapped(c: Context<AppEnv>, limit: number, reservation?: BodyReservation): Promise<Buffer> {
   const declared = Number(requestHeader(c, "content-length"));
-  if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
+  const known = Number.isFinite(declared);
+  if (known && declared > limit) throw tooLarge(limit);
+  // With a Content-Length the whole body is reserved before a byte is read; without, chunk by chunk.
+  if (reservation && known && !reservation.take(declared)) throw overBudget();
   const incoming = c.env?.incoming;
   if (!incoming) {
     // In-process calls (app.request) have no Node stream; the same cap applies.
     const buf = Buffer.from(await c.req.raw.arrayBuffer());
     if (buf.length > limit) throw tooLarge(limit);
+    if (reservation && !known && !reservation.take(buf.length)) throw overBudget();
     return buf;
   }
-  return readIncoming(incoming, limit);
+  return readIncoming(incoming, limit, known ? undefined : reservation);
 }
 
 /** Event listeners rather than `for await`, which builds an async iterator and a promise per chunk. */
-function readIncoming(incoming: IncomingMessage, limit: number): Promise<Buffer> {
+function readIncoming(incoming: IncomingMessage, limit: number, reservation?: BodyReservation): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -36,9 +41,10 @@ function readIncoming(incoming: IncomingMessage, limit: number): Promise<Buffer>
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) {
+      const refusal = size > limit ? tooLarge(limit) : reservation && !reservation.take(chunk.length) ? overBudget() : null;
+      if (refusal) {
         incoming.pause();
-        done(tooLarge(limit));
+        done(refusal);
         return;
       }
       chunks.push(chunk);
@@ -60,12 +66,24 @@ function readIncoming(incoming: IncomingMessage, limit: number): Promise<Buffer>
   });
 }
 
-function tooLarge(limit: number) {
-  const err = errors.payloadTooLarge(limit);
-  // The rest of the body is never read; closing the connection stops the client from sending it.
+/** The rest of the body is never read; closing the connection stops the client from sending it. */
+function closing(err: GatewayError): GatewayError {
   err.headers.Connection = "close";
   return err;
 }
+
+const tooLarge = (limit: number) => closing(errors.payloadTooLarge(limit));
+
+const overBudget = () =>
+  closing(
+    new GatewayError({
+      status: 503,
+      type: "api_error",
+      message: "The gateway is reading as many large request bodies as it can hold right now; retry shortly with backoff.",
+      code: "body_budget_exhausted",
+      headers: { "Retry-After": "1" },
+    }),
+  );
 
 function isJson(contentType: string | undefined): boolean {
   if (!contentType) return false;
@@ -73,19 +91,31 @@ function isJson(contentType: string | undefined): boolean {
   return mime === "application/json" || mime.endsWith("+json");
 }
 
-/** Reads and parses a JSON body: 415 for another content type, 413 over the cap, 400 for malformed JSON. */
-export async function readJson(c: Context<AppEnv>, limit: number): Promise<unknown> {
+/** A JSON body: its parse and its text. */
+interface JsonBody {
+  value: unknown;
+  text: string;
+}
+
+/**
+ * Reads and parses a JSON body: 415 for another content type, 413 over the cap, 400 for malformed JSON; with a
+ * reservation, 503 when the body budget cannot hold it.
+ */
+export async function readJsonBody(c: Context<AppEnv>, limit: number, reservation?: BodyReservation): Promise<JsonBody> {
   if (!isJson(requestHeader(c, "content-type"))) {
     throw errors.unsupportedMediaType("Content-Type must be application/json.");
   }
-  const buf = await readCapped(c, limit);
+  const buf = await readCapped(c, limit, reservation);
   if (buf.length === 0) throw errors.badRequest("Request body is empty; a JSON object is required.", null, "invalid_json");
+  const text = buf.toString("utf8");
   try {
-    return JSON.parse(buf.toString("utf8"));
+    return { value: JSON.parse(text), text };
   } catch (err) {
     throw errors.badRequest(`Request body is not valid JSON: ${(err as Error).message}.`, null, "invalid_json");
   }
 }
+
+export const readJson = async (c: Context<AppEnv>, limit: number): Promise<unknown> => (await readJsonBody(c, limit)).value;
 
 /** `messages[0].role` style, as OpenAI reports `param`. */
 export function paramPath(path: readonly PropertyKey[]): string | null {
@@ -96,13 +126,13 @@ export function paramPath(path: readonly PropertyKey[]): string | null {
   }, "");
 }
 
-/** Validates a parsed body; the first issue becomes a 400 naming the failing field in `param`. */
-export function validate<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
+/** Validates a parsed body; the first issue becomes a 400 (or `invalid`'s status) naming the failing field in `param`. */
+export function validate<S extends z.ZodType>(schema: S, value: unknown, invalid = errors.badRequest): z.infer<S> {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
   const param = paramPath(issue.path);
-  throw errors.badRequest(param ? `Invalid ${param}: ${issue.message}` : issue.message, param, "invalid_value");
+  throw invalid(param ? `Invalid ${param}: ${issue.message}` : issue.message, param, "invalid_value");
 }
 
 export async function readValidJson<S extends z.ZodType>(c: Context<AppEnv>, schema: S, limit: number): Promise<z.infer<S>> {

@@ -38,7 +38,7 @@ describe("gateway serve --demo", () => {
     expect(res.headers.get("x-request-id")).toMatch(/^req_/);
     const body = (await res.json()) as { object: string; data: { id: string; object: string }[] };
     expect(validateOpenAI("ListModelsResponse", body)).toEqual([]);
-    const demoModels = ["demo-small", "demo-large", "demo-embed", "demo-claude", "demo-gemini"];
+    const demoModels = ["demo-small", "demo-large", "demo-embed", "demo-claude", "demo-gemini", "demo-judge"];
     expect(body.data.map((m) => m.id)).toEqual(demoModels);
 
     // The official SDK, unmodified, pointed at the gateway.
@@ -62,6 +62,11 @@ describe("gateway serve --demo", () => {
     const embedded = await sdk.embeddings.create({ model: "demo-embed", input: "Say hello" });
     expect(embedded.model).toBe("demo-embed");
     expect(embedded.data[0]!.embedding.length).toBeGreaterThan(0);
+    const questions = { polite: { type: "noul" }, tone: { type: "choice", criteria: { formal: null, casual: null } } };
+    type Judged = { model: string; answers: Record<string, { type: string }>; usage: { input_tokens: number } };
+    const judged = await sdk.post<Judged>("/systemone", { body: { model: "demo-judge", state: "Hi!", questions } });
+    expect(judged.model).toBe("demo-judge");
+    expect(Object.keys(judged.answers)).toEqual(["polite", "tone"]);
     const [, password] = first.serve.stderr().match(/password (\S+) \(admin\)/)!;
     const login = await fetch(`${first.url}/api/v1/auth/login`, {
       method: "POST",
@@ -76,7 +81,8 @@ describe("gateway serve --demo", () => {
       };
     let seen = await quota();
     // `reserved` is the gateway's lease: it gives its units back after 2 s without requests (docs/billing.md).
-    const used = 2 * completion.usage!.total_tokens + embedded.usage.prompt_tokens;
+    // The evaluation is billed on its input tokens only.
+    const used = 2 * completion.usage!.total_tokens + embedded.usage.prompt_tokens + judged.usage.input_tokens;
     for (let i = 0; i < 200 && (seen.used < used || seen.reserved > 0); i++) {
       await new Promise((r) => setTimeout(r, 50));
       seen = await quota();

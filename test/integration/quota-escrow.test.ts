@@ -76,7 +76,7 @@ describe("quota escrow", () => {
       const leaseId = crypto.randomUUID();
       await openLease(db.pool, { leaseId, userId: user, kind: "daily_allowance", period: "2026-11-22", allowance: 1000n, instanceId: live.id });
       const first = await syncLease(db.pool, base(leaseId, 1));
-      expect(first).toEqual({ live: true, granted: 100n + 900n / 4n, posted: 0n, pending: 325n });
+      expect(first).toEqual({ live: true, granted: 100n + 900n / 4n, posted: 0n, pending: 325n, credits: 1000n });
       // The reply was lost: the same sync again has no second effect and returns the same grant.
       expect(await syncLease(db.pool, base(leaseId, 1))).toEqual(first);
       const { rows } = await db.pool.query<{ amount: string; seq: number }>("select amount, seq from quota_leases where id = $1", [leaseId]);
@@ -90,7 +90,7 @@ describe("quota escrow", () => {
         ...base(leaseId, 3), need: 0n, headroom: 0n, post: 50n, take: 50n, giveBack: 950n, close: true,
         resolutions: [{ holdId: crypto.randomUUID(), requestId: "req_x", amount: 60n, charged: 50n, reservedAt: new Date() }],
       });
-      expect(closed).toEqual({ live: true, granted: 0n, posted: 50n, pending: 0n });
+      expect(closed).toEqual({ live: true, granted: 0n, posted: 50n, pending: 0n, credits: 1000n });
       const after = await db.pool.query<{ amount: string; status: string }>("select amount, status from quota_leases where id = $1", [leaseId]);
       expect(after.rows[0]).toEqual({ amount: "0", status: "closed" });
       // A lease cannot give back more than it holds: the statement fails whole.

@@ -27,8 +27,8 @@ function logRow(overrides: Partial<RequestLogRow> = {}): RequestLogRow {
     requestId: newRequestId(), userId: randomUUID(), keyId: randomUUID(), route: "/v1/chat/completions",
     clientProtocol: "openai", publicModel: "m1", upstreamModel: "m1-2024-07-18", provider: "backup",
     fallbackPath: ["main", "backup"], status: 200, errorClass: null, inputTokens: 12, outputTokens: 34,
-    cachedTokens: 0, quotaCharged: 46n, usageSource: "upstream", latencyMs: 12.345, ttfbMs: 3.5, streamed: true,
-    createdAt: new Date(),
+    cachedTokens: 0, quotaCharged: 46n, costUsd: null, upstreamCostUsd: null, usageSource: "upstream", latencyMs: 12.345,
+    ttfbMs: 3.5, streamed: true, createdAt: new Date(),
     ...overrides,
   };
 }
@@ -85,7 +85,7 @@ describe("request log writer", () => {
       client_protocol: "openai", public_model: "m1", upstream_model: "m1-2024-07-18", provider: "backup",
       fallback_path: ["main", "backup"], status: 200, error_class: null, input_tokens: 12, output_tokens: 34,
       cached_tokens: 0, quota_charged: "46", usage_source: "upstream", latency_ms: "12.345", ttfb_ms: "3.500",
-      streamed: true, created_at: sample.createdAt,
+      streamed: true, created_at: sample.createdAt, cost_usd: null, upstream_cost_usd: null,
     });
     await writer.close();
   });
@@ -263,7 +263,7 @@ describe("GET /api/v1/user/requests", () => {
     expect(requests[0]).toEqual({
       request_id: requests[0]!.request_id, created_at: "2030-01-01T00:00:00.002Z", route: "/v1/chat/completions",
       model: "m1", status: 200, error_class: null, streamed: true, input_tokens: 12, output_tokens: 34,
-      cached_tokens: 0, quota_charged: 1002, usage_source: "upstream", latency_ms: 12.345, ttfb_ms: 3.5,
+      cached_tokens: 0, quota_charged: 1002, cost_usd: null, usage_source: "upstream", latency_ms: 12.345, ttfb_ms: 3.5,
     });
     for (const secret of ["m1-2024-07-18", "backup", "fallback", "provider", "upstream_model", "key_id"]) expect(text).not.toContain(secret);
   });

@@ -1,0 +1,70 @@
+import { Hono } from "hono";
+import { z } from "zod";
+import type { UserService } from "../auth/types.js";
+import { formatUsd, parseUsd } from "../billing/usd.js";
+import { errors } from "../errors.js";
+import type { QuotaLedger, ResellerBalance } from "../quota/types.js";
+import { readValidJson } from "../server/body.js";
+import type { AppEnv } from "../server/context.js";
+
+// Reseller pay-as-you-go balances as operators see them: credit one (`gateway reseller credit`, or the admin
+// endpoint with CSRF) and read it. Amounts are exact decimal text in USD, both ways (docs/billing.md).
+
+export interface PublicResellerBalance {
+  user_id: string;
+  credited_usd: string;
+  spent_usd: string;
+  reserved_usd: string;
+  available_usd: string;
+}
+
+export interface ResellerAccounts {
+  /** Adds `usd` (decimal text, at most 9 decimals) to the user's balance, with a note for the record. */
+  credit(user: string, usd: string, note?: string): Promise<PublicResellerBalance>;
+  balance(user: string): Promise<PublicResellerBalance>;
+}
+
+const MAX_NOTE = 500;
+
+const toPublic = (userId: string, b: ResellerBalance): PublicResellerBalance => ({
+  user_id: userId,
+  credited_usd: formatUsd(b.credited),
+  spent_usd: formatUsd(b.spent),
+  reserved_usd: formatUsd(b.reserved),
+  available_usd: formatUsd(b.available),
+});
+
+export function createResellerAccounts(deps: { ledger: QuotaLedger; users: UserService }): ResellerAccounts {
+  async function userIdOf(idOrEmail: string): Promise<string> {
+    const user = await deps.users.find(idOrEmail);
+    if (!user) throw errors.notFound(`no user ${idOrEmail}`, "user_not_found");
+    return user.id;
+  }
+  return {
+    async credit(user, usd, note = "") {
+      const amount = parseUsd(usd);
+      if (amount === null || amount === 0n) {
+        throw errors.badRequest("usd must be a positive decimal amount of at most 1,000,000,000 with at most 9 decimals, such as 25 or 0.50.", "usd", "invalid_value");
+      }
+      if (note.length > MAX_NOTE) throw errors.badRequest(`note must be at most ${MAX_NOTE} characters.`, "note", "invalid_value");
+      const userId = await userIdOf(user);
+      return toPublic(userId, await deps.ledger.creditReseller(userId, amount, note));
+    },
+    async balance(user) {
+      const userId = await userIdOf(user);
+      return toPublic(userId, await deps.ledger.resellerBalance(userId));
+    },
+  };
+}
+
+const creditBody = z.object({ usd: z.string(), note: z.string().optional() });
+
+/** Mounted under /api/v1/admin (admin session; CSRF on POST). */
+export function resellerAdminRoutes(deps: { accounts: ResellerAccounts; bodyLimit: number }) {
+  return new Hono<AppEnv>()
+    .get("/reseller-balances/:user", async (c) => c.json(await deps.accounts.balance(c.req.param("user"))))
+    .post("/reseller-balances/:user/credits", async (c) => {
+      const body = await readValidJson(c, creditBody, deps.bodyLimit);
+      return c.json(await deps.accounts.credit(c.req.param("user"), body.usd, body.note), 201);
+    });
+}

@@ -1,0 +1,94 @@
+import { Hono } from "hono";
+import type { Config } from "../config/schema.js";
+import { GatewayError, errors } from "../errors.js";
+import { countTextTokens } from "../metering/estimate.js";
+import { systemOnePricing } from "../metering/pricing.js";
+import { InvalidAnswerError, readAnswers, type Answer } from "../providers/systemone/read-answers.js";
+import type { UsageReport } from "../providers/types.js";
+import { UpstreamError } from "../providers/types.js";
+import type { BodyBudget } from "../server/body-budget.js";
+import type { AppEnv } from "../server/context.js";
+import { deliverJson } from "./deliver.js";
+import { meteredHandler, type InferenceDeps, type RouteSpec } from "./metered-route.js";
+import { toSystemOneCall, upstreamBody, type SystemOneCall } from "./systemone-request.js";
+import { EvaluationTokens, tokenLimitsFor } from "./systemone-tokens.js";
+
+// The evaluation service (spec "the service request"): POST /v1/systemone and POST /native/v1/systemone, one
+// handler on the metering path. JSON only; invalid input is 422 and never tried on another provider; the
+// answer is checked against the questions before delivery (docs/api.md, "Evaluation service").
+
+interface Evaluation extends SystemOneCall {
+  tokens: EvaluationTokens;
+}
+
+/** Invalid input is 422 on this route (spec "Errors"); only the plan's context limit stays 400. */
+function unprocessable(err: GatewayError): GatewayError {
+  const invalid = (err.status === 400 && err.code !== "context_length_exceeded") || err.status === 404 || err.status === 415;
+  return invalid ? new GatewayError({ status: 422, type: err.type, message: err.message, code: err.code, param: err.param, headers: err.headers }) : err;
+}
+
+/**
+ * The client's answer: its own model ID (an alias stays the alias), the checked answers, integer usage, and for
+ * pay-as-you-go the price in USD as a JSON number written from the exact decimal (never through a float).
+ */
+function answerText(model: string, answers: Record<string, Answer>, usage: UsageReport, cost: string | null): string {
+  const usageText = `{"input_tokens":${usage.promptTokens},"output_tokens":${usage.completionTokens}${cost === null ? "" : `,"cost":${cost}`}}`;
+  return `{"model":${JSON.stringify(model)},"answers":${JSON.stringify(answers)},"usage":${usageText}}`;
+}
+
+function evaluationSpec(route: string, config: Config, budget: BodyBudget): RouteSpec<Evaluation> {
+  return {
+    route,
+    clientProtocol: "systemone",
+    kind: "systemone",
+    protocols: ["systemone"],
+    body: { limit: config.systemone.max_body_bytes, budget },
+    parse(raw, _c, text) {
+      const call = toSystemOneCall(raw, text);
+      return { ...call, tokens: new EvaluationTokens(call.request) };
+    },
+    describe: (body) => ({
+      modelId: body.request.model,
+      streamed: false,
+      estimate: { promptTokens: body.tokens.estimate(), completionTokens: 0 },
+      countPrompt: () => body.tokens.count(),
+      promptParam: null,
+    }),
+    async admit(body, model) {
+      const configured = model.config.token_limits;
+      const limits = tokenLimitsFor(model.config.upstream, configured && { total: configured.total, statePlusQuestion: configured.state_plus_question });
+      if (limits) await body.tokens.check(limits);
+    },
+    pricing: systemOnePricing,
+    clientError: unprocessable,
+    async call(adapter, target, body, options) {
+      if (!adapter.evaluate) throw new UpstreamError("connect", null);
+      const answer = await adapter.evaluate(upstreamBody(body, target.upstreamModel), options);
+      const read = readAnswers(body.request.questions, answer.body);
+      if (!read.ok) throw new InvalidAnswerError(answer.status, read.reason);
+      return { ...answer, body: { answers: read.answers } };
+    },
+    async json(answer, delivery) {
+      const { body } = delivery;
+      const answers = answer.body.answers as Record<string, Answer>;
+      // Without upstream usage: the input as the tokenizer counts it, the output as the answers the client gets.
+      const usage = answer.usage ?? { promptTokens: await body.tokens.count(), completionTokens: await countTextTokens(JSON.stringify(answers)), cachedTokens: 0 };
+      const text = answerText(body.request.model, answers, usage, delivery.meter.clientCost(usage));
+      return deliverJson(delivery, text, answer.usage, async () => usage);
+    },
+  };
+}
+
+/**
+ * POST /v1/systemone and /native/v1/systemone (the native SDK's prefix), reading bodies under the process's
+ * body budget; the removed /v1/evaluate answers 404 naming its replacement.
+ */
+export function systemoneRoutes(deps: InferenceDeps, budget: BodyBudget) {
+  const { config } = deps;
+  return new Hono<AppEnv>()
+    .post("/v1/systemone", meteredHandler(deps, evaluationSpec("/v1/systemone", config, budget)))
+    .post("/native/v1/systemone", meteredHandler(deps, evaluationSpec("/native/v1/systemone", config, budget)))
+    .all("/v1/evaluate", () => {
+      throw errors.notFound("POST /v1/evaluate was removed; send the same body to POST /v1/systemone.", "route_removed");
+    });
+}
