@@ -21,7 +21,17 @@ export function demoConfig(mockUrl: string, mockApiKey: string): ConfigInput {
       "demo-embed": { kind: "embedding", upstream: "mock-embed", targets: ["mock"], owned_by: "demo" },
       "demo-claude": { kind: "chat", upstream: "mock-claude", targets: ["mock-anthropic"], owned_by: "demo" },
       "demo-gemini": { kind: "chat", upstream: "mock-gemini", targets: ["mock-gemini"], owned_by: "demo" },
-      "demo-judge": { kind: "systemone", upstream: "1.13.0", targets: ["mock-eval"], owned_by: "demo", description: "The mock evaluator, version 1.13.0" },
+      "demo-judge": {
+        kind: "systemone",
+        upstream: "1.13.0",
+        targets: ["mock-eval"],
+        owned_by: "demo",
+        description: "The mock evaluator, version 1.13.0",
+        // So that a reseller key (`gateway keys create --kind reseller`, then `gateway reseller credit`) can try
+        // pay-as-you-go, under the alias too.
+        reseller_price: { input_usd_per_million: 0.1 },
+        reseller_aliases: ["demo-judge-resale"],
+      },
     },
     plans: {
       free: { daily_tokens: 200_000, weekly_resets: 1, context_limit: 128_000 },
