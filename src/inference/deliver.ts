@@ -1,5 +1,5 @@
 import type { JsonResult, UsageReport } from "../providers/types.js";
-import { respondStream, respondText } from "../server/respond.js";
+import { respondStream, respondText, type PushedBody } from "../server/respond.js";
 import { OVERHEAD_HEADER } from "./client.js";
 import { applyEdits, findMembers } from "./json-members.js";
 import type { Delivery } from "./metered-route.js";
@@ -27,7 +27,7 @@ export function deliverJson(delivery: Delivery<unknown>, text: string, usage: Us
 }
 
 /** Sends a stream's SSE text as the relay produces it (the relay settles). */
-export function deliverStream(delivery: Delivery<unknown>, chunks: AsyncGenerator<string, void, undefined>): Response {
+export function deliverStream(delivery: Delivery<unknown>, body: PushedBody): Response {
   const headers = { "content-type": "text/event-stream; charset=utf-8", "x-accel-buffering": "no", [OVERHEAD_HEADER]: delivery.meter.overheadMs().toFixed(3) };
-  return respondStream(delivery.c, headers, chunks);
+  return respondStream(delivery.c, headers, body);
 }

@@ -4,7 +4,7 @@ import type { Config, ModelConfig } from "../config/schema.js";
 import { resolveModel } from "../metering/access.js";
 import type { Meter, Metering } from "../metering/meter.js";
 import type { Providers } from "../providers/registry.js";
-import type { CallOptions, JsonResult, ProviderAdapter, StreamEvent, StreamResult, Target } from "../providers/types.js";
+import type { CallOptions, EventStream, JsonResult, ProviderAdapter, StreamEvent, StreamResult, Target } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
 import { readJson } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
@@ -36,8 +36,10 @@ export interface MeteredRequest {
 /** A stream whose first events were read on the target that answered (so a stream failing before them fell back). */
 export interface OpenedStream {
   result: StreamResult;
-  first: IteratorResult<StreamEvent[]>;
-  batches: AsyncIterator<StreamEvent[]>;
+  /** The first batch (null: the stream ended before any event). */
+  first: StreamEvent[] | null;
+  /** The rest of the stream (result.batches). */
+  batches: EventStream;
 }
 
 /** What the route's delivery gets: the answer, its meter, and the abort of the upstream request. */
@@ -100,8 +102,7 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
         const result = await spec.call(adapter, target, body, { target, signal: upstream.signal });
         if (result.kind === "json") return { json: result };
         if (!spec.stream) throw new UpstreamError("protocol", result.status);
-        const batches = result.batches[Symbol.asyncIterator]();
-        return { stream: { result, batches, first: await batches.next() } };
+        return { stream: { result, batches: result.batches, first: await result.batches.next() } };
       });
     } catch (err) {
       stopWatching();
