@@ -22,6 +22,8 @@ export interface SseRules {
   toError?: (data: Record<string, unknown>) => UpstreamError | null;
 }
 
+const STREAMING = { stream: true };
+
 /**
  * Parses an upstream SSE body into JSON events as bytes arrive (docs/performance.md, "Streams"). The events one
  * network read completes form one batch, handed on from the body's own `data` event: no promise and no async
@@ -30,8 +32,6 @@ export interface SseRules {
  * the data's `type`. With the request's signal, network failures surface as UpstreamError, as before the
  * first byte.
  */
-const STREAMING = { stream: true };
-
 export function readSse(body: Readable, rules: SseRules = {}, signal?: AbortSignal): EventStream {
   return new SseStream(body, rules, signal);
 }
@@ -75,7 +75,7 @@ class SseStream implements EventStream {
   constructor(
     private readonly body: Readable,
     private readonly rules: SseRules,
-    private readonly signal: AbortSignal | undefined,
+    signal: AbortSignal | undefined,
   ) {
     body.on("data", (chunk: Buffer) => this.read(chunk));
     body.on("end", () => {
