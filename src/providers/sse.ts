@@ -1,7 +1,6 @@
 import type { Readable } from "node:stream";
 import { createParser } from "eventsource-parser";
 import { classifyError } from "./http.js";
-import { isJsonObject } from "./json-check.js";
 import type { EventStream, StreamEvent, StreamSink } from "./types.js";
 import { UpstreamError } from "./types.js";
 
@@ -37,27 +36,6 @@ export function readSse(body: Readable, rules: SseRules = {}, signal?: AbortSign
 }
 
 const DONE: StreamEvent = { done: true };
-
-/**
- * One event whose data was checked to be a JSON object: parsed when first read, since a relay passes most
- * events on as their text.
- */
-class SseEvent {
-  #data: Record<string, unknown> | undefined;
-  // Only set when the upstream named the event.
-  declare readonly event?: string;
-
-  constructor(
-    readonly raw: string,
-    event: string | undefined,
-  ) {
-    if (event !== undefined) (this as { event?: string }).event = event;
-  }
-
-  get data(): Record<string, unknown> {
-    return (this.#data ??= JSON.parse(this.raw) as Record<string, unknown>);
-  }
-}
 
 class SseStream implements EventStream {
   private readonly decoder = new TextDecoder();
@@ -114,9 +92,18 @@ class SseStream implements EventStream {
   }
 
   private parsed(data: string, event: string | undefined) {
-    if (data === "[DONE]") this.pending.push(DONE);
-    else if (isJsonObject(data)) this.pending.push(new SseEvent(data, event));
-    else this.malformed = true;
+    if (data === "[DONE]") {
+      this.pending.push(DONE);
+      return;
+    }
+    try {
+      const parsed: unknown = JSON.parse(data);
+      if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) this.malformed = true;
+      else if (event === undefined) this.pending.push({ data: parsed as Record<string, unknown>, raw: data });
+      else this.pending.push({ data: parsed as Record<string, unknown>, raw: data, event });
+    } catch {
+      this.malformed = true;
+    }
   }
 
   /** One network read: its events as one batch, or the end the rules see in them. */

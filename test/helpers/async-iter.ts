@@ -16,15 +16,9 @@ export async function collect<T>(source: AsyncIterable<T>): Promise<T[]> {
   return out;
 }
 
-/** An event as a plain object (its data parsed), to compare with toEqual. */
-export function plain(event: StreamEvent): StreamEvent {
-  if ("done" in event) return event;
-  return event.event === undefined ? { data: event.data, raw: event.raw } : { data: event.data, raw: event.raw, event: event.event };
-}
-
-/** Every batch of an event stream, read one at a time, as plain objects. */
+/** Every batch of an event stream, read one at a time. */
 export async function batchesOf(events: EventStream): Promise<StreamEvent[][]> {
   const out: StreamEvent[][] = [];
-  for (let batch = await events.next(); batch; batch = await events.next()) out.push(batch.map(plain));
+  for (let batch = await events.next(); batch; batch = await events.next()) out.push(batch);
   return out;
 }

@@ -63,7 +63,7 @@ export async function startRecordingUpstream(): Promise<RecordingUpstream> {
   return upstream;
 }
 
-/** Every event of a stream result, flattened, as plain objects. */
+/** Every event of a stream result, flattened. */
 export async function drain(batches: EventStream): Promise<unknown[]> {
   return (await batchesOf(batches)).flat();
 }
