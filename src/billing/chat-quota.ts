@@ -1,4 +1,4 @@
-import { ceil, ratioOf } from "./ratio.js";
+import { add, ceil, mul, ratioOf } from "./ratio.js";
 
 // The chat billing rule (docs/billing.md; the spec gives none):
 //   units = ceil(((prompt - cached) + cached × cached_ratio + completion × completion_ratio)
@@ -29,17 +29,10 @@ export function chatQuota(usage: TokenUsage, rates: ChatRates): bigint {
   const completion = whole(usage.completionTokens, "completionTokens");
   // A provider reporting more cached than prompt tokens would be inconsistent; cap so nothing is counted twice.
   const cached = whole(Math.min(usage.cachedTokens, usage.promptTokens), "cachedTokens");
-  const cachedRatio = ratioOf(rates.cachedRatio);
-  const completionRatio = ratioOf(rates.completionRatio);
-  const token = ratioOf(rates.tokenMultiplier);
-  const group = ratioOf(rates.groupMultiplier);
-  // Over the common denominator of the two ratios; written out rather than composed from ratio helpers
-  // because it runs twice per request and every intermediate bigint is an allocation.
-  const weighted =
-    ((prompt - cached) * cachedRatio.den + cached * cachedRatio.num) * completionRatio.den +
-    completion * completionRatio.num * cachedRatio.den;
-  return ceil({
-    num: weighted * token.num * group.num,
-    den: cachedRatio.den * completionRatio.den * token.den * group.den,
-  });
+  const weighted = add(
+    ratioOf(prompt - cached),
+    mul(ratioOf(cached), ratioOf(rates.cachedRatio)),
+    mul(ratioOf(completion), ratioOf(rates.completionRatio)),
+  );
+  return ceil(mul(weighted, ratioOf(rates.tokenMultiplier), ratioOf(rates.groupMultiplier)));
 }

@@ -9,7 +9,7 @@ export interface Ratio {
 
 const TEN = 10n;
 
-/** Ratios already worked out: every charge reads the same few configured ratios and multipliers. */
+/** Fractions already spelled out: every charge reads the same few configured ratios and multipliers. */
 const fractions = new Map<number, Ratio>();
 const MAX_FRACTIONS = 1024;
 
@@ -17,9 +17,10 @@ const MAX_FRACTIONS = 1024;
 export function ratioOf(value: number | bigint): Ratio {
   if (typeof value === "bigint") return { num: value, den: 1n };
   if (!Number.isFinite(value) || value < 0) throw new RangeError(`not a finite non-negative number: ${value}`);
+  if (Number.isSafeInteger(value)) return { num: BigInt(value), den: 1n };
   let ratio = fractions.get(value);
   if (!ratio) {
-    ratio = Number.isSafeInteger(value) ? { num: BigInt(value), den: 1n } : spelled(value);
+    ratio = spelled(value);
     if (fractions.size >= MAX_FRACTIONS) fractions.clear();
     fractions.set(value, ratio);
   }
@@ -36,6 +37,11 @@ function spelled(value: number): Ratio {
   if (exponent < 0) den *= TEN ** BigInt(-exponent);
   return { num, den };
 }
+
+export const mul = (...rs: Ratio[]): Ratio => rs.reduce((a, b) => ({ num: a.num * b.num, den: a.den * b.den }), { num: 1n, den: 1n });
+
+export const add = (...rs: Ratio[]): Ratio =>
+  rs.reduce((a, b) => ({ num: a.num * b.den + b.num * a.den, den: a.den * b.den }), { num: 0n, den: 1n });
 
 /** Smallest integer ≥ the ratio (non-negative ratios only). */
 export function ceil(r: Ratio): bigint {

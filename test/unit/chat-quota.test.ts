@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { chatQuota, type ChatRates } from "../../src/billing/chat-quota.js";
-import { ceil, ratioOf, type Ratio } from "../../src/billing/ratio.js";
+import { ceil, ratioOf } from "../../src/billing/ratio.js";
 
 const plain: ChatRates = { completionRatio: 1, cachedRatio: 1, tokenMultiplier: 1, groupMultiplier: 1 };
 
@@ -64,32 +64,5 @@ describe("chatQuota", () => {
   it("rejects fractional or negative token counts", () => {
     expect(() => chatQuota({ promptTokens: 1.5, completionTokens: 0, cachedTokens: 0 }, plain)).toThrow(RangeError);
     expect(() => chatQuota({ promptTokens: -1, completionTokens: 0, cachedTokens: 0 }, plain)).toThrow(RangeError);
-  });
-
-  it("equals the formula term by term on many usages and rates", () => {
-    // The formula composed from one fraction per term, reduced only at the end.
-    const term = (tokens: number, r: Ratio): Ratio => ({ num: BigInt(tokens) * r.num, den: r.den });
-    const sum = (a: Ratio, b: Ratio): Ratio => ({ num: a.num * b.den + b.num * a.den, den: a.den * b.den });
-    const rateValues = [0, 0.1, 0.25, 1, 1.5, 3, 27.5, 0.003];
-    let seed = 7;
-    const next = (n: number) => (seed = (seed * 48271) % 2147483647) % n;
-    for (let i = 0; i < 500; i++) {
-      const promptTokens = next(200_000);
-      const usage = { promptTokens, completionTokens: next(50_000), cachedTokens: next(promptTokens + 10) };
-      const rates = {
-        completionRatio: rateValues[next(rateValues.length)]!,
-        cachedRatio: rateValues[next(rateValues.length)]!,
-        tokenMultiplier: rateValues[next(rateValues.length)]!,
-        groupMultiplier: rateValues[next(rateValues.length)]!,
-      };
-      const cached = Math.min(usage.cachedTokens, promptTokens);
-      const weighted = sum(
-        sum(term(promptTokens - cached, ratioOf(1)), term(cached, ratioOf(rates.cachedRatio))),
-        term(usage.completionTokens, ratioOf(rates.completionRatio)),
-      );
-      const [t, g] = [ratioOf(rates.tokenMultiplier), ratioOf(rates.groupMultiplier)];
-      const expected = ceil({ num: weighted.num * t.num * g.num, den: weighted.den * t.den * g.den });
-      expect(chatQuota(usage, rates), JSON.stringify({ usage, rates })).toBe(expected);
-    }
   });
 });
