@@ -2,7 +2,8 @@
 // overallRate fires each second's quota at once and reports whole milliseconds, which hides sub-ms overhead).
 //
 //   node bench/paced-load.mjs --url http://127.0.0.1:8080/v1/chat/completions --rate 500 --duration 10 \
-//     --warmup 2 --header "authorization: Bearer KEY" --body '{"model":"m","messages":[...]}' [--stream] [--json]
+//     --warmup 2 --header "authorization: Bearer KEY" --body '{"model":"m","messages":[...]}' [--stream] [--json] \
+//     [--trace FILE]
 //
 // or `import { runPaced } from "./paced-load.mjs"`.
 //
@@ -10,7 +11,7 @@
 // from the servers under test) and computes every deadline from the start time, so lateness never accumulates.
 // The main thread only sends and measures; latency runs from the moment the request is handed to undici
 // (process.hrtime.bigint), and the lag behind the schedule is reported so a late generator is visible.
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { Worker } from "node:worker_threads";
@@ -44,7 +45,7 @@ function summarize(samples) {
  * after the warmup are measured. Resolves with latency (full answer), ttfb (first body byte), lag behind the
  * schedule, the gateway's own overhead header when present, the achieved rate and the errors.
  */
-export async function runPaced({ url, rate = 500, duration = 10, warmup = 2, body, headers = {}, stream = false, connections }) {
+export async function runPaced({ url, rate = 500, duration = 10, warmup = 2, body, headers = {}, stream = false, connections, trace }) {
   const target = new URL(url);
   const pool = new Pool(target.origin, {
     // Enough sockets to ride out a stall of ~100 ms at this rate without queueing behind busy connections.
@@ -66,6 +67,9 @@ export async function runPaced({ url, rate = 500, duration = 10, warmup = 2, bod
   const overhead = series();
   const push = (xs, v) => (xs[xs.n++] = v);
   const errors = { total: 0, byKind: {} };
+  // With `trace` (a file): every measured answer as [sent at (hrtime ns, as text), latency µs, TTFB µs], for
+  // bench/tail-report.mjs.
+  const traced = trace ? [] : null;
   let firstSend = 0n;
   let lastSend = 0n;
   let measuredSent = 0;
@@ -112,6 +116,7 @@ export async function runPaced({ url, rate = 500, duration = 10, warmup = 2, bod
           if (status >= 400) fail(measured, `http ${status}`);
           else if (measured) {
             push(latency, Number(done - sent) / 1000);
+            traced?.push([String(sent), Number(done - sent) / 1000, Number((first || done) - sent) / 1000]);
             push(ttfb, Number((first || done) - sent) / 1000);
           }
           settle();
@@ -138,6 +143,7 @@ export async function runPaced({ url, rate = 500, duration = 10, warmup = 2, bod
   // Requests still open after the grace period fail here, and count as errors (UND_ERR_DESTROYED).
   await pool.destroy();
 
+  if (traced) writeFileSync(trace, JSON.stringify(traced));
   const span = Number(lastSend - firstSend) / 1e9;
   const cpu = process.cpuUsage(cpuBefore);
   return {
@@ -183,10 +189,11 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
       header: { type: "string", multiple: true, default: [] },
       stream: { type: "boolean", default: false },
       json: { type: "boolean", default: false },
+      trace: { type: "string" },
     },
   });
   if (!values.url || !values.body) {
-    process.stderr.write("usage: node bench/paced-load.mjs --url URL --body JSON|@FILE [--rate N] [--duration S] [--warmup S] [--header 'k: v'] [--stream] [--json]\n");
+    process.stderr.write("usage: node bench/paced-load.mjs --url URL --body JSON|@FILE [--rate N] [--duration S] [--warmup S] [--header 'k: v'] [--stream] [--json] [--trace FILE]\n");
     process.exit(2);
   }
   const headers = {};
@@ -206,6 +213,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     body,
     headers,
     stream: values.stream,
+    trace: values.trace,
   });
   process.stdout.write(values.json ? `${JSON.stringify(result)}\n` : `${formatPaced(result)}\n`);
 }

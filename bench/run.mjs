@@ -3,7 +3,7 @@
 // Targets: direct (the mock upstream), bare (Hono + undici pass-through), gateway (`gateway serve`).
 // Each server and each load generator is its own process; rounds interleave the targets so drift of the shared
 // machine hits all three alike. docs/performance.md explains the knobs and keeps the results.
-import { writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { chmod, mkdtemp } from "node:fs/promises";
 import { createRequire } from "node:module";
 import os from "node:os";
@@ -11,6 +11,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { request } from "undici";
 import { cleanup, registerPostmaster, registerTempDir, runNode, startProcess, startSampler } from "./processes.mjs";
+import { formatTailReport, tailReport } from "./tail-report.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const gatewayBin = path.join(root, "bin/gateway");
@@ -26,6 +27,9 @@ const MOCK_KEY = "bench-mock-key";
 // Seconds to wait before each run for other processes to drop under 15% of a core (the bench machine is shared).
 const WAIT_QUIET = Number(process.env.BENCH_WAIT_QUIET ?? 0);
 const TARGETS = { p50: 1, p99: 5, ttfb: 1.5, ratio: 0.5, rssMb: 200 };
+// Records GC pauses and pg calls inside the gateway during its paced runs and reports what its slow requests
+// overlapped (bench/gateway-probe.mjs, bench/tail-report.mjs). The probe costs the gateway a little CPU.
+const PROBE = process.env.BENCH_PROBE === "1";
 
 const chatBody = (model, stream) =>
   JSON.stringify({ model, messages: [{ role: "user", content: "Say hello" }], max_tokens: 16, ...(stream ? { stream: true } : {}) });
@@ -76,14 +80,16 @@ async function startGateway(dataDir, mockUrl) {
   const pgDir = path.join(dataDir, "db");
   registerPostmaster(path.join(pgDir, "pg", "postmaster.pid"));
   // The worker runs, as in production.
-  const gw = await startProcess("gateway", [gatewayBin, "serve", "--config", configFile, "--port", "0", "--data-dir", pgDir], {
+  const probeArgs = PROBE ? ["--import", path.join(root, "bench/gateway-probe.mjs")] : [];
+  const gw = await startProcess("gateway", [...probeArgs, gatewayBin, "serve", "--config", configFile, "--port", "0", "--data-dir", pgDir], {
     ready: /gateway listening on (http:\/\/\S+)/,
     timeoutMs: 180_000,
+    env: { ...process.env, BENCH_PROBE_DIR: dataDir },
   });
   const common = ["--data-dir", pgDir, "--config", configFile, "--json"];
   await runNode("users create", [gatewayBin, "users", "create", "--email", "bench@example.com", "--password", "benchpass1", ...common]);
   const { key } = JSON.parse(await runNode("keys create", [gatewayBin, "keys", "create", "--user", "bench@example.com", ...common]));
-  return { url: gw.match[1], key, model: "bench-chat", pid: gw.pid };
+  return { url: gw.match[1], key, model: "bench-chat", pid: gw.pid, probeDir: PROBE ? dataDir : undefined };
 }
 
 /** One request per target first, so a missing route is one clear line rather than a run full of errors. */
@@ -116,12 +122,35 @@ async function maxThroughput(t, seconds) {
 }
 
 async function paced(t, stream) {
+  const trace = t.probeDir && path.join(t.probeDir, `trace-${Date.now()}.json`);
+  if (trace) process.kill(t.pid, "SIGUSR2");
   const out = await runNode("paced-load", [
     path.join(root, "bench/paced-load.mjs"), "--json", "--url", `${t.url}/v1/chat/completions`,
     "--rate", String(RATE), "--duration", String(SECONDS), "--warmup", String(WARMUP),
     "--header", `authorization: Bearer ${t.key}`, "--body", chatBody(t.model, stream), ...(stream ? ["--stream"] : []),
+    ...(trace ? ["--trace", trace] : []),
   ]);
-  return JSON.parse(out);
+  const result = JSON.parse(out);
+  if (trace) result.tail = await probeReport(t, trace, stream);
+  return result;
+}
+
+/** Stops the gateway probe's recording and lines it up with the run's trace. */
+async function probeReport(t, trace, stream) {
+  const before = new Set(readdirSync(t.probeDir));
+  process.kill(t.pid, "SIGUSR2");
+  for (let waited = 0; waited < 10_000; waited += 100) {
+    const written = readdirSync(t.probeDir).find((f) => f.startsWith(`probe-${t.pid}-`) && !before.has(f));
+    if (written) {
+      await new Promise((r) => setTimeout(r, 200)); // let the write finish
+      const report = tailReport(JSON.parse(readFileSync(path.join(t.probeDir, written), "utf8")), JSON.parse(readFileSync(trace, "utf8")), TARGETS.p99, stream);
+      log(formatTailReport(report));
+      return report;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  log("  (gateway probe wrote nothing)");
+  return undefined;
 }
 
 // Median over rounds: one round hit by a busy neighbour should not move the result.

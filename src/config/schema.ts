@@ -115,7 +115,7 @@ export const configSchema = z
     analytics: z
       .strictObject({
         batch_size: z.int().positive().max(5000).default(500),
-        flush_interval_ms: z.int().positive().default(1000),
+        flush_interval_ms: z.int().positive().default(100),
         max_buffered: z.int().positive().default(20_000),
       })
       .prefault({}),

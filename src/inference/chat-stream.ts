@@ -3,6 +3,7 @@ import { convertOpenAIUsage } from "../providers/openai/convert-usage.js";
 import { countTextTokens } from "../metering/estimate.js";
 import { collectChoicesText } from "./chat-text.js";
 import { applyEdits, findMembers, type Edit } from "./json-members.js";
+import type { PushedBody } from "../server/respond.js";
 import { relayStream, type RelayOptions, type RelayProtocol } from "./stream-relay.js";
 
 // An OpenAI chat SSE stream as the client gets it: the public model ID replaces the upstream one, and the
@@ -20,7 +21,7 @@ export interface ChatStreamOptions extends RelayOptions {
   countPrompt: () => Promise<number>;
 }
 
-export function relayChatStream(opts: ChatStreamOptions): AsyncGenerator<string, void, undefined> {
+export function relayChatStream(opts: ChatStreamOptions): PushedBody {
   const publicModelJson = JSON.stringify(opts.publicModel);
   const delivered: string[] = [];
   let usage: UsageReport | null = null;

@@ -1,7 +1,7 @@
 import type { ProviderConfig } from "../config/schema.js";
 import { countTextTokens } from "../metering/estimate.js";
 import type { JsonResult, UsageReport } from "../providers/types.js";
-import { respondStream, respondText } from "../server/respond.js";
+import { respondStream, respondText, type PushedBody } from "../server/respond.js";
 import { errors } from "../errors.js";
 import { OVERHEAD_HEADER, clientGone } from "./client.js";
 import { applyEdits, findMembers } from "./json-members.js";
@@ -42,9 +42,9 @@ export function deliverJson(delivery: Delivery<unknown>, text: string, usage: Us
 }
 
 /** Sends a stream's SSE text as the relay produces it (the relay settles). */
-export function deliverStream(delivery: Delivery<unknown>, chunks: AsyncGenerator<string, void, undefined>): Response {
+export function deliverStream(delivery: Delivery<unknown>, body: PushedBody): Response {
   const headers = { "content-type": "text/event-stream; charset=utf-8", "x-accel-buffering": "no", [OVERHEAD_HEADER]: delivery.meter.overheadMs().toFixed(3) };
-  return respondStream(delivery.c, headers, chunks);
+  return respondStream(delivery.c, headers, body);
 }
 
 /** The local count of an answer without usage: the prompt by the tokenizer, plus the text it generated. */

@@ -132,7 +132,13 @@ export function findMembers(text: string, names: readonly string[]): Map<string,
 /** Applies non-overlapping edits. */
 export function applyEdits(text: string, edits: Edit[]): string {
   if (edits.length === 0) return text;
-  const sorted = edits.length > 1 ? [...edits].sort((a, b) => a.start - b.start) : edits;
+  // Two edits (a stream chunk's model and usage) are ordered by hand: sort() allocates a work array per call.
+  const sorted =
+    edits.length === 1 || (edits.length === 2 && edits[0]!.start <= edits[1]!.start)
+      ? edits
+      : edits.length === 2
+        ? [edits[1]!, edits[0]!]
+        : [...edits].sort((a, b) => a.start - b.start);
   let out = "";
   let at = 0;
   for (const edit of sorted) {

@@ -6,7 +6,7 @@ import { resolveModel, servingTargets } from "../metering/access.js";
 import type { Meter, Metering } from "../metering/meter.js";
 import { chatPricing, type Pricing, type PricingFor } from "../metering/pricing.js";
 import type { Providers } from "../providers/registry.js";
-import type { CallOptions, JsonResult, ProviderAdapter, StreamEvent, StreamResult, Target } from "../providers/types.js";
+import type { CallOptions, EventStream, JsonResult, ProviderAdapter, StreamEvent, StreamResult, Target } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
 import { readJsonBody } from "../server/body.js";
 import type { BodyBudget } from "../server/body-budget.js";
@@ -42,8 +42,10 @@ export interface MeteredRequest {
 /** A stream whose first events were read on the target that answered (so a stream failing before them fell back). */
 export interface OpenedStream {
   result: StreamResult;
-  first: IteratorResult<StreamEvent[]>;
-  batches: AsyncIterator<StreamEvent[]>;
+  /** The first batch (null: the stream ended before any event). */
+  first: StreamEvent[] | null;
+  /** The rest of the stream (result.batches). */
+  batches: EventStream;
 }
 
 /** What the route's delivery gets: the answer, its meter, and the abort of the upstream request. */
@@ -139,8 +141,7 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
         const result = await spec.call(adapter, target, body, { target, signal: upstream.signal, apiKey: upstreamKey });
         if (result.kind === "json") return { json: result };
         if (!spec.stream) throw new UpstreamError("protocol", result.status);
-        const batches = result.batches[Symbol.asyncIterator]();
-        return { stream: { result, batches, first: await batches.next() } };
+        return { stream: { result, batches: result.batches, first: await result.batches.next() } };
       });
     } catch (err) {
       stopWatching();

@@ -1,9 +1,13 @@
 import type { Meter } from "../metering/meter.js";
-import type { StreamEvent, UsageReport } from "../providers/types.js";
+import type { EventStream, StreamEvent, UpstreamError, UsageReport } from "../providers/types.js";
+import type { BodySink, PushedBody } from "../server/respond.js";
 
-// The relay of every streamed route, batch by batch, and its one rule: whatever happens (the stream's end, an
-// upstream drop, the client gone) the meter is settled exactly once, from the upstream's usage or the local
-// count of what was delivered. What an event becomes for the client is the protocol's (`RelayProtocol`).
+// The relay of every streamed route and its one rule: whatever happens (the stream's end, an upstream drop,
+// the client gone) the meter is settled exactly once, from the upstream's usage or the local count of what was
+// delivered. What an event becomes for the client is the protocol's (`RelayProtocol`).
+//
+// The relay is pushed to: each network read's events arrive from the body's own data event, are transformed
+// and written to the client in one go, with no promise in between (docs/performance.md, "Streams").
 
 export interface RelayContext {
   /** The local count of what was delivered; counted once, so what a client is shown and billed agree. */
@@ -26,18 +30,17 @@ export interface RelayProtocol {
 export interface RelayOptions {
   meter: Meter;
   requestId: string;
-  first: IteratorResult<StreamEvent[]>;
-  batches: AsyncIterator<StreamEvent[]>;
+  /** The first batch, already read on the target that answered (null: the stream ended before any event). */
+  first: StreamEvent[] | null;
+  /** The rest of the stream. */
+  batches: EventStream;
   /** Aborts the upstream request; aborted from outside, it means the client left. */
   upstream: AbortController;
 }
 
-/**
- * The SSE text for the client, one string per upstream batch ("" when a batch has nothing for the client);
- * the first comes from `first`, which the caller already read.
- */
-export async function* relayStream(opts: RelayOptions, protocol: RelayProtocol): AsyncGenerator<string, void, undefined> {
-  const { meter } = opts;
+/** The client's body: `first`, then every later batch as it arrives, each batch's text written at once. */
+export function relayStream(opts: RelayOptions, protocol: RelayProtocol): PushedBody {
+  const { meter, batches, upstream } = opts;
   let local: Promise<UsageReport> | undefined;
   const ctx: RelayContext = {
     localUsage: () => (local ??= protocol.countLocal()),
@@ -45,6 +48,13 @@ export async function* relayStream(opts: RelayOptions, protocol: RelayProtocol):
       return meter.delivered;
     },
   };
+  let out: BodySink;
+  // Set once the stream has run its course, failed, or lost its client: the meter is settled, nothing more is written.
+  let over = false;
+  // The client is not keeping up: reading waits for its drain.
+  let draining = false;
+  // While a transform is being awaited, later batches and the end queue behind it to keep their order.
+  let queue: Promise<void> | undefined;
 
   const settle = (status: number, errorClass: "client_cancelled" | "upstream_error" | null) => {
     if (!meter.delivered) return meter.fail(null, errorClass === "client_cancelled" ? 499 : 502, errorClass ?? "upstream_error");
@@ -53,39 +63,103 @@ export async function* relayStream(opts: RelayOptions, protocol: RelayProtocol):
     return meter.settle(ctx.localUsage(), "estimated", status, errorClass);
   };
 
-  // The client can leave before the first write (and the relay would never hear of it): the disconnect
-  // watcher's abort settles too. Settling twice is a no-op.
-  opts.upstream.signal.addEventListener("abort", () => void settle(499, "client_cancelled"), { once: true });
+  /** The client left: bill what it got, stop the upstream. */
+  const cancel = () => {
+    if (over) return;
+    over = true;
+    void settle(499, "client_cancelled");
+    upstream.abort();
+  };
 
-  // Set once the stream has run its course (or failed and settled); a consumer that stops reading earlier
-  // means the client left.
-  let over = false;
-  try {
-    for (let next = opts.first; !next.done; next = await opts.batches.next()) {
-      let out = "";
-      for (const event of next.value) {
-        // Awaited only when it is a promise: a microtask per event is measurable on the hot path.
-        const transformed = protocol.transform(event, ctx);
-        const text = typeof transformed === "string" ? transformed : await transformed;
-        if (!text) continue;
-        meter.markFirstByte();
-        out += text;
-      }
-      yield out;
-    }
-    // The upstream iterator ends after the protocol's last event; a stream that stopped before it was flagged
-    // as an error. Settlement is tracked (drain() waits for it), so the body's end does not wait for the database.
+  /** Dropped or broken upstream after delivery began: bill what was delivered, tell the client in-band. */
+  const broken = () => {
+    if (over) return;
     over = true;
-    void settle(200, null);
-  } catch {
-    // Aborted: the client left, and the abort listener settled. Nobody reads this stream any more.
-    over = true;
-    if (opts.upstream.signal.aborted) return;
-    // Dropped or broken upstream after delivery began: bill what was delivered, tell the client in-band.
     void settle(200, "upstream_error");
-    opts.upstream.abort();
-    yield protocol.errorFrame(opts.requestId);
-  } finally {
-    if (!over) opts.upstream.abort();
-  }
+    upstream.abort();
+    out.write(protocol.errorFrame(opts.requestId));
+    out.end();
+  };
+
+  const write = (text: string) => {
+    if (over || out.write(text)) return;
+    draining = true;
+    batches.pause();
+    out.onDrain(() => {
+      draining = false;
+      batches.resume();
+    });
+  };
+
+  const marked = (text: string) => {
+    if (text) meter.markFirstByte();
+    return text;
+  };
+
+  /** Transforms and writes one batch; a promise only when a transform returned one. */
+  const relay = (events: StreamEvent[], from = 0, prefix = ""): Promise<void> | void => {
+    if (over) return;
+    let text = prefix;
+    try {
+      for (let i = from; i < events.length; i++) {
+        const transformed = protocol.transform(events[i]!, ctx);
+        // Awaited only when it is a promise: a microtask per event is measurable on the hot path.
+        if (typeof transformed !== "string") {
+          batches.pause();
+          return transformed
+            .then((t) => relay(events, i + 1, text + marked(t)), broken)
+            .finally(() => {
+              if (!draining) batches.resume();
+            });
+        }
+        text += marked(transformed);
+      }
+    } catch {
+      return broken();
+    }
+    write(text);
+  };
+
+  const finish = (error: UpstreamError | null) => {
+    if (over) return;
+    if (error === null) {
+      over = true;
+      // Settlement is tracked (drain() waits for it), so the body's end does not wait for the database.
+      void settle(200, null);
+      out.end();
+    } else if (error.failure === "aborted" || upstream.signal.aborted) {
+      cancel();
+    } else {
+      broken();
+    }
+  };
+
+  const inOrder =
+    <T>(step: (arg: T) => Promise<void> | void) =>
+    (arg: T) => {
+      const run = () => step(arg);
+      if (queue) queue = queue.then(run, run);
+      else {
+        const pending = run();
+        if (!pending) return;
+        queue = pending;
+      }
+      const mine = queue;
+      const clear = () => {
+        if (queue === mine) queue = undefined;
+      };
+      void mine.then(clear, clear);
+    };
+
+  return {
+    start(sink) {
+      out = sink;
+      // The client can have left while the upstream answered: nothing would tell the relay any more.
+      if (upstream.signal.aborted) return cancel();
+      const deliverBatch = inOrder(relay);
+      if (opts.first) deliverBatch(opts.first);
+      batches.pipe({ batch: deliverBatch, end: inOrder(finish) });
+    },
+    cancel,
+  };
 }

@@ -157,19 +157,29 @@ export class Meter {
   ): Promise<bigint> {
     if (this.resolved) return Promise.resolve(0n);
     this.resolved = true;
-    return this.inflight.track(Promise.resolve(usage).then((counted) => this.post(counted, source, status, errorClass)));
+    const endedAt = performance.now();
+    return this.inflight.track(Promise.resolve(usage).then((counted) => this.post(counted, source, status, errorClass, endedAt)));
   }
 
-  private async post(usage: UsageReport, source: UsageSource, status: number, errorClass: ErrorClass | null): Promise<bigint> {
+  /**
+   * Logs the request and hands the charge to the ledger. The row is written first, so that the request's
+   * latency is its own (a settlement can wait for others to share its commit) and nothing of the request is
+   * kept alive while the ledger commits.
+   */
+  private post(usage: UsageReport, source: UsageSource, status: number, errorClass: ErrorClass | null, endedAt: number): Promise<bigint> {
     const charged = this.start.pricing.charge(usage);
-    try {
-      await this.deps.ledger.settle(this.hold.id, charged);
-    } catch (err) {
-      // The ledger retried already. The service was delivered: a lost settlement makes it free, so leave a loud trace.
-      this.deps.logger.error({ err, hold_id: this.hold.id, charged: String(charged), req_id: this.start.requestId }, "SETTLEMENT_FAILED");
-    }
-    this.log({ status, errorClass, usage, charged, source });
-    return charged;
+    this.log({ status, errorClass, usage, charged, source }, endedAt);
+    const { logger, ledger } = this.deps;
+    const holdId = this.hold.id;
+    const requestId = this.start.requestId;
+    return ledger.settle(holdId, charged).then(
+      () => charged,
+      (err: unknown) => {
+        // The ledger retried already. The service was delivered: a lost settlement makes it free, so leave a loud trace.
+        logger.error({ err, hold_id: holdId, charged: String(charged), req_id: requestId }, "SETTLEMENT_FAILED");
+        return charged;
+      },
+    );
   }
 
   /** The client's price in USD (exact decimal text) of a usage paid from a reseller balance; null when quota pays. */
@@ -181,22 +191,22 @@ export class Meter {
   fail(err: unknown, status?: number, errorClass: ErrorClass = errorClassOf(err, this.start.byok)): Promise<void> {
     if (this.resolved) return Promise.resolve();
     this.resolved = true;
-    return this.inflight.track(this.void(err, status, errorClass));
-  }
-
-  private async void(err: unknown, status: number | undefined, errorClass: ErrorClass): Promise<void> {
-    try {
-      await this.deps.ledger.release(this.hold.id);
-    } catch (releaseErr) {
-      // An unreleased hold is expired by the expire_holds task; nothing is charged for it.
-      this.deps.logger.warn({ err: releaseErr, hold_id: this.hold.id }, "releasing a hold failed");
-    }
     const clientStatus = status ?? (errorClass === "client_cancelled" ? 499 : err instanceof UpstreamError ? this.toClient(err).status : err instanceof GatewayError ? err.status : 500);
-    this.log({ status: clientStatus, errorClass, usage: null, charged: 0n, source: "none" });
+    this.log({ status: clientStatus, errorClass, usage: null, charged: 0n, source: "none" }, performance.now());
+    const { logger, ledger } = this.deps;
+    const holdId = this.hold.id;
+    return this.inflight.track(
+      ledger.release(holdId).catch((releaseErr: unknown) => {
+        // An unreleased hold is expired by the expire_holds task; nothing is charged for it.
+        logger.warn({ err: releaseErr, hold_id: holdId }, "releasing a hold failed");
+      }),
+    );
   }
 
-  private log(outcome: { status: number; errorClass: ErrorClass | null; usage: UsageReport | null; charged: bigint; source: UsageSource }) {
-    const now = performance.now();
+  private log(
+    outcome: { status: number; errorClass: ErrorClass | null; usage: UsageReport | null; charged: bigint; source: UsageSource },
+    endedAt: number,
+  ) {
     const { start } = this;
     const { usage } = outcome;
     const answered = this.target?.providerId;
@@ -220,7 +230,7 @@ export class Meter {
       costUsd: paysInUsd && usage ? formatUsd(outcome.charged) : null,
       upstreamCostUsd: usage && this.target ? start.pricing.upstreamCost(usage, this.target) : null,
       usageSource: outcome.source,
-      latencyMs: round(now - start.startedAt),
+      latencyMs: round(endedAt - start.startedAt),
       ttfbMs: this.firstByteAt === undefined ? null : round(this.firstByteAt - start.startedAt),
       streamed: start.streamed,
       createdAt: new Date(),

@@ -1,6 +1,6 @@
 import type { Dispatcher } from "undici";
 import { classifyError, postToEndpoint, type Endpoint } from "./http.js";
-import { parseSse, type SseRules } from "./sse.js";
+import { readSse, type SseRules } from "./sse.js";
 import type { CallOptions, JsonResult, StreamResult, UsageReport } from "./types.js";
 import { UpstreamError } from "./types.js";
 
@@ -36,7 +36,7 @@ export async function readStreamResult(res: Dispatcher.ResponseData, signal: Abo
     await res.body.dump().catch(() => {});
     throw new UpstreamError("protocol", res.statusCode);
   }
-  return { kind: "stream", status: res.statusCode, batches: parseSse(res.body, rules, signal) };
+  return { kind: "stream", status: res.statusCode, batches: readSse(res.body, rules, signal) };
 }
 
 /** Posts `body` and reads the answer: SSE when the body asks for a stream (`stream: true`), else JSON. */

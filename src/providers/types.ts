@@ -42,14 +42,33 @@ export interface JsonResult {
  */
 export type StreamEvent = { data: Record<string, unknown>; raw: string; event?: string } | { done: true };
 
+/** Receives an upstream stream's events as they arrive (EventStream.pipe). */
+export interface StreamSink {
+  /** The events one network read completed, in order (never empty). */
+  batch(events: StreamEvent[]): void;
+  /** The end: null when the stream ran its course, else the UpstreamError it failed with. Nothing follows. */
+  end(error: UpstreamError | null): void;
+}
+
+/**
+ * An upstream stream's events, parsed as they arrive, in batches of those one network read completed. Read
+ * one batch at a time with next() (nothing more is read meanwhile), then handed over with pipe(): from then
+ * on each batch goes to the sink from the network read itself. Nothing is buffered beyond one read.
+ */
+export interface EventStream {
+  /** The next batch, or null at the end; rejects with an UpstreamError. Only before pipe(). */
+  next(): Promise<StreamEvent[] | null>;
+  /** Every batch not taken yet, then the end, to `sink` (a batch read before the call goes first). */
+  pipe(sink: StreamSink): void;
+  /** Stop and restart reading the network (the client is not keeping up). */
+  pause(): void;
+  resume(): void;
+}
+
 export interface StreamResult {
   kind: "stream";
   status: number;
-  /**
-   * Events as they arrive, in batches of those one network read completed (never empty); iterating pulls
-   * from the network (no buffering of the whole stream).
-   */
-  batches: AsyncIterable<StreamEvent[]>;
+  batches: EventStream;
 }
 
 /**

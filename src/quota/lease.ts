@@ -40,7 +40,7 @@ export interface LeaseContext {
 
 const SYNC_ATTEMPTS = 5;
 /** How long a settlement may wait for others to share its sync. */
-const SETTLE_LINGER_MS = 20;
+const SETTLE_LINGER_MS = 50;
 const DEMAND_WINDOW_MS = 1000;
 const isDataError = (err: unknown) =>
   typeof err === "object" && err !== null && /^2[23]/.test(String((err as { code?: unknown }).code));

@@ -1,4 +1,3 @@
-import type { ServerResponse } from "node:http";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Context } from "hono";
 import type { AppEnv } from "./context.js";
@@ -14,68 +13,87 @@ export function respondText(c: Context<AppEnv>, status: number, body: string, he
   return new Response(body, { status, headers: { ...standardHeaders(c.get("requestId")), ...headers } });
 }
 
+/** Where a pushed body goes: Node's response, or a web stream for in-process calls. */
+export interface BodySink {
+  /**
+   * Sends `text` at once; "" sends only the headers, if they have not gone yet. False when the client is not
+   * keeping up: hold further writes until onDrain calls back.
+   */
+  write(text: string): boolean;
+  /** Calls `resume` once the client has taken what was written (never, if it leaves first). */
+  onDrain(resume: () => void): void;
+  end(): void;
+}
+
+/** A body produced by pushes, such as a relayed upstream stream. */
+export interface PushedBody {
+  start(sink: BodySink): void;
+  /** The client went away before end(): stop producing. */
+  cancel(): void;
+}
+
 /**
- * A 200 whose body is `chunks` as they come, written as soon as each is ready and only as fast as the client
- * reads. An empty chunk writes nothing but sends the headers if they have not gone yet.
+ * A 200 whose body `body` pushes as it comes, written as soon as each piece is ready and only as fast as the
+ * client reads.
  */
-export function respondStream(c: Context<AppEnv>, headers: Record<string, string>, chunks: AsyncGenerator<string, void, undefined>): Response {
+export function respondStream(c: Context<AppEnv>, headers: Record<string, string>, body: PushedBody): Response {
   const all = { ...standardHeaders(c.get("requestId")), ...headers };
   const outgoing = c.env?.outgoing;
   // In-process calls (app.request) have no Node response to write to.
-  if (!outgoing) return new Response(webStream(chunks), { status: 200, headers: all });
+  if (!outgoing) return new Response(webStream(body), { status: 200, headers: all });
   outgoing.writeHead(200, all);
-  void pump(chunks, outgoing);
-  return RESPONSE_ALREADY_SENT;
-}
-
-async function pump(chunks: AsyncGenerator<string, void, undefined>, outgoing: ServerResponse): Promise<void> {
-  try {
-    for await (const text of chunks) {
-      if (!text) {
-        if (!outgoing.headersSent) outgoing.flushHeaders();
-      } else if (!outgoing.write(text) && !(await drained(outgoing))) {
-        return;
-      }
-    }
-    if (!outgoing.destroyed) outgoing.end();
-  } catch {
-    outgoing.destroy();
-  }
-}
-
-/** Resolves true once the client took the buffered bytes, false if it left. */
-function drained(outgoing: ServerResponse): Promise<boolean> {
-  if (outgoing.destroyed) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const onDrain = () => {
-      outgoing.off("close", onClose);
-      resolve(true);
-    };
-    const onClose = () => {
-      outgoing.off("drain", onDrain);
-      resolve(false);
-    };
-    outgoing.once("drain", onDrain);
-    outgoing.once("close", onClose);
+  let ended = false;
+  outgoing.once("close", () => {
+    if (!ended) body.cancel();
   });
+  body.start({
+    write(text) {
+      if (outgoing.destroyed) return false;
+      if (text) return outgoing.write(text);
+      if (!outgoing.headersSent) outgoing.flushHeaders();
+      return true;
+    },
+    onDrain: (resume) => void outgoing.once("drain", resume),
+    end() {
+      ended = true;
+      if (!outgoing.destroyed) outgoing.end();
+    },
+  });
+  return RESPONSE_ALREADY_SENT;
 }
 
 const encoder = new TextEncoder();
 
-function webStream(chunks: AsyncGenerator<string, void, undefined>): ReadableStream<Uint8Array> {
+function webStream(body: PushedBody): ReadableStream<Uint8Array> {
+  let waiting: (() => void) | undefined;
+  let closed = false;
   return new ReadableStream<Uint8Array>(
     {
-      async pull(controller) {
-        for (;;) {
-          const next = await chunks.next();
-          if (next.done) return controller.close();
-          if (next.value) return controller.enqueue(encoder.encode(next.value));
-        }
+      start(controller) {
+        body.start({
+          write(text) {
+            if (closed) return false;
+            if (text) controller.enqueue(encoder.encode(text));
+            return (controller.desiredSize ?? 0) > 0;
+          },
+          onDrain: (resume) => void (waiting = resume),
+          end() {
+            if (closed) return;
+            closed = true;
+            controller.close();
+          },
+        });
       },
-      async cancel() {
-        await chunks.return(undefined);
+      pull() {
+        const resume = waiting;
+        waiting = undefined;
+        resume?.();
+      },
+      cancel() {
+        closed = true;
+        body.cancel();
       },
     },
-    { highWaterMark: 0 },
+    { highWaterMark: 1 },
   );
 }

@@ -3,7 +3,8 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll } from "vitest";
 import { providerSchema, type ProviderConfig } from "../../src/config/schema.js";
-import type { ProviderAdapter, Target } from "../../src/providers/types.js";
+import { batchesOf } from "./async-iter.js";
+import type { EventStream, ProviderAdapter, Target } from "../../src/providers/types.js";
 
 // A throwaway upstream for adapter tests that only check the wire (paths, headers, bodies): it records every
 // request and answers with whatever the test set. Behaviour of real protocols lives in the mock upstream.
@@ -63,10 +64,8 @@ export async function startRecordingUpstream(): Promise<RecordingUpstream> {
 }
 
 /** Every event of a stream result, flattened. */
-export async function drain(batches: AsyncIterable<unknown[]>): Promise<unknown[]> {
-  const out: unknown[] = [];
-  for await (const batch of batches) out.push(...batch);
-  return out;
+export async function drain(batches: EventStream): Promise<unknown[]> {
+  return (await batchesOf(batches)).flat();
 }
 
 export interface AdapterFixture {

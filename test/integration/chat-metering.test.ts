@@ -320,6 +320,31 @@ describe("settlement after delivery", () => {
     expect(ended, "the body ended while the settlement waited on the ledger").toBe(true);
     expect((await settled(user.id)).hold.status).toBe("posted");
   });
+
+  it("logs a request when it settles, not when the ledger has committed the settlement", async () => {
+    const user = await freshUser();
+    // The first request opens the lease; the second is admitted from its headroom, with no statement.
+    expect((await chat(user.key, "plain", longPrompt, false)).status).toBe(200);
+    const lock = await lockAccount(gw.db.pool, user.id);
+    let requestId: string | null;
+    let logged: unknown[];
+    let holds: unknown[];
+    try {
+      const res = await chat(user.key, "plain", longPrompt, false);
+      expect(res.status).toBe(200);
+      requestId = res.headers.get("x-request-id");
+      await expect.poll(lock.waiters).toBe(1);
+      await gw.services.requestLog.flush();
+      logged = (await gw.db.pool.query("select status from request_logs where request_id = $1", [requestId])).rows;
+      holds = (await gw.db.pool.query("select status from quota_holds where request_id = $1", [requestId])).rows;
+    } finally {
+      await lock.unlock();
+    }
+    expect(logged, "the row is written while the settlement waits on the ledger").toEqual([{ status: 200 }]);
+    expect(holds).toEqual([]);
+    const s = await settled(user.id, 2);
+    expect(s.holds.find((h) => h.request_id === requestId)).toMatchObject({ status: "posted" });
+  });
 });
 
 describe("upstream dropping a stream midway", () => {

@@ -71,7 +71,7 @@ describe("request log writer", () => {
     const rows = Array.from({ length: 1234 }, () => logRow({ userId }));
     for (const row of rows) expect(writer.write(row)).toBeUndefined();
     await writer.flush();
-    const inserts = query.mock.calls.filter(([sql]) => String(sql).startsWith("insert into request_logs"));
+    const inserts = query.mock.calls.filter(([sql]) => (sql as unknown as { text?: string }).text?.startsWith("insert into request_logs"));
     query.mockRestore();
     expect(inserts.length).toBeGreaterThan(0);
     expect(inserts.length).toBeLessThanOrEqual(3);
@@ -187,6 +187,23 @@ describe("request log writer", () => {
     expect(writer.stats()).toEqual({ written: 1, dropped: 2, failedFlushes: 0, buffered: 0 });
     const { rows } = await db.pool.query("select public_model, input_tokens, latency_ms from request_logs where user_id = $1", [userId]);
     expect(rows).toEqual([{ public_model: "badmodel", input_tokens: 0, latency_ms: "999999999.999" }]);
+  });
+
+  it("stores any text a client can put in a model name, in the batch with ordinary rows", async () => {
+    const userId = randomUUID();
+    const writer = createRequestLogWriter(writerOptions());
+    const names = ["lone \udc00 low", "lone \ud800 high", "nul\0and\u0001 control \"quoted\" \\ back", "emoji 😀 é", "[{\"a\":1}]"];
+    for (const publicModel of names) writer.write(logRow({ userId, publicModel, fallbackPath: [publicModel, ""] }));
+    writer.write(logRow({ userId, publicModel: "plain" }));
+    await writer.close();
+    expect(writer.stats()).toEqual({ written: 6, dropped: 0, failedFlushes: 0, buffered: 0 });
+    const { rows } = await db.pool.query<{ public_model: string; fallback_path: string[] }>(
+      "select public_model, fallback_path from request_logs where user_id = $1",
+      [userId],
+    );
+    const stored = (name: string) => name.replaceAll("\0", "").toWellFormed();
+    expect(rows.map((r) => r.public_model).sort()).toEqual([...names.map(stored), "plain"].sort());
+    for (const row of rows) if (row.public_model !== "plain") expect(row.fallback_path).toEqual([row.public_model, ""]);
   });
 });
 

@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import { describe, expect, it } from "vitest";
 import type { AppEnv } from "../../src/server/context.js";
-import { respondStream, respondText } from "../../src/server/respond.js";
+import { respondStream, respondText, type BodySink, type PushedBody } from "../../src/server/respond.js";
 
 // In-process calls (app.request) have no Node response: these paths build a WHATWG Response instead.
 const inProcess = { env: undefined, get: () => "req_test" } as unknown as Context<AppEnv>;
@@ -19,29 +19,34 @@ describe("respond without a Node response", () => {
     expect(await res.text()).toBe('{"a":1}');
   });
 
-  it("streams the chunks in order, skipping empty ones", async () => {
-    async function* chunks() {
-      yield "data: 1\n\n";
-      yield "";
-      yield "data: 2\n\n";
-    }
-    const res = respondStream(inProcess, { "content-type": "text/event-stream" }, chunks());
+  it("streams what the body pushes, in order, skipping empty writes", async () => {
+    const body: PushedBody = {
+      start(sink) {
+        sink.write("data: 1\n\n");
+        sink.write("");
+        setImmediate(() => {
+          sink.write("data: 2\n\n");
+          sink.end();
+        });
+      },
+      cancel: () => {},
+    };
+    const res = respondStream(inProcess, { "content-type": "text/event-stream" }, body);
     expect(res.headers.get("x-request-id")).toBe("req_test");
     expect(await res.text()).toBe("data: 1\n\ndata: 2\n\n");
   });
 
-  it("stops the chunk source when the reader cancels", async () => {
-    let stopped = false;
-    async function* chunks() {
-      try {
-        for (;;) yield "data: x\n\n";
-      } finally {
-        stopped = true;
-      }
-    }
-    const reader = respondStream(inProcess, {}, chunks()).body!.getReader();
-    await reader.read();
+  it("asks the body to wait while the reader is behind, and cancels it when the reader cancels", async () => {
+    let sink: BodySink | undefined;
+    let cancelled = false;
+    const reader = respondStream(inProcess, {}, { start: (s) => (sink = s), cancel: () => (cancelled = true) }).body!.getReader();
+    expect(sink!.write("data: 1\n\n")).toBe(false);
+    let resumed = false;
+    sink!.onDrain(() => (resumed = true));
+    expect(new TextDecoder().decode((await reader.read()).value)).toBe("data: 1\n\n");
+    expect(resumed).toBe(true);
     await reader.cancel();
-    expect(stopped).toBe(true);
+    expect(cancelled).toBe(true);
+    expect(sink!.write("data: 2\n\n")).toBe(false);
   });
 });

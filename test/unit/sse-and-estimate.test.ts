@@ -2,19 +2,19 @@ import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { countPromptTokens, countTextTokens, estimatePromptTokens } from "../../src/metering/estimate.js";
 import { convertOpenAIUsage } from "../../src/providers/openai/convert-usage.js";
-import { parseSse } from "../../src/providers/sse.js";
+import { readSse } from "../../src/providers/sse.js";
 import { UpstreamError } from "../../src/providers/types.js";
-import { bytes, collect } from "../helpers/async-iter.js";
+import { batchesOf, bytes } from "../helpers/async-iter.js";
 
 
-describe("parseSse", () => {
+describe("readSse", () => {
   it("parses events split anywhere across chunks and stops at [DONE]", async () => {
-    const events = await collect(parseSse(bytes('data: {"a"', ':1}\n\nda', 'ta: {"b":2}\n\n', "data: [DONE]\n\n", 'data: {"late":1}\n\n')));
+    const events = await batchesOf(readSse(bytes('data: {"a"', ':1}\n\nda', 'ta: {"b":2}\n\n', "data: [DONE]\n\n", 'data: {"late":1}\n\n')));
     expect(events).toEqual([[{ data: { a: 1 }, raw: '{"a":1}' }], [{ data: { b: 2 }, raw: '{"b":2}' }], [{ done: true }]]);
   });
 
   it("yields the events one network chunk completes as one batch, and nothing after [DONE]", async () => {
-    const batches = await collect(parseSse(bytes('data: {"a":1}\n\ndata: {"b":2}\n\ndata: {"c"', ':3}\n\ndata: [DONE]\n\ndata: {"late":1}\n\n')));
+    const batches = await batchesOf(readSse(bytes('data: {"a":1}\n\ndata: {"b":2}\n\ndata: {"c"', ':3}\n\ndata: [DONE]\n\ndata: {"late":1}\n\n')));
     expect(batches).toEqual([
       [
         { data: { a: 1 }, raw: '{"a":1}' },
@@ -26,7 +26,7 @@ describe("parseSse", () => {
 
   it("ends a Node stream read to its end without destroying it, and cuts one still open after [DONE]", async () => {
     const ended = Readable.from([Buffer.from('data: {"a":1}\n\ndata: [DONE]\n\n')]);
-    expect(await collect(parseSse(ended))).toHaveLength(1);
+    expect(await batchesOf(readSse(ended))).toHaveLength(1);
     await new Promise((resolve) => setImmediate(resolve));
     expect(ended.readableEnded).toBe(true);
     expect(ended.destroyed).toBe(true);
@@ -34,18 +34,56 @@ describe("parseSse", () => {
 
     const open = new Readable({ read() {} });
     open.push('data: {"a":1}\n\ndata: [DONE]\n\n');
-    expect(await collect(parseSse(open))).toHaveLength(1);
+    expect(await batchesOf(readSse(open))).toHaveLength(1);
     await new Promise((resolve) => setImmediate(resolve));
     expect(open.destroyed).toBe(true);
   });
 
+  it("hands over to a sink: the batch read first, then each later read as it arrives, then the end", async () => {
+    const body = new Readable({ read() {} });
+    const events = readSse(body);
+    body.push('data: {"a":1}\n\n');
+    body.push('data: {"b":2}\n\n');
+    expect(await events.next()).toEqual([{ data: { a: 1 }, raw: '{"a":1}' }]);
+    const seen: unknown[] = [];
+    events.pipe({ batch: (batch) => seen.push(batch), end: (error) => seen.push({ end: error }) });
+    // The read after the pulled one was held back, and arrives first.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(seen).toEqual([[{ data: { b: 2 }, raw: '{"b":2}' }]]);
+    body.push('data: {"c":3}\n\ndata: [DONE]\n\n');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(seen).toEqual([[{ data: { b: 2 }, raw: '{"b":2}' }], [{ data: { c: 3 }, raw: '{"c":3}' }, { done: true }], { end: null }]);
+  });
+
+  it("reads nothing while paused, and an end read with the first batch waits for the sink", async () => {
+    const body = new Readable({ read() {} });
+    const events = readSse(body);
+    body.push('data: {"a":1}\n\n');
+    const seen: unknown[] = [];
+    events.pipe({ batch: (batch) => seen.push(batch), end: (error) => seen.push({ end: error }) });
+    await new Promise((resolve) => setImmediate(resolve));
+    events.pause();
+    body.push('data: {"b":2}\n\n');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(seen).toEqual([[{ data: { a: 1 }, raw: '{"a":1}' }]]);
+    events.resume();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(seen).toHaveLength(2);
+
+    const whole = readSse(bytes('data: {"a":1}\n\ndata: [DONE]\n\n'));
+    expect(await whole.next()).toHaveLength(2);
+    const ends: unknown[] = [];
+    whole.pipe({ batch: (batch) => ends.push(batch), end: (error) => ends.push({ end: error }) });
+    expect(ends).toEqual([{ end: null }]);
+  });
+
   it("treats a stream that ends without [DONE] as dropped", async () => {
-    await expect(collect(parseSse(bytes('data: {"a":1}\n\n')))).rejects.toBeInstanceOf(UpstreamError);
+    await expect(batchesOf(readSse(bytes('data: {"a":1}\n\n')))).rejects.toBeInstanceOf(UpstreamError);
   });
 
   it("rejects events that are not JSON objects", async () => {
-    await expect(collect(parseSse(bytes("data: not json\n\n")))).rejects.toMatchObject({ failure: "protocol" });
-    await expect(collect(parseSse(bytes("data: [1,2]\n\n")))).rejects.toMatchObject({ failure: "protocol" });
+    await expect(batchesOf(readSse(bytes("data: not json\n\n")))).rejects.toMatchObject({ failure: "protocol" });
+    await expect(batchesOf(readSse(bytes("data: [1,2]\n\n")))).rejects.toMatchObject({ failure: "protocol" });
   });
 });
 

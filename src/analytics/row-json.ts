@@ -1,0 +1,88 @@
+import type { RequestLogRow } from "./types.js";
+
+// A request-log row as the JSON object the writer's INSERT reads with json_to_recordset (writer.ts). Encoded
+// when the row is written, one JSON.stringify per request: a batch is then the rows joined by commas, so a
+// flush does no per-value work on the event loop (pg's escaping of 20 array parameters of 500 values each
+// held it for 2-3 ms once a second), and a buffered row is one flat string rather than an object graph the
+// garbage collector has to trace.
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const INT4_MAX = 2_147_483_647;
+const SMALLINT_MAX = 32_767;
+const MS_MAX = 999_999_999.999;
+const QUOTA_MAX = BigInt(Number.MAX_SAFE_INTEGER);
+
+/**
+ * Text PostgreSQL takes from JSON: no NUL (text refuses it) and no lone surrogate (the JSON parser refuses
+ * its escape). A model name can come from the client, so either would otherwise fail the whole batch.
+ */
+function text(value: string): string {
+  const clean = value.includes("\0") ? value.replaceAll("\0", "") : value;
+  return clean.isWellFormed() ? clean : clean.toWellFormed();
+}
+const optText = (value: string | null) => (value === null ? null : text(value));
+const clampInt = (value: number, max: number) => (Number.isFinite(value) ? Math.min(Math.max(Math.round(value), 0), max) : 0);
+// Strings: numeric(12,3) then takes toFixed's digits exactly.
+const clampMs = (value: number) => (Number.isFinite(value) ? Math.min(Math.max(value, 0), MS_MAX).toFixed(3) : "0.000");
+
+/**
+ * The row as JSON text; null for a row no retry could ever store, which is dropped rather than failing its
+ * whole batch forever. Throws only on a row that breaks the RequestLogRow contract at run time.
+ */
+export function encodeRow(r: RequestLogRow): string | null {
+  if (
+    !r.requestId ||
+    r.requestId.includes("\0") ||
+    !r.requestId.isWellFormed() ||
+    !UUID.test(r.userId) ||
+    (r.keyId !== null && !UUID.test(r.keyId)) ||
+    r.quotaCharged < 0n ||
+    r.quotaCharged > QUOTA_MAX ||
+    Number.isNaN(r.createdAt.getTime())
+  ) {
+    return null;
+  }
+  // Keys are the column names of the INSERT's recordset; the object literal keeps one shape for every row.
+  return JSON.stringify({
+    request_id: r.requestId,
+    user_id: r.userId,
+    key_id: r.keyId,
+    route: text(r.route),
+    client_protocol: text(r.clientProtocol),
+    public_model: text(r.publicModel),
+    upstream_model: optText(r.upstreamModel),
+    provider: optText(r.provider),
+    fallback_path: r.fallbackPath.map(text),
+    status: clampInt(r.status, SMALLINT_MAX),
+    error_class: r.errorClass,
+    input_tokens: clampInt(r.inputTokens, INT4_MAX),
+    output_tokens: clampInt(r.outputTokens, INT4_MAX),
+    cached_tokens: clampInt(r.cachedTokens, INT4_MAX),
+    quota_charged: r.quotaCharged.toString(),
+    usage_source: r.usageSource,
+    latency_ms: clampMs(r.latencyMs),
+    ttfb_ms: r.ttfbMs === null ? null : clampMs(r.ttfbMs),
+    streamed: r.streamed,
+    created_at: r.createdAt.toISOString(),
+    // Exact decimal text: numeric takes its digits as written.
+    cost_usd: r.costUsd,
+    upstream_cost_usd: r.upstreamCostUsd,
+  });
+}
+
+/** The INSERT of one batch: $1 is the JSON array of encoded rows. */
+export const INSERT_ROWS = `insert into request_logs (request_id, user_id, key_id, route, client_protocol, public_model,
+  upstream_model, provider, fallback_path, status, error_class, input_tokens, output_tokens, cached_tokens,
+  quota_charged, usage_source, latency_ms, ttfb_ms, streamed, created_at, cost_usd, upstream_cost_usd)
+select request_id, user_id, key_id, route, client_protocol, public_model, upstream_model, provider, fallback_path,
+  status, error_class, input_tokens, output_tokens, cached_tokens, quota_charged, usage_source, latency_ms,
+  ttfb_ms, streamed, created_at, cost_usd, upstream_cost_usd
+from json_to_recordset($1::json) as t(request_id text, user_id uuid, key_id uuid, route text, client_protocol text,
+  public_model text, upstream_model text, provider text, fallback_path text[], status int2, error_class text,
+  input_tokens int4, output_tokens int4, cached_tokens int4, quota_charged int8, usage_source text,
+  latency_ms numeric, ttfb_ms numeric, streamed bool, created_at timestamptz, cost_usd numeric,
+  upstream_cost_usd numeric)
+on conflict (request_id) do nothing`;
+
+/** One batch as the INSERT's parameter. */
+export const batchParameter = (rows: readonly string[]) => `[${rows.join(",")}]`;
