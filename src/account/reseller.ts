@@ -7,8 +7,8 @@ import type { QuotaLedger, ResellerBalance } from "../quota/types.js";
 import { readValidJson } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
 
-// Reseller pay-as-you-go balances as operators see them: credit one (`gateway reseller credit`, or the admin
-// endpoint with CSRF) and read it. Amounts are exact decimal text in USD, both ways (docs/billing.md).
+// Reseller pay-as-you-go balances: operators credit one (`gateway reseller credit`, or the admin endpoint with
+// CSRF) and read any; a user reads their own. Amounts are exact decimal text in USD, both ways (docs/billing.md).
 
 export interface PublicResellerBalance {
   user_id: string;
@@ -58,6 +58,11 @@ export function createResellerAccounts(deps: { ledger: QuotaLedger; users: UserS
 }
 
 const creditBody = z.object({ usd: z.string(), note: z.string().optional() });
+
+/** GET /api/v1/user/reseller-balance: the session user's own balance (zeros before any credit). */
+export function resellerUserRoutes(deps: { accounts: ResellerAccounts }) {
+  return new Hono<AppEnv>().get("/reseller-balance", async (c) => c.json(await deps.accounts.balance(c.get("session").userId)));
+}
 
 /** Mounted under /api/v1/admin (admin session; CSRF on POST). */
 export function resellerAdminRoutes(deps: { accounts: ResellerAccounts; bodyLimit: number }) {

@@ -17,7 +17,7 @@ import { modelListRoutes, nativeModelListRoutes } from "../inference/models-rout
 import type { Metering } from "../metering/meter.js";
 import type { Providers } from "../providers/registry.js";
 import { userQuotaRoutes } from "../account/quota-route.js";
-import { resellerAdminRoutes, type ResellerAccounts } from "../account/reseller.js";
+import { resellerAdminRoutes, resellerUserRoutes, type ResellerAccounts } from "../account/reseller.js";
 import type { QuotaLedger } from "../quota/types.js";
 import type { BodyBudget } from "./body-budget.js";
 import type { AppEnv } from "./context.js";
@@ -80,6 +80,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route("/api/v1/user", userRoutes());
   app.route("/api/v1/user", userRequestRoutes({ pool: deps.pool }));
   app.route("/api/v1/user", userQuotaRoutes({ ledger: deps.ledger, config }));
+  app.route("/api/v1/user", resellerUserRoutes({ accounts: deps.resellers }));
   app.route("/api/v1/admin", adminRoutes({ users: auth.users, apiKeys: auth.apiKeys, bodyLimit }));
   app.route("/api/v1/admin", resellerAdminRoutes({ accounts: deps.resellers, bodyLimit }));
   app.route("/api/v1/internal", internalRoutes());

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { systemOneResellerPrice, systemOneUpstreamCost } from "../../src/billing/systemone.js";
-import { formatUsd } from "../../src/billing/usd.js";
+import { formatUsd, parseUsd } from "../../src/billing/usd.js";
 import type { FaultProxy } from "../helpers/fault-proxy.js";
 import type { TestGateway } from "../helpers/gateway-app.js";
 import { quiesce, rowsOf } from "../helpers/metering-checks.js";
@@ -121,6 +121,24 @@ describe("reseller pay-as-you-go", () => {
     const list = (await (await fetch(`${gw.url}/api/v1/user/requests`, { headers: { authorization: `Bearer ${token}` } })).json()) as { requests: Record<string, unknown>[] };
     expect(list.requests[0]).toMatchObject({ request_id: res.headers.get("x-request-id"), quota_charged: 0, cost_usd: (res.json.usage as { cost: number }).cost });
     expect(JSON.stringify(list)).not.toContain("upstream_cost");
+  });
+
+  it("shows a user their own balance, exact, and nobody else's", async () => {
+    const user = await reseller("2.5");
+    const other = await reseller("7");
+    const res = await evaluate(gw.url, user.key, evaluation("judge"));
+    await quiesce(gw);
+    const spent = formatUsd(systemOneResellerPrice((res.json.usage as { input_tokens: number }).input_tokens, PRICE, undefined));
+    const login = await fetch(`${gw.url}/api/v1/auth/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: user.email, password: PASSWORD }) });
+    const { token } = (await login.json()) as { token: string };
+    const own = await fetch(`${gw.url}/api/v1/user/reseller-balance`, { headers: { authorization: `Bearer ${token}` } });
+    expect(own.status).toBe(200);
+    const balance = (await own.json()) as Record<string, string>;
+    expect(balance).toMatchObject({ user_id: user.id, credited_usd: "2.5", spent_usd: spent });
+    expect(parseUsd(balance.available_usd!)! + parseUsd(balance.reserved_usd!)! + parseUsd(spent)!).toBe(parseUsd("2.5"));
+    expect(JSON.stringify(balance)).not.toContain(other.id);
+    // An API key is not a session.
+    expect((await fetch(`${gw.url}/api/v1/user/reseller-balance`, { headers: { authorization: `Bearer ${user.key}` } })).status).toBe(401);
   });
 });
 
