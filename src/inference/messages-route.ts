@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import { countPromptTokens, estimatePromptTokens } from "../metering/estimate.js";
+import { ANTHROPIC_BETA, readAnthropicBeta } from "../providers/anthropic/anthropic-beta.js";
 import { createChatToMessagesStream } from "../providers/anthropic/chat-to-messages-stream.js";
 import { convertChatToMessage } from "../providers/anthropic/convert-chat-to-message.js";
 import { isFinalAnthropicUsageEvent, readAnthropicStreamUsage } from "../providers/anthropic/convert-usage.js";
@@ -11,6 +12,7 @@ import type { ChatRequestBody } from "../providers/openai/chat-types.js";
 import { UpstreamError } from "../providers/types.js";
 import { validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
+import { requestHeader } from "../server/headers.js";
 import { answeredIn, deliverJson, deliverStream, deliverTranslatedJson, localUsage, withPublicModel } from "./deliver.js";
 import { meteredHandler, type InferenceDeps, type RouteSpec } from "./metered-route.js";
 import { nativeRelay, translatedChatRelay, type DataEvent } from "./relay-protocols.js";
@@ -26,6 +28,8 @@ import { relayStream, type RelayProtocol } from "./stream-relay.js";
 export interface MessagesBody {
   request: AnthropicMessagesRequest;
   chat: ChatRequestBody;
+  /** The client's anthropic-beta list, for native targets. */
+  betas: Readonly<Record<string, string>> | undefined;
 }
 
 const frame = (name: string, data: string) => `event: ${name}\ndata: ${data}\n\n`;
@@ -59,9 +63,10 @@ const messages: RouteSpec<MessagesBody> = {
   clientProtocol: "anthropic",
   kind: "chat",
   protocols: ["anthropic", "openai"],
-  parse(raw) {
+  parse(raw, c) {
+    const betas = readAnthropicBeta(requestHeader(c, ANTHROPIC_BETA));
     const request = validate(anthropicMessagesRequestSchema, raw);
-    return { request, chat: convertMessagesToChat(request) };
+    return { request, chat: convertMessagesToChat(request), betas: betas === undefined ? undefined : { [ANTHROPIC_BETA]: betas } };
   },
   describe({ request, chat }) {
     // The chat form counts images at a flat figure instead of their base64 text; blocks without a chat form
@@ -74,10 +79,10 @@ const messages: RouteSpec<MessagesBody> = {
       countPrompt: () => countPromptTokens(chat.messages, extra),
     };
   },
-  call(adapter, target, { request, chat }, options) {
+  call(adapter, target, { request, chat, betas }, options) {
     if (target.provider.protocol === "anthropic") {
       if (!adapter.messages) throw new UpstreamError("connect", null);
-      return adapter.messages({ ...request, model: target.upstreamModel }, options);
+      return adapter.messages({ ...request, model: target.upstreamModel }, betas ? { ...options, clientHeaders: betas } : options);
     }
     if (!adapter.chatCompletions) throw new UpstreamError("connect", null);
     return adapter.chatCompletions({ ...chat, model: target.upstreamModel }, options);

@@ -115,11 +115,13 @@ export function postToEndpoint(
   stream: boolean,
   suffix = "",
 ): Promise<Dispatcher.ResponseData> {
+  const headers = options.apiKey === undefined ? endpoint.headers[stream ? "stream" : "json"] : endpoint.headersFor(options.apiKey, stream);
   return postJson({
     pool: endpoint.pool,
     provider: endpoint.provider,
     path: endpoint.path + suffix,
-    headers: options.apiKey === undefined ? endpoint.headers[stream ? "stream" : "json"] : endpoint.headersFor(options.apiKey, stream),
+    // The provider's own headers win: a client header never replaces a credential or the API version.
+    headers: options.clientHeaders ? { ...options.clientHeaders, ...headers } : headers,
     body: typeof body === "string" ? body : JSON.stringify(body),
     signal: options.signal,
   });

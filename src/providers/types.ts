@@ -25,6 +25,11 @@ export interface CallOptions {
   signal: AbortSignal;
   /** A client-supplied upstream key for this request only (bring-your-own); else the provider's key. */
   apiKey?: string;
+  /**
+   * Headers of the client's own protocol that this provider is given for this one request (Anthropic's
+   * `anthropic-beta` on a native call), added to the provider's own; set by the route, never credentials.
+   */
+  clientHeaders?: Readonly<Record<string, string>>;
 }
 
 export interface JsonResult {

@@ -2,13 +2,15 @@ import { once } from "node:events";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 
-// The gateway never forwards client headers upstream, so tests inject the mock upstream's fault headers with
+// The gateway forwards no client headers upstream (but anthropic-beta to anthropic targets), so tests inject the mock upstream's fault headers with
 // this proxy (docs/mock-upstream.md): per provider, through its base_url (`proxy.baseUrl({ "x-mock-drop-after": 3 })`),
 // or for every request through `inject`; `respond` answers a fixed status, headers and body without reaching the
 // mock at all. Every request is recorded, with whether the gateway hung up on it before its answer ended.
 
 export interface ProxiedRequest {
   path: string;
+  /** The headers the gateway sent (before the fault headers were added). */
+  headers: http.IncomingHttpHeaders;
   faults: Record<string, string>;
   /** The gateway closed the connection before the answer was complete (its upstream call was aborted). */
   abortedByGateway: boolean;
@@ -42,7 +44,7 @@ export async function startFaultProxy(upstream: string): Promise<FaultProxy> {
   const server = http.createServer((req, res) => {
     const match = /^\/f\/([^/]*)(\/.*)$/.exec(req.url ?? "");
     const faults = { ...Object.fromEntries(new URLSearchParams(decodeURIComponent(match?.[1] ?? ""))), ...proxy.inject };
-    const record: ProxiedRequest = { path: match?.[2] ?? req.url ?? "", faults, abortedByGateway: false, done: false };
+    const record: ProxiedRequest = { path: match?.[2] ?? req.url ?? "", headers: req.headers, faults, abortedByGateway: false, done: false };
     requests.push(record);
     const fixed = proxy.respond;
     if (fixed) {

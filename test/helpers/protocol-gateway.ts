@@ -19,6 +19,8 @@ export const charge = (prompt: number, completion: number) => String(chatQuota({
 
 export interface ProtocolGateway {
   mock: MockUpstream;
+  /** In front of the mock for the providers that inject faults (`nativeDown`, `chatDown`, the dropping ones). */
+  proxy: FaultProxy;
   gw: TestGateway;
   /** The OpenAI SDK on the mock: what the chat targets answer. */
   directChat: OpenAI;
@@ -74,6 +76,7 @@ export async function startProtocolGateway(protocol: Protocol): Promise<Protocol
   let users = 0;
   return {
     mock,
+    proxy,
     gw,
     directChat: new OpenAI({ apiKey: MOCK_KEY, baseURL: mock.baseUrl, maxRetries: 0 }),
     async newKey(plan = "free") {

@@ -188,6 +188,40 @@ describe("fallback across protocols", () => {
   });
 });
 
+describe("the anthropic-beta header", () => {
+  const betas = "context-1m-2025-08-07, interleaved-thinking-2025-05-14";
+  /** The proxied requests a call made, from the proxy's record. */
+  async function proxied(call: () => Promise<unknown>) {
+    const before = pg.proxy.requests.length;
+    await call();
+    return pg.proxy.requests.slice(before);
+  }
+
+  it("reaches an anthropic target as the client sent it, and never a chat target", async () => {
+    await freshUser();
+    const options = { headers: { "anthropic-beta": betas } };
+    const toChat = await proxied(() => client.messages.create({ model: "to-chat", ...hello }, options));
+    expect(toChat.map((r) => [r.path, r.headers["anthropic-beta"]])).toEqual([["/v1/messages", betas]]);
+    const toNative = await proxied(() => client.messages.create({ model: "to-native", ...hello }, options));
+    expect(toNative.map((r) => r.path)).toEqual(["/v1/chat/completions"]);
+    expect(toNative[0]!.headers["anthropic-beta"]).toBeUndefined();
+    // Without the header, none is sent; the provider's own headers stay as they are.
+    const plain = await proxied(() => client.messages.create({ model: "to-chat", ...hello }));
+    expect(plain[0]!.headers).toMatchObject({ "x-api-key": MOCK_KEY, "anthropic-version": "2023-06-01" });
+    expect(plain[0]!.headers["anthropic-beta"]).toBeUndefined();
+  });
+
+  it("refuses a header that is not a list of beta names, before anything is sent", async () => {
+    await freshUser();
+    const sent = await proxied(async () => {
+      const err = await client.messages.create({ model: "to-chat", ...hello }, { headers: { "anthropic-beta": "beta one; drop" } }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(BadRequestError);
+      expect((err as BadRequestError).message).toContain("anthropic-beta header must list beta feature names");
+    });
+    expect(sent).toEqual([]);
+  });
+});
+
 describe("streams dropped midway", () => {
   it.each(["native-drop", "chat-drop"])("%s: the SDK raises the in-band error; billed once for what was delivered", async (model) => {
     const userId = await freshUser();
