@@ -72,4 +72,18 @@ export default tseslint.config(
     },
   },
   ...importLayers,
+  {
+    // Code that runs per request or per stream event: on Node 20 an object spread followed by other members
+    // builds a new hidden class for every object (src/objects.ts, docs/performance.md "Object spread").
+    files: ["src/inference/**/*.ts", "src/metering/**/*.ts", "src/providers/**/*.ts", "src/server/**/*.ts", "src/quota/**/*.ts", "src/analytics/**/*.ts", "src/auth/**/*.ts"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: ":function ObjectExpression > SpreadElement",
+          message: "No object spread in per-request code: use a literal, Object.assign on a fresh object of the gateway's own keys, or extended() from src/objects.ts.",
+        },
+      ],
+    },
+  },
 );

@@ -6,6 +6,7 @@ import { generateApiKey } from "./api-key-secret.js";
 import { apiKeys } from "./schema.js";
 import type { ApiKeyService, CreateKeyInput, PublicApiKey, UserService } from "./types.js";
 import { driverError, isUuid } from "./users.js";
+import { extended } from "../objects.js";
 
 /** Every process's key cache listens here; the payload is the secret hash to drop. */
 export const API_KEY_CHANNEL = "gateway_api_keys";
@@ -84,7 +85,7 @@ export function createApiKeyService({ db, config, users, onChanged }: ApiKeyServ
         await notify(tx, secret.hash);
         return inserted!;
       });
-      return { ...toPublicKey(row), key: secret.key };
+      return extended(toPublicKey(row), { key: secret.key });
     } catch (err) {
       throw driverError(err);
     }

@@ -6,6 +6,7 @@ import type { ApiKeyPrincipal } from "../server/context.js";
 import { API_KEY_CHANNEL } from "./api-keys.js";
 import { hashApiKey, looksLikeApiKey } from "./api-key-secret.js";
 import type { ApiKeyAuthenticator } from "./types.js";
+import { extended } from "../objects.js";
 
 const MAX_CACHED = 10_000;
 const TOUCH_INTERVAL_MS = 60_000;
@@ -89,7 +90,7 @@ class CachedKeyAuthenticator implements LocalKeyCache {
       this.cache.delete(hash);
     }
     const generation = this.generation;
-    const { rows } = await this.opts.pool.query<KeyRow>({ ...LOOKUP, values: [hash] });
+    const { rows } = await this.opts.pool.query<KeyRow>(extended(LOOKUP, { values: [hash] }));
     const row = rows[0];
     if (!row) return null;
     const principal: ApiKeyPrincipal = {
@@ -141,7 +142,7 @@ class CachedKeyAuthenticator implements LocalKeyCache {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ ...this.opts.pool.options, keepAlive: true });
+    const client = new pg.Client(extended(this.opts.pool.options, { keepAlive: true }));
     this.listener = client;
     client.on("notification", (msg) => {
       if (msg.channel === API_KEY_CHANNEL && msg.payload) this.forget(msg.payload);

@@ -6,6 +6,7 @@ import { readValidJson } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
 import { SESSION_COOKIE, sessionAuth } from "./middleware.js";
 import type { ApiKeyService, SessionService, UserService } from "./types.js";
+import { extended } from "../objects.js";
 
 // Bodies are checked for shape here; the services own the business rules (email format, password length,
 // known plans and models) so the CLI gets the same checks.
@@ -34,7 +35,7 @@ export function authRoutes(deps: { sessions: SessionService; config: Config; bod
     .post("/login", async (c) => {
       const body = await readValidJson(c, loginBody, bodyLimit);
       const result = await sessions.login(body.email, body.password);
-      setCookie(c, SESSION_COOKIE, result.token, { ...cookieOptions, maxAge: config.auth.session_ttl_seconds });
+      setCookie(c, SESSION_COOKIE, result.token, extended(cookieOptions, { maxAge: config.auth.session_ttl_seconds }));
       return c.json(result);
     })
     .post("/logout", sessionAuth(sessions), async (c) => {

@@ -7,6 +7,7 @@ import { relayChatStream } from "./chat-stream.js";
 import { chatCompletionText } from "./chat-text.js";
 import { deliverJson, deliverStream, localUsage, withPublicModel } from "./deliver.js";
 import { meteredHandler, type InferenceDeps, type RouteSpec } from "./metered-route.js";
+import { extended } from "../objects.js";
 
 const chat: RouteSpec<ChatRequest> = {
   route: "/v1/chat/completions",
@@ -26,7 +27,7 @@ const chat: RouteSpec<ChatRequest> = {
   },
   call(adapter, target, body, options) {
     if (!adapter.chatCompletions) throw new UpstreamError("connect", null);
-    return adapter.chatCompletions({ ...body, model: target.upstreamModel }, options);
+    return adapter.chatCompletions(extended(body, { model: target.upstreamModel }), options);
   },
   json(answer, delivery) {
     const { body, request } = delivery;

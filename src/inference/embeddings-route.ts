@@ -8,6 +8,7 @@ import { validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
 import { deliverJson, localUsage, withPublicModel } from "./deliver.js";
 import { meteredHandler, type InferenceDeps, type RouteSpec } from "./metered-route.js";
+import { extended } from "../objects.js";
 
 // POST /v1/embeddings (spec "Embeddings request"): `input` a string or an array of strings, `encoding_format`
 // float or base64. Billed on input tokens (docs/billing.md). Other fields (`dimensions`, `user`, …) are
@@ -73,7 +74,7 @@ const embeddings: RouteSpec<EmbeddingsRequest> = {
   },
   async call(adapter, target, body, options) {
     if (!adapter.embeddings) throw new UpstreamError("connect", null);
-    return checkAnswer(await adapter.embeddings({ ...body, model: target.upstreamModel }, options));
+    return checkAnswer(await adapter.embeddings(extended(body, { model: target.upstreamModel }), options));
   },
   json(answer, delivery) {
     const { body, request } = delivery;

@@ -17,6 +17,7 @@ import { answeredIn, deliverJson, deliverStream, deliverTranslatedJson, localUsa
 import { meteredHandler, type InferenceDeps, type RouteSpec } from "./metered-route.js";
 import { nativeRelay, translatedChatRelay } from "./relay-protocols.js";
 import { relayStream, type RelayProtocol } from "./stream-relay.js";
+import { extended } from "../objects.js";
 
 // POST /compatible/v1beta/models/{model}:generateContent and :streamGenerateContent?alt=sse, what @google/genai
 // calls with `httpOptions: {baseUrl: <gateway>/compatible, apiVersion: "v1beta"}`. The model is the path's (the
@@ -99,7 +100,7 @@ function generateContent(stream: boolean): RouteSpec<GenerateContentBody> {
         return capability(request, options);
       }
       if (!adapter.chatCompletions) throw new UpstreamError("connect", null);
-      return adapter.chatCompletions({ ...chat, model: target.upstreamModel }, options);
+      return adapter.chatCompletions(extended(chat, { model: target.upstreamModel }), options);
     },
     json(answer, delivery) {
       const { body, request } = delivery;

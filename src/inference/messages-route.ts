@@ -17,6 +17,7 @@ import { answeredIn, deliverJson, deliverStream, deliverTranslatedJson, localUsa
 import { meteredHandler, type InferenceDeps, type RouteSpec } from "./metered-route.js";
 import { nativeRelay, translatedChatRelay, type DataEvent } from "./relay-protocols.js";
 import { relayStream, type RelayProtocol } from "./stream-relay.js";
+import { extended } from "../objects.js";
 
 // POST /messages and /v1/messages (the Anthropic SDK appends /v1/messages to its base URL): the Anthropic
 // Messages shape, JSON and SSE. A target speaking `anthropic` gets the request as the client wrote it (model
@@ -82,10 +83,10 @@ const messages: RouteSpec<MessagesBody> = {
   call(adapter, target, { request, chat, betas }, options) {
     if (target.provider.protocol === "anthropic") {
       if (!adapter.messages) throw new UpstreamError("connect", null);
-      return adapter.messages({ ...request, model: target.upstreamModel }, betas ? { ...options, clientHeaders: betas } : options);
+      return adapter.messages(extended(request, { model: target.upstreamModel }), betas ? extended(options, { clientHeaders: betas }) : options);
     }
     if (!adapter.chatCompletions) throw new UpstreamError("connect", null);
-    return adapter.chatCompletions({ ...chat, model: target.upstreamModel }, options);
+    return adapter.chatCompletions(extended(chat, { model: target.upstreamModel }), options);
   },
   json(answer, delivery) {
     const { body, request } = delivery;

@@ -8,6 +8,7 @@ import { chatPricing, type Pricing, type PricingFor } from "../metering/pricing.
 import type { Providers } from "../providers/registry.js";
 import type { CallOptions, EventStream, JsonResult, ProviderAdapter, StreamEvent, StreamResult, Target } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
+import { extended } from "../objects.js";
 import { readJsonBody } from "../server/body.js";
 import type { BodyBudget } from "../server/body-budget.js";
 import type { AppEnv } from "../server/context.js";
@@ -116,11 +117,17 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
     } catch (err) {
       // Refusals before metering still get their row, so the user can find the request by its id.
       const refused = refusal(err);
-      metering.logRejected({ ...base, modelId: request?.modelId ?? "" }, refused);
+      metering.logRejected(extended(base, { modelId: request?.modelId ?? "" }), refused);
       throw refused;
     }
+    // A literal, not a spread of `base`: see src/objects.ts.
     const meter = await metering.begin({
-      ...base,
+      requestId: base.requestId,
+      route: base.route,
+      clientProtocol: base.clientProtocol,
+      key,
+      startedAt,
+      streamed: base.streamed,
       model,
       modelId: request.modelId,
       estimate: request.estimate,

@@ -9,13 +9,10 @@ export function modelListRoutes(catalog: Catalog, config: Config) {
   return new Hono<AppEnv>().get("/models", (c) =>
     c.json({
       object: "list",
-      data: visibleModels(catalog, config, c.get("apiKey")).map(({ id, model }) => ({
-        id,
-        object: "model",
-        created: model.created,
-        owned_by: model.config.owned_by,
-        ...(model.config.kind === "systemone" ? { endpoints: ["v1/systemone"] } : {}),
-      })),
+      data: visibleModels(catalog, config, c.get("apiKey")).map(({ id, model }) => {
+        const entry = { id, object: "model", created: model.created, owned_by: model.config.owned_by };
+        return model.config.kind === "systemone" ? Object.assign(entry, { endpoints: ["v1/systemone"] }) : entry;
+      }),
     }),
   );
 }

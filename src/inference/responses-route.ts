@@ -9,6 +9,7 @@ import type { AppEnv } from "../server/context.js";
 import { deliverJson, deliverStream, localUsage, withPublicModel } from "./deliver.js";
 import { meteredHandler, type InferenceDeps, type RouteSpec } from "./metered-route.js";
 import { relayStream, type RelayProtocol } from "./stream-relay.js";
+import { extended } from "../objects.js";
 
 // POST /v1/responses (spec "Responses request"): `model` and `input` (any JSON value) required, everything
 // else (tools, instructions, reasoning, …) forwarded untouched, as for chat. Billed like chat on the usage of
@@ -101,7 +102,7 @@ const responses: RouteSpec<ResponsesRequest> = {
   },
   call(adapter, target, body, options) {
     if (!adapter.responses) throw new UpstreamError("connect", null);
-    return adapter.responses({ ...body, model: target.upstreamModel }, options);
+    return adapter.responses(extended(body, { model: target.upstreamModel }), options);
   },
   json(answer, delivery) {
     const { body, request } = delivery;

@@ -12,6 +12,7 @@ import { deliverJson } from "./deliver.js";
 import { meteredHandler, type InferenceDeps, type RouteSpec } from "./metered-route.js";
 import { toSystemOneCall, upstreamBody, type SystemOneCall } from "./systemone-request.js";
 import { EvaluationTokens, tokenLimitsFor } from "./systemone-tokens.js";
+import { extended } from "../objects.js";
 
 // The evaluation service (spec "the service request"): POST /v1/systemone and POST /native/v1/systemone, one
 // handler on the metering path. JSON only; invalid input is 422 and never tried on another provider; the
@@ -45,7 +46,7 @@ function evaluationSpec(route: string, config: Config, budget: BodyBudget): Rout
     body: { limit: config.systemone.max_body_bytes, budget },
     parse(raw, _c, text) {
       const call = toSystemOneCall(raw, text);
-      return { ...call, tokens: new EvaluationTokens(call.request) };
+      return extended(call, { tokens: new EvaluationTokens(call.request) });
     },
     describe: (body) => ({
       modelId: body.request.model,
@@ -66,7 +67,7 @@ function evaluationSpec(route: string, config: Config, budget: BodyBudget): Rout
       const answer = await adapter.evaluate(upstreamBody(body, target.upstreamModel), options);
       const read = readAnswers(body.request.questions, answer.body);
       if (!read.ok) throw new InvalidAnswerError(answer.status, read.reason);
-      return { ...answer, body: { answers: read.answers } };
+      return extended(answer, { body: { answers: read.answers } });
     },
     async json(answer, delivery) {
       const { body } = delivery;

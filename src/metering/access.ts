@@ -2,6 +2,7 @@ import type { Catalog, CatalogModel } from "../catalog/catalog.js";
 import type { Config, ModelConfig, ProviderConfig } from "../config/schema.js";
 import type { ApiKeyPrincipal } from "../server/context.js";
 import { meteringErrors } from "./errors.js";
+import { extended } from "../objects.js";
 
 /** Why a key may not use a model: its plan's model list, or the key's own `--models` list; null = allowed. */
 export function deniedBy(config: Config, key: ApiKeyPrincipal, modelId: string): "plan" | "key" | null {
@@ -65,5 +66,5 @@ export function servingTargets(
     if (pinned === undefined) throw meteringErrors.upstreamKeyNotAccepted(model.id);
     targets = targets.filter((t) => t.providerId === pinned);
   }
-  return targets.length === model.targets.length ? model : { ...model, targets };
+  return targets.length === model.targets.length ? model : extended(model, { targets });
 }

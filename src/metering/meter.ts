@@ -285,10 +285,18 @@ export function createMetering(deps: MeteringDeps): Metering {
       const tokens = start.estimate.promptTokens > CERTAINLY_OVER * limit ? start.estimate.promptTokens : await start.exactPromptTokens();
       if (tokens > limit) reject(meteringErrors.contextLimit(tokens, limit, start.promptParam === undefined ? "messages" : start.promptParam));
     }
-    const amount = start.pricing.charge({ ...start.estimate, cachedTokens: 0 });
-    const hold = { userId: start.key.userId, amount, requestId: start.requestId, instanceId: deps.instanceId };
+    // Literals, not spreads: see src/objects.ts.
+    const { promptTokens, completionTokens } = start.estimate;
+    const amount = start.pricing.charge({ promptTokens, completionTokens, cachedTokens: 0 });
+    const { userId } = start.key;
+    const { requestId } = start;
+    const { instanceId } = deps;
     const reseller = start.pricing.account === "reseller_usd";
-    const reserved = await ledger.reserve(reseller ? { ...hold, kind: "reseller_usd" } : { ...hold, dailyAllowance: BigInt(plan!.daily_tokens) });
+    const reserved = await ledger.reserve(
+      reseller
+        ? { userId, amount, requestId, instanceId, kind: "reseller_usd" }
+        : { userId, amount, requestId, instanceId, dailyAllowance: BigInt(plan!.daily_tokens) },
+    );
     if (!reserved.ok) {
       reject(
         reseller

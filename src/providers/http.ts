@@ -1,6 +1,7 @@
 import { Pool, errors as undiciErrors, type Dispatcher } from "undici";
 import type { ProviderConfig } from "../config/schema.js";
 import { UpstreamError, type CallOptions } from "./types.js";
+import { extended } from "../objects.js";
 
 /** One keep-alive pool per provider, with its connect timeout; per-request timeouts come from the config too. */
 export function createPool(provider: ProviderConfig): Pool {
@@ -121,7 +122,7 @@ export function postToEndpoint(
     provider: endpoint.provider,
     path: endpoint.path + suffix,
     // The provider's own headers win: a client header never replaces a credential or the API version.
-    headers: options.clientHeaders ? { ...options.clientHeaders, ...headers } : headers,
+    headers: options.clientHeaders ? extended(options.clientHeaders, headers) : headers,
     body: typeof body === "string" ? body : JSON.stringify(body),
     signal: options.signal,
   });

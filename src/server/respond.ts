@@ -6,11 +6,12 @@ import { standardHeaders } from "./request-id.js";
 // Responses of the hot path, built without Hono's helpers: c.json()/c.body() gather headers in a WHATWG
 // `Headers` that @hono/node-server then reads back into a plain object, and a streamed body would be a WHATWG
 // ReadableStream (costly to build, and a promise round per chunk). Here headers stay a plain object and a
-// stream is written straight into Node's response.
+// stream is written straight into Node's response. Headers are merged with Object.assign, not spread (src/objects.ts);
+// their names are the gateway's own.
 
 /** A complete text body with the standard headers. */
 export function respondText(c: Context<AppEnv>, status: number, body: string, headers: Record<string, string>): Response {
-  return new Response(body, { status, headers: { ...standardHeaders(c.get("requestId")), ...headers } });
+  return new Response(body, { status, headers: Object.assign(standardHeaders(c.get("requestId")), headers) });
 }
 
 /** Where a pushed body goes: Node's response, or a web stream for in-process calls. */
@@ -37,7 +38,7 @@ export interface PushedBody {
  * client reads.
  */
 export function respondStream(c: Context<AppEnv>, headers: Record<string, string>, body: PushedBody): Response {
-  const all = { ...standardHeaders(c.get("requestId")), ...headers };
+  const all = Object.assign(standardHeaders(c.get("requestId")), headers);
   const outgoing = c.env?.outgoing;
   // In-process calls (app.request) have no Node response to write to.
   if (!outgoing) return new Response(webStream(body), { status: 200, headers: all });

@@ -5,6 +5,7 @@ import { chatText } from "../openai/read-chat-completion.js";
 import { messageIdFromChatId, toAnthropicUsage, toolUseId } from "./convert-chat-to-message.js";
 import { mapChatFinishReason } from "./map-chat-finish-reason.js";
 import type { AnthropicStopReason } from "./message-types.js";
+import { extended } from "../../objects.js";
 
 // OpenAI chat SSE chunks → Anthropic SSE events. The official sequence: message_start, then per content block
 // content_block_start / content_block_delta… / content_block_stop, then message_delta (stop reason and final
@@ -27,7 +28,7 @@ export interface ChatToMessagesStream {
   end(usage?: UsageReport | null): string[];
 }
 
-const frame = (type: string, data: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+const frame = (type: string, data: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify(extended({ type }, data))}\n\n`;
 
 interface ToolState {
   /** The content block index, once the call's name is known and its block started. */
@@ -56,7 +57,7 @@ export function createChatToMessagesStream(options: ChatToMessagesStreamOptions)
     const usage = toAnthropicUsage(known());
     // output_tokens is 0 here: nothing is generated yet, and message_delta carries the cumulative count.
     const message = { id: messageId, type: "message", role: "assistant", content: [], model: options.publicModel, stop_reason: null, stop_sequence: null, stop_details: null, container: null };
-    out.push(frame("message_start", { message: { ...message, usage: { ...usage, output_tokens: 0 } } }));
+    out.push(frame("message_start", { message: extended(message, { usage: extended(usage, { output_tokens: 0 }) }) }));
   };
 
   const close = (out: string[]) => {

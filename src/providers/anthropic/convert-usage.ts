@@ -1,5 +1,6 @@
 import { asObject, tokenCount } from "../json-guards.js";
 import type { StreamUsageReader, UsageReport } from "../types.js";
+import { extended } from "../../objects.js";
 
 // Anthropic splits the prompt in three disjoint parts: input_tokens (not cached), cache_creation_input_tokens
 // (written to the cache by this request) and cache_read_input_tokens. The gateway's promptTokens is their sum;
@@ -33,7 +34,7 @@ export const readAnthropicStreamUsage: StreamUsageReader = (data, prior) => {
   if (!u || output === null) return prior;
   const input = tokenCount(u.input_tokens);
   if (input !== null) return fromParts(input, u, output);
-  return prior && { ...prior, completionTokens: output };
+  return prior && extended(prior, { completionTokens: output });
 };
 
 /** The event with a Messages stream's final counts: message_start's output count is only provisional. */

@@ -27,7 +27,8 @@ export function toGeminiUsage(usage: UsageReport): GeminiUsageMetadata {
 /** A function call part; the chat call id rides along so the client's functionResponse can name it. */
 export function functionCallPart(id: unknown, name: string, args: unknown): GeminiOutputPart {
   const callId = asString(id);
-  return { functionCall: { ...(callId ? { id: callId } : {}), name, args: parseToolArguments(args) } };
+  const parsed = parseToolArguments(args);
+  return { functionCall: callId ? { id: callId, name, args: parsed } : { name, args: parsed } };
 }
 
 /** Candidates always hold a part: an empty answer is one empty text, as Gemini writes it. */

@@ -83,7 +83,10 @@ function chatTools(tools: GeminiGenerateContentRequest["tools"]): ChatTool[] {
   return (tools ?? []).flatMap((tool) =>
     (tool.functionDeclarations ?? []).map((fn): ChatTool => {
       const parameters = fn.parametersJsonSchema ?? (fn.parameters ? convertGeminiSchema(fn.parameters) : undefined);
-      return { type: "function", function: { name: fn.name, ...(fn.description === undefined ? {} : { description: fn.description }), ...(parameters ? { parameters } : {}) } };
+      const fnOut: ChatTool["function"] = { name: fn.name };
+      if (fn.description !== undefined) fnOut.description = fn.description;
+      if (parameters) fnOut.parameters = parameters;
+      return { type: "function", function: fnOut };
     }),
   );
 }

@@ -2,6 +2,7 @@ import type { Endpoint } from "../http.js";
 import { postAndRead } from "../read-result.js";
 import type { CallOptions, JsonResult, StreamResult } from "../types.js";
 import { convertOpenAIUsage } from "./convert-usage.js";
+import { extended } from "../../objects.js";
 
 /** POST {base_url}/chat/completions. Streams ask for usage when the provider supports it. */
 export async function openaiChatCompletions(
@@ -12,7 +13,7 @@ export async function openaiChatCompletions(
   const stream = body.stream === true;
   const upstreamBody =
     stream && endpoint.provider.stream_usage
-      ? { ...body, stream_options: { ...(body.stream_options as object | undefined), include_usage: true } }
+      ? extended(body, { stream_options: extended((body.stream_options as object | undefined) ?? {}, { include_usage: true }) })
       : body;
   return postAndRead(endpoint, upstreamBody, options, { usageOf: (json) => convertOpenAIUsage(json.usage) });
 }
