@@ -75,7 +75,7 @@ export default tseslint.config(
   {
     // Code that runs per request or per stream event: on Node 20 an object spread followed by other members
     // builds a new hidden class for every object (src/objects.ts, docs/performance.md "Object spread").
-    files: ["src/inference/**/*.ts", "src/metering/**/*.ts", "src/providers/**/*.ts", "src/server/**/*.ts", "src/quota/**/*.ts", "src/analytics/**/*.ts", "src/auth/**/*.ts"],
+    files: ["src/{inference,metering,providers,server,quota,analytics,auth,account,catalog}/**/*.ts"],
     rules: {
       "no-restricted-syntax": [
         "error",
