@@ -74,7 +74,9 @@ export default tseslint.config(
   ...importLayers,
   {
     // Code that runs per request or per stream event: on Node 20 an object spread followed by other members
-    // builds a new hidden class for every object (src/objects.ts, docs/performance.md "Object spread").
+    // builds a new hidden class for every object (src/objects.ts, docs/performance.md "Object spread"), and a
+    // getter or setter in an object literal puts an accessor pair in the old generation for every object, which
+    // keeps the accessor's closure (and all it refers to) through scavenges (src/inference/stream-relay.ts).
     files: ["src/{inference,metering,providers,server,quota,analytics,auth,account,catalog}/**/*.ts"],
     rules: {
       "no-restricted-syntax": [
@@ -82,6 +84,10 @@ export default tseslint.config(
         {
           selector: ":function ObjectExpression > SpreadElement",
           message: "No object spread in per-request code: use a literal, Object.assign on a fresh object of the gateway's own keys, or extended() from src/objects.ts.",
+        },
+        {
+          selector: ":function ObjectExpression > Property[kind=/^[gs]et$/]",
+          message: "No getter or setter in an object literal in per-request code: use a method, or a class (its accessors are defined once).",
         },
       ],
     },
