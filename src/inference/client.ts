@@ -1,5 +1,6 @@
 import type { Context } from "hono";
 import type { AppEnv } from "../server/context.js";
+import type { UpstreamAbort } from "../providers/upstream-abort.js";
 
 /** The gateway's own time on a request, in ms (like LiteLLM's x-litellm-overhead-duration-ms). */
 export const OVERHEAD_HEADER = "x-gateway-overhead-ms";
@@ -14,7 +15,7 @@ export function clientGone(c: Context<AppEnv>): boolean {
  * Aborts `controller` when the client goes away before the response finished, so the upstream request is
  * cancelled too. Returns the function that stops watching.
  */
-export function clientDisconnect(c: Context<AppEnv>, controller: AbortController): () => void {
+export function clientDisconnect(c: Context<AppEnv>, controller: UpstreamAbort): () => void {
   const outgoing = c.env?.outgoing;
   if (!outgoing) return () => {};
   // The client may have left already (during authentication or the reservation): "close" will not fire again.

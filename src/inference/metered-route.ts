@@ -14,6 +14,7 @@ import type { BodyBudget } from "../server/body-budget.js";
 import type { AppEnv } from "../server/context.js";
 import { clientDisconnect } from "./client.js";
 import { readUpstreamKey } from "./upstream-key.js";
+import { UpstreamAbort } from "../providers/upstream-abort.js";
 
 // The one request flow of every billed inference route (DESIGN.md §3): read and check the body, resolve the
 // model, admit and hold (metering.begin), call the targets in order (meter.call), then hand the answer to the
@@ -55,7 +56,7 @@ export interface Delivery<B> {
   body: B;
   request: MeteredRequest;
   meter: Meter;
-  upstream: AbortController;
+  upstream: UpstreamAbort;
 }
 
 export interface RouteSpec<B> {
@@ -138,14 +139,14 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
       byok: upstreamKey !== undefined,
     });
 
-    const upstream = new AbortController();
+    const upstream = new UpstreamAbort();
     const stopWatching = clientDisconnect(c, upstream);
     let attempt: Attempt;
     try {
       attempt = await meter.call(async (target): Promise<Attempt> => {
         const adapter = providers.get(target.providerId);
         if (!adapter) throw new UpstreamError("connect", null);
-        const result = await spec.call(adapter, target, body, { target, signal: upstream.signal, apiKey: upstreamKey });
+        const result = await spec.call(adapter, target, body, { target, signal: upstream, apiKey: upstreamKey });
         if (result.kind === "json") return { json: result };
         if (!spec.stream) throw new UpstreamError("protocol", result.status);
         return { stream: { result, batches: result.batches, first: await result.batches.next() } };

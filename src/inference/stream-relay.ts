@@ -1,6 +1,7 @@
 import type { Meter } from "../metering/meter.js";
 import type { EventStream, StreamEvent, UpstreamError, UsageReport } from "../providers/types.js";
 import type { BodySink, PushedBody } from "../server/respond.js";
+import type { UpstreamAbort } from "../providers/upstream-abort.js";
 
 // The relay of every streamed route and its one rule: whatever happens (the stream's end, an upstream drop,
 // the client gone) the meter is settled exactly once, from the upstream's usage or the local count of what was
@@ -35,7 +36,7 @@ export interface RelayOptions {
   /** The rest of the stream. */
   batches: EventStream;
   /** Aborts the upstream request; aborted from outside, it means the client left. */
-  upstream: AbortController;
+  upstream: UpstreamAbort;
 }
 
 /**
@@ -144,7 +145,7 @@ export function relayStream(opts: RelayOptions, protocol: RelayProtocol): Pushed
       // Settlement is tracked (drain() waits for it), so the body's end does not wait for the database.
       void settle(200, null);
       out.end();
-    } else if (error.failure === "aborted" || upstream.signal.aborted) {
+    } else if (error.failure === "aborted" || upstream.aborted) {
       cancel();
     } else {
       broken();
@@ -172,7 +173,7 @@ export function relayStream(opts: RelayOptions, protocol: RelayProtocol): Pushed
     start(sink) {
       out = sink;
       // The client can have left while the upstream answered: nothing would tell the relay any more.
-      if (upstream.signal.aborted) return cancel();
+      if (upstream.aborted) return cancel();
       const deliverBatch = inOrder(relay);
       if (opts.first) deliverBatch(opts.first);
       batches.pipe({ batch: deliverBatch, end: inOrder(finish) });

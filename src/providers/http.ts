@@ -2,6 +2,7 @@ import { Pool, errors as undiciErrors, type Dispatcher } from "undici";
 import type { ProviderConfig } from "../config/schema.js";
 import { UpstreamError, type CallOptions } from "./types.js";
 import { extended } from "../objects.js";
+import type { UpstreamSignal } from "./upstream-abort.js";
 
 /** One keep-alive pool per provider, with its connect timeout; per-request timeouts come from the config too. */
 export function createPool(provider: ProviderConfig): Pool {
@@ -39,7 +40,7 @@ function retryHeaders(headers: Dispatcher.ResponseData["headers"]): Record<strin
 }
 
 /** Maps undici's failures to the gateway's kinds; the original error (may name hosts) is not kept. */
-export function classifyError(err: unknown, signal: AbortSignal): UpstreamError {
+export function classifyError(err: unknown, signal: UpstreamSignal): UpstreamError {
   if (err instanceof UpstreamError) return err;
   if (signal.aborted) return new UpstreamError("aborted", null);
   if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError) {
@@ -57,7 +58,7 @@ interface PostOptions {
   /** Every request header, content-type included. */
   headers: Record<string, string>;
   body: string;
-  signal: AbortSignal;
+  signal: UpstreamSignal;
 }
 
 /** POSTs JSON; a non-2xx answer becomes an UpstreamError after its body is discarded unread. */

@@ -3,6 +3,7 @@ import { classifyError, postToEndpoint, type Endpoint } from "./http.js";
 import { readSse, type SseRules } from "./sse.js";
 import type { CallOptions, JsonResult, StreamResult, UsageReport } from "./types.js";
 import { UpstreamError } from "./types.js";
+import type { UpstreamSignal } from "./upstream-abort.js";
 
 // Every protocol answers a 2xx the same two ways: one JSON object, or an SSE body. Reading them lives here once;
 // what differs per protocol (where usage sits, how a stream ends) is passed in.
@@ -10,7 +11,7 @@ import { UpstreamError } from "./types.js";
 /** A 2xx JSON answer; anything but a JSON object is an invalid answer (bad gateway, may fall back). */
 export async function readJsonResult(
   res: Dispatcher.ResponseData,
-  signal: AbortSignal,
+  signal: UpstreamSignal,
   usageOf: (body: Record<string, unknown>) => UsageReport | null,
 ): Promise<JsonResult> {
   let raw: string;
@@ -31,7 +32,7 @@ export async function readJsonResult(
 }
 
 /** A 2xx SSE answer, parsed as it is read; a body of another type is an invalid answer. */
-export async function readStreamResult(res: Dispatcher.ResponseData, signal: AbortSignal, rules?: SseRules): Promise<StreamResult> {
+export async function readStreamResult(res: Dispatcher.ResponseData, signal: UpstreamSignal, rules?: SseRules): Promise<StreamResult> {
   if (!String(res.headers["content-type"] ?? "").startsWith("text/event-stream")) {
     await res.body.dump().catch(() => {});
     throw new UpstreamError("protocol", res.statusCode);

@@ -3,6 +3,7 @@ import { createParser } from "eventsource-parser";
 import { classifyError } from "./http.js";
 import type { EventStream, StreamEvent, StreamSink } from "./types.js";
 import { UpstreamError } from "./types.js";
+import type { UpstreamSignal } from "./upstream-abort.js";
 
 /**
  * How one protocol's stream shows that it ran its course. `data: [DONE]` (OpenAI chat) always ends a stream;
@@ -31,7 +32,7 @@ const STREAMING = { stream: true };
  * the data's `type`. With the request's signal, network failures surface as UpstreamError, as before the
  * first byte.
  */
-export function readSse(body: Readable, rules: SseRules = {}, signal?: AbortSignal): EventStream {
+export function readSse(body: Readable, rules: SseRules = {}, signal?: UpstreamSignal): EventStream {
   return new SseStream(body, rules, signal);
 }
 
@@ -53,7 +54,7 @@ class SseStream implements EventStream {
   constructor(
     private readonly body: Readable,
     private readonly rules: SseRules,
-    signal: AbortSignal | undefined,
+    signal: UpstreamSignal | undefined,
   ) {
     body.on("data", (chunk: Buffer) => this.read(chunk));
     body.on("end", () => {

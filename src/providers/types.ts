@@ -1,4 +1,5 @@
 import type { ProviderConfig } from "../config/schema.js";
+import type { UpstreamSignal } from "./upstream-abort.js";
 
 // The provider layer's contract (DESIGN.md §3, §6): small capability interfaces; an adapter normalises wire
 // traffic and usage, never sees prices, and reports failures as UpstreamError that knows if it is retryable.
@@ -22,7 +23,7 @@ export interface UsageReport {
 
 export interface CallOptions {
   target: Target;
-  signal: AbortSignal;
+  signal: UpstreamSignal;
   /** A client-supplied upstream key for this request only (bring-your-own); else the provider's key. */
   apiKey?: string;
   /**

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { relayStream, type RelayProtocol } from "../../src/inference/stream-relay.js";
 import type { Meter } from "../../src/metering/meter.js";
 import type { EventStream, StreamEvent, StreamSink } from "../../src/providers/types.js";
+import { UpstreamAbort } from "../../src/providers/upstream-abort.js";
 
 // A finished stream must leave nothing in the old generation that still points at it: whatever an old object
 // points at survives every scavenge until the next mark-compact, and is promoted (docs/performance.md,
@@ -31,7 +32,7 @@ function runStream(events: StreamEvent[], payload: unknown, protocol: (meter: { 
     resume() {},
   };
   let text = "";
-  relayStream({ meter: meter as unknown as Meter, requestId: "req_test", first: null, batches, upstream: new AbortController() }, protocol(meter)).start({
+  relayStream({ meter: meter as unknown as Meter, requestId: "req_test", first: null, batches, upstream: new UpstreamAbort() }, protocol(meter)).start({
     write(t) {
       text += t;
       return true;
