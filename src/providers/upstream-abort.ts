@@ -3,8 +3,8 @@ import { EventEmitter } from "node:events";
 /**
  * Cancels one upstream request (the client left). Not an AbortController: on Node 20 every AbortSignal gets a
  * hidden class of its own, whose descriptors were promoted to the old generation, about 0.6 KB per request
- * (docs/performance.md, "object spread", AbortSignal). undici takes an EventEmitter with `aborted` and an "abort" event as
- * well; this is one, with the one shape for every request.
+ * (docs/performance.md, "object spread", AbortSignal). undici takes an EventEmitter with `aborted` and an
+ * "abort" event as well; this is one, with one shape for every request.
  */
 export class UpstreamAbort extends EventEmitter {
   aborted = false;
