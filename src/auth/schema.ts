@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { index, pgTable, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
+import { index, integer, pgTable, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 
 export const users = pgTable(
   "users",
@@ -52,6 +52,14 @@ export const sessions = pgTable(
   (t) => [index("sessions_expires_at_idx").on(t.expiresAt)],
 );
 
+
+// Login attempts per email address in the current window (docs/auth.md, "Login throttling"). Keyed by a hash of
+// the normalised address, so attempts on unknown addresses are counted without storing what was typed.
+export const loginAttempts = pgTable("login_attempts", {
+  emailHash: text("email_hash").primaryKey(),
+  attempts: integer("attempts").notNull(),
+  windowStartedAt: timestamp("window_started_at", { withTimezone: true }).notNull(),
+});
 
 // Secrets the gateway generates for itself (the session signing key). Kept in the database, not in one
 // process's data dir, so every `gateway serve` sharing the database signs and verifies sessions alike.

@@ -1,12 +1,12 @@
-import { createHmac } from "node:crypto";
+import { createHash, createHmac } from "node:crypto";
 import { and, eq, isNull, lt, or, sql } from "drizzle-orm";
 import type { NodePgDatabase } from "drizzle-orm/node-postgres";
 import { jwtVerify, SignJWT } from "jose";
 import type { Config } from "../config/schema.js";
-import { errors } from "../errors.js";
+import { GatewayError, errors } from "../errors.js";
 import type { SessionPrincipal } from "../server/context.js";
 import { hashPassword, verifyPassword } from "./passwords.js";
-import { sessions, users } from "./schema.js";
+import { loginAttempts, sessions, users } from "./schema.js";
 import type { LoginResult, SessionService } from "./types.js";
 import { isUuid, toPublicUser } from "./users.js";
 
@@ -30,7 +30,37 @@ export function createSessionService({ db, config, secret }: SessionServiceOptio
   // Verified against when the email is unknown, so the response time does not reveal which emails exist.
   let dummyHash: Promise<string> | undefined;
 
+  const maxAttempts = config.auth.login_max_attempts;
+  const windowSeconds = config.auth.login_window_seconds;
+
+  /**
+   * Counts an attempt for the address before its password is checked, in one statement, so processes sharing
+   * the database together never check more than `maxAttempts` passwords per address and window; beyond that
+   * the attempt is refused without the scrypt work. Unknown addresses are counted alike, so a 429 does not tell
+   * which addresses exist.
+   */
+  async function countAttempt(emailKey: string): Promise<void> {
+    const { rows } = await db.execute<{ attempts: number; retry_after: number }>(sql`
+      insert into login_attempts as a (email_hash, attempts, window_started_at) values (${emailKey}, 1, now())
+      on conflict (email_hash) do update set
+        attempts = case when a.window_started_at <= now() - make_interval(secs => ${windowSeconds}) then 1 else a.attempts + 1 end,
+        window_started_at = case when a.window_started_at <= now() - make_interval(secs => ${windowSeconds}) then now() else a.window_started_at end
+      returning attempts, ceil(extract(epoch from a.window_started_at + make_interval(secs => ${windowSeconds}) - now()))::int as retry_after`);
+    const row = rows[0]!;
+    if (row.attempts <= maxAttempts) return;
+    const seconds = Math.max(1, row.retry_after);
+    throw new GatewayError({
+      status: 429,
+      type: "rate_limit_error",
+      message: `Too many login attempts for this email address; try again in ${seconds} seconds.`,
+      code: "login_rate_limited",
+      headers: { "Retry-After": String(seconds) },
+    });
+  }
+
   async function login(email: string, password: string): Promise<LoginResult> {
+    const emailKey = createHash("sha256").update(email.trim().toLowerCase()).digest("hex");
+    await countAttempt(emailKey);
     const [user] = await db
       .select()
       .from(users)
@@ -42,6 +72,8 @@ export function createSessionService({ db, config, secret }: SessionServiceOptio
       throw errors.invalidSession(LOGIN_FAILED);
     }
     if (!(await verifyPassword(password, user.passwordHash))) throw errors.invalidSession(LOGIN_FAILED);
+    // The owner is in: earlier failures no longer count against the address.
+    await db.delete(loginAttempts).where(eq(loginAttempts.emailHash, emailKey));
 
     const issuedAt = Math.floor(Date.now() / 1000);
     const expiresAt = new Date((issuedAt + ttlSeconds) * 1000);
@@ -99,5 +131,12 @@ export function createSessionService({ db, config, secret }: SessionServiceOptio
     return result.rowCount ?? 0;
   }
 
-  return { login, verify, logout, csrfTokenFor, pruneExpired };
+  async function pruneLoginAttempts(before: Date): Promise<number> {
+    const result = await db
+      .delete(loginAttempts)
+      .where(sql`${loginAttempts.windowStartedAt} < ${before.toISOString()}::timestamptz - make_interval(secs => ${windowSeconds})`);
+    return result.rowCount ?? 0;
+  }
+
+  return { login, verify, logout, csrfTokenFor, pruneExpired, pruneLoginAttempts };
 }

@@ -69,6 +69,8 @@ export interface SessionService {
   csrfTokenFor(sessionId: string): string;
   /** Deletes sessions that expired before `before`; returns how many. */
   pruneExpired(before: Date): Promise<number>;
+  /** Deletes login-attempt counts whose window ended before `before`; returns how many. */
+  pruneLoginAttempts(before: Date): Promise<number>;
 }
 
 export interface ApiKeyAuthenticator {

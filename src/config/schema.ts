@@ -96,6 +96,9 @@ export const configSchema = z
         jwt_secret: z.string().min(32).optional(),
         key_cache_ttl_seconds: z.int().nonnegative().default(60),
         cookie_secure: z.boolean().default(false),
+        // Login attempts per email address and window, counted across every process (docs/auth.md, "Login throttling").
+        login_max_attempts: z.int().positive().default(10),
+        login_window_seconds: z.int().positive().max(86_400).default(900),
       })
       .prefault({}),
     logging: z

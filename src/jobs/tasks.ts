@@ -16,8 +16,11 @@ export interface TaskPayloads {
 // Delivery is at least once: every task must be safe to run twice.
 function pruneSessions(deps: JobDeps): Task {
   return async (_payload, helpers) => {
-    const removed = await deps.sessions.pruneExpired(new Date());
+    const now = new Date();
+    const removed = await deps.sessions.pruneExpired(now);
     if (removed > 0) helpers.logger.info(`pruned ${removed} expired or revoked sessions`);
+    const windows = await deps.sessions.pruneLoginAttempts(now);
+    if (windows > 0) helpers.logger.info(`pruned ${windows} ended login-attempt windows`);
   };
 }
 
