@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { UserService } from "../auth/types.js";
 import { formatUsd, parseUsd } from "../billing/usd.js";
 import { errors } from "../errors.js";
-import type { QuotaLedger, ResellerBalance } from "../quota/types.js";
+import type { AccountBalance, QuotaLedger } from "../quota/types.js";
 import { readValidJson } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
 
@@ -26,12 +26,13 @@ export interface ResellerAccounts {
 
 const MAX_NOTE = 500;
 
-const toPublic = (userId: string, b: ResellerBalance): PublicResellerBalance => ({
+// A reseller balance has no restorations today; were it given any, they would count as credited.
+const toPublic = (userId: string, b: AccountBalance): PublicResellerBalance => ({
   user_id: userId,
-  credited_usd: formatUsd(b.credited),
-  spent_usd: formatUsd(b.spent),
+  credited_usd: formatUsd(b.credits + b.restored),
+  spent_usd: formatUsd(b.used),
   reserved_usd: formatUsd(b.reserved),
-  available_usd: formatUsd(b.available),
+  available_usd: formatUsd(b.remaining),
 });
 
 export function createResellerAccounts(deps: { ledger: QuotaLedger; users: UserService }): ResellerAccounts {
@@ -52,7 +53,7 @@ export function createResellerAccounts(deps: { ledger: QuotaLedger; users: UserS
     },
     async balance(user) {
       const userId = await userIdOf(user);
-      return toPublic(userId, await deps.ledger.resellerBalance(userId));
+      return toPublic(userId, await deps.ledger.balance({ kind: "reseller_usd", userId, base: null }));
     },
   };
 }

@@ -113,8 +113,22 @@ export const configSchema = z
         max_hold_seconds: z.int().positive().default(6 * 3600),
         /** Share of the usual charge a request on the client's own upstream key pays (0: free, admission still applies). */
         byok_charge_ratio: z.number().nonnegative().default(0),
+        /** How often a serving process renews its heartbeat. */
+        heartbeat_seconds: z.int().positive().default(15),
+        /** A process silent this long is presumed dead: any serving process expires its leases. */
+        instance_timeout_seconds: z.int().positive().default(90),
+        /** How often each serving process runs the expiry (dead processes' leases, durable holds past expiry). */
+        expiry_sweep_seconds: z.int().positive().default(15),
+        /** A lease unused this long gives its free units back. */
+        lease_idle_ms: z.int().positive().default(2000),
+        /** How long a settlement waits for others to share its commit. */
+        settle_linger_ms: z.int().nonnegative().max(1000).default(50),
       })
-      .prefault({}),
+      .prefault({})
+      .refine((q) => q.instance_timeout_seconds >= 3 * q.heartbeat_seconds, {
+        message: "instance_timeout_seconds must be at least 3 × heartbeat_seconds (a live process must never look dead)",
+        path: ["instance_timeout_seconds"],
+      }),
     analytics: z
       .strictObject({
         batch_size: z.int().positive().max(5000).default(500),

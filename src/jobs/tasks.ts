@@ -24,11 +24,12 @@ function pruneSessions(deps: JobDeps): Task {
   };
 }
 
-// Returns the pending quota of holds whose process died (or that outlived the maximum hold time).
+// Returns the pending units of dead processes' leases and of durable holds past their expiry. Every serving
+// process also runs this on its own timer (src/runtime/expiry-sweep.ts), so it never depends on the worker.
 function expireHolds(deps: JobDeps): Task {
   return async (_payload, helpers) => {
-    const expired = await deps.ledger.expireAbandoned();
-    if (expired > 0) helpers.logger.info(`expired ${expired} abandoned quota holds`);
+    const { leases, durable } = await deps.ledger.expire();
+    if (leases + durable > 0) helpers.logger.info(`expired ${leases} abandoned leases and ${durable} durable holds`);
   };
 }
 

@@ -6,6 +6,7 @@ import type { Config } from "../config/schema.js";
 import { GatewayError, errors } from "../errors.js";
 import type { Target, UsageReport } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
+import type { Clock } from "../quota/clock.js";
 import type { Hold, QuotaLedger } from "../quota/types.js";
 import type { ApiKeyPrincipal } from "../server/context.js";
 import { errorClassOf, meteringErrors, upstreamToClient } from "./errors.js";
@@ -18,8 +19,8 @@ export interface MeteringDeps {
   config: Config;
   ledger: QuotaLedger;
   requestLog: RequestLogWriter;
-  instanceId: string;
   logger: Logger;
+  clock: Clock;
 }
 
 export interface MeterStart {
@@ -288,22 +289,15 @@ export function createMetering(deps: MeteringDeps): Metering {
     // Literals, not spreads: see src/objects.ts.
     const { promptTokens, completionTokens } = start.estimate;
     const amount = start.pricing.charge({ promptTokens, completionTokens, cachedTokens: 0 });
-    const { userId } = start.key;
-    const { requestId } = start;
-    const { instanceId } = deps;
     const reseller = start.pricing.account === "reseller_usd";
-    const reserved = await ledger.reserve(
-      reseller
-        ? { userId, amount, requestId, instanceId, kind: "reseller_usd" }
-        : { userId, amount, requestId, instanceId, dailyAllowance: BigInt(plan!.daily_tokens) },
-    );
-    if (!reserved.ok) {
-      reject(
-        reseller
-          ? meteringErrors.balanceExhausted(reserved.allowance - reserved.used - reserved.reserved, amount)
-          : meteringErrors.quotaExceeded(reserved.used + reserved.reserved, reserved.allowance, reserved.resetsAt),
-      );
-    }
+    const reserved = await ledger.reserve({
+      kind: start.pricing.account,
+      userId: start.key.userId,
+      base: reseller ? null : BigInt(plan!.daily_tokens),
+      amount,
+      requestId: start.requestId,
+    });
+    if (!reserved.ok) reject(meteringErrors.refused(start.pricing.account, reserved, amount, deps.clock.now()));
     return new Meter(deps, inflight, start, (reserved as { hold: Hold }).hold);
   }
 

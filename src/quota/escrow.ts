@@ -1,35 +1,41 @@
 import { randomUUID } from "node:crypto";
 import type { Pool } from "../db/pool.js";
+import { accountAt, kindSpec } from "./account-kinds.js";
+import type { Clock } from "./clock.js";
+import type { SyncLeaseFn } from "./lease-sql.js";
 import { Lease, type LeaseContext, type Waiter } from "./lease.js";
-import { HoldResolvedError, type AccountKind, type ReserveInput, type ReserveResult } from "./types.js";
+import { HoldResolvedError, type AccountKind, type Instance, type ReserveInput, type ReserveResult } from "./types.js";
 
 // Reservations are admitted in memory against this process's lease on the account (lease.ts), so a request
 // that fits costs no database round trip; only leases are reserved in the database, atomically across
-// processes, so the processes together never hold more than the allowance. Every request is still written
+// processes, so the processes together never hold more than the account allows. Every request is still written
 // to the ledger (quota_holds) when it resolves, in the sync of its lease. docs/billing.md, "Escrow".
 
 export interface EscrowOptions {
   pool: Pool;
   kind: AccountKind;
-  /** The period of the account a reservation made at `now` draws on. */
-  periodOf: (now: Date) => string;
+  clock: Clock;
+  instance: Instance;
+  sync: SyncLeaseFn;
   maxHoldSeconds: number;
   /** A lease without reservations for this long gives its units back and closes. */
-  idleMs?: number;
-  /** How often idle leases and over-age reservations are looked for. */
-  sweepMs?: number;
+  idleMs: number;
+  /** How long a settlement may wait for others to share its sync. */
+  lingerMs: number;
   onSyncError?: (err: unknown, leaseId: string) => void;
 }
 
 export interface Escrow {
   reserve(input: ReserveInput): Promise<ReserveResult>;
-  /** Posts `charged`, or voids the reservation (null). Resolves once the ledger has it. */
-  resolve(holdId: string, charged: bigint | null): Promise<void>;
+  /** Posts `charged`, or voids the reservation (null), with its journal record. Resolves once the ledger has it. */
+  resolve(holdId: string, charged: bigint | null, record: string | null): Promise<void>;
   /** Whether `holdId` is an unresolved reservation of this escrow. */
   owns(holdId: string): boolean;
+  /** Idle leases give back; reservations older than the maximum hold free their units. */
+  sweep(): void;
   /** Gives every lease's free units back and waits until every sync has been applied. */
   flush(): Promise<void>;
-  /** Stops the sweep, closes every lease (outstanding requests still settle) and waits for the syncs. */
+  /** Closes every lease (outstanding requests still settle) and waits for the syncs. */
   close(): Promise<void>;
 }
 
@@ -42,19 +48,25 @@ interface Reservation {
 }
 
 export function createEscrow(opts: EscrowOptions): Escrow {
-  const idleMs = opts.idleMs ?? 2000;
+  const { clock, instance } = opts;
   const maxHoldMs = opts.maxHoldSeconds * 1000;
-  // Per account (user and UTC day): the lease taking new reservations.
+  const spec = kindSpec(opts.kind);
+  // Per account (user and period): the lease taking new reservations.
   const leases = new Map<string, Lease>();
   // Every lease with work left, retired ones included, so that flush() and close() can wait for them.
   const all = new Set<Lease>();
   const holds = new Map<string, Reservation>();
   const keyOf = (userId: string, period: string) => `${userId}/${period}`;
 
-  const context = (instanceId: string): LeaseContext => ({
+  const context: LeaseContext = {
     pool: opts.pool,
     kind: opts.kind,
-    instanceId,
+    instanceId: instance.id,
+    sync: opts.sync,
+    lingerMs: opts.lingerMs,
+    fresh: () => instance.fresh(),
+    beaten: (sentAt) => instance.beaten(sentAt),
+    resetsAt: (now) => spec.periodEnd(now),
     admit(lease, waiter) {
       lease.hold(waiter.input.amount);
       return { ok: true, hold: record(lease, waiter.input, waiter.now) };
@@ -65,16 +77,13 @@ export function createEscrow(opts: EscrowOptions): Escrow {
       if (leases.get(key) === lease) leases.delete(key);
     },
     onSyncError: (err, lease) => opts.onSyncError?.(err, lease.id),
-  });
+  };
 
-  /** The day's allowance of a daily reservation; null for an account whose credits the operator sets. */
-  const allowanceOf = (input: ReserveInput): bigint | null => ("dailyAllowance" in input ? input.dailyAllowance : null);
-
-  function leaseFor(userId: string, allowance: bigint | null, instanceId: string, period: string): Lease {
+  function leaseFor(userId: string, base: bigint | null, period: string, nowMs: number): Lease {
     const key = keyOf(userId, period);
     let lease = leases.get(key);
     if (!lease) {
-      lease = new Lease(context(instanceId), userId, period, allowance);
+      lease = new Lease(context, userId, period, base, nowMs);
       leases.set(key, lease);
       all.add(lease);
     }
@@ -88,39 +97,42 @@ export function createEscrow(opts: EscrowOptions): Escrow {
   }
 
   function enqueue(input: ReserveInput, now: Date, waiter: Waiter) {
-    const allowance = allowanceOf(input);
-    const lease = leaseFor(input.userId, allowance, input.instanceId, opts.periodOf(now));
-    if (lease.allowance !== allowance) lease.reallow(allowance);
+    const { period, base } = accountAt(input, now);
+    const lease = leaseFor(input.userId, base, period, now.getTime());
+    if (lease.base !== base) lease.rebase(base);
     lease.wait(waiter);
   }
 
   function reserve(input: ReserveInput): Promise<ReserveResult> {
     if (input.amount < 0n) return Promise.reject(new RangeError(`cannot hold a negative amount (${input.amount})`));
-    const now = input.now ?? new Date();
-    const allowance = allowanceOf(input);
-    const lease = leaseFor(input.userId, allowance, input.instanceId, opts.periodOf(now));
-    if (lease.allowance === allowance && lease.tryTake(input.amount, now.getTime())) {
+    const now = clock.now();
+    const nowMs = now.getTime();
+    // The usual case, spelled out rather than through accountAt(): no object per request.
+    const base = spec.base === "caller" ? input.base : null;
+    if (spec.base === "caller" && base === null) return Promise.reject(new TypeError(`an account of kind ${opts.kind} needs its base credits`));
+    const lease = leaseFor(input.userId, base, spec.period(now), nowMs);
+    if (lease.base === base && lease.tryTake(input.amount, nowMs)) {
       return Promise.resolve({ ok: true, hold: record(lease, input, now) });
     }
     return new Promise((resolve, reject) => enqueue(input, now, { input, now, resolve, reject }));
   }
 
-  function resolve(holdId: string, charged: bigint | null): Promise<void> {
+  function resolve(holdId: string, charged: bigint | null, journalRecord: string | null): Promise<void> {
     const reservation = holds.get(holdId);
     if (!reservation) return Promise.reject(new HoldResolvedError(holdId));
     holds.delete(holdId);
     const { lease, amount, requestId, reservedAt } = reservation;
-    const resolution = { holdId, requestId, amount, charged, reservedAt };
+    const resolution = { holdId, requestId, amount, charged, reservedAt, record: journalRecord };
     if (!lease.poisoned) return lease.resolve(resolution, reservation.expired);
     // Its lease can no longer sync: post through the account's current lease (its units stay held in the
     // database until this process stops and the lease expires: conservative, never free).
-    const current = leaseFor(lease.userId, lease.allowance, lease.instanceId, lease.period);
+    const current = leaseFor(lease.userId, lease.base, lease.period, clock.now().getTime());
     return current.resolve(resolution, true);
   }
 
-  const sweep = setInterval(() => {
-    const now = Date.now();
-    for (const lease of leases.values()) if (now - lease.lastUsedMs > idleMs) lease.retire();
+  function sweep() {
+    const now = clock.now().getTime();
+    for (const lease of leases.values()) if (now - lease.lastUsedMs > opts.idleMs) lease.retire();
     for (const r of holds.values()) {
       if (!r.expired && now - r.reservedAt.getTime() > maxHoldMs) {
         r.expired = true;
@@ -128,8 +140,7 @@ export function createEscrow(opts: EscrowOptions): Escrow {
       }
     }
     for (const lease of all) if (lease.ended || lease.poisoned) all.delete(lease);
-  }, opts.sweepMs ?? 1000);
-  sweep.unref();
+  }
 
   async function settleAll() {
     for (;;) {
@@ -143,12 +154,12 @@ export function createEscrow(opts: EscrowOptions): Escrow {
     reserve,
     resolve,
     owns: (holdId) => holds.has(holdId),
+    sweep,
     async flush() {
       for (const lease of all) if (!lease.ended && !lease.poisoned) lease.giveBackFree();
       await settleAll();
     },
     async close() {
-      clearInterval(sweep);
       for (const lease of all) if (!lease.ended && !lease.poisoned) lease.retire();
       await settleAll();
     },

@@ -3,9 +3,9 @@ import type { Pool } from "../db/pool.js";
 // The two statements of the escrow (escrow.ts, docs/billing.md "Escrow"). Each is atomic across gateway
 // processes by itself: the account row lock decides every race, so no explicit transaction is needed.
 
-// Creates the account if needed (a day's allowance, or a reseller balance never credited yet, with credits 0),
-// and an empty lease on it. `do update` (a no-op) makes RETURNING see an account another process created
-// first. Runs once per process, account and period.
+// Creates the account if needed (with the stated base credits, or 0 for a balance never credited yet) and an
+// empty lease on it. `do update` (a no-op) makes RETURNING see an account another process created first. Runs
+// once per process, account and period.
 const OPEN_LEASE = `
 with account as (
   insert into quota_accounts (user_id, kind, period, credits) values ($2::uuid, $3::text, $4::text, $5::bigint)
@@ -15,38 +15,49 @@ with account as (
 insert into quota_leases (id, account_id, instance_id) select $1::uuid, id, $6::uuid from account
 returning account_id::text`;
 
+/**
+ * The journal: an INSERT that commits each resolved request's record (its request-log row) in the same
+ * statement as its charge, reading the records from the JSON array `param`. Supplied by the composition root,
+ * so that the ledger names no table of another feature.
+ */
+export type Journal = (param: string) => string;
+
 // One sync of a lease: posts settled charges (`post`, of which `take` came out of the lease), writes the
-// resolved requests' rows, gives back `give_back` unused units, then grants `need` plus up to `headroom` more
-// if the account has them (at most a quarter of what is left after `need`, so that other processes still find
-// some), or whatever is left when that is less than `need`. `close` gives everything back and ends the lease.
+// resolved requests' rows (and their journal records), gives back `give_back` unused units, then grants `need`
+// plus up to `headroom` more if the account has them (at most a quarter of what is left after `need`, so that
+// other processes still find some), or whatever is left when that is less than `need`. `close` gives
+// everything back and ends the lease. What is left is `credits + restored - posted - pending`.
 //
-// The allowance ($6) sets the account's credits each sync (a plan change applies at once); null keeps the
-// credits the account has (a reseller balance, credited by the operator).
+// The base ($6) sets the account's base credits each sync (a plan change applies at once); null keeps the
+// credits the account has (a reseller balance, credited by the operator). Restorations are never touched here.
 //
 // Applied only if `seq` is the lease's next number: a retry after a lost reply finds its own number and gets
-// the stored grant back instead of a second effect. A lease that is no longer pending (expired: its process
-// was presumed dead, and the expiry already returned its units) still posts charges, and takes, gives and
-// grants nothing.
+// the stored grant back instead of a second effect (the journal's rows are written only when applied, and
+// are idempotent by their own key besides). A lease that is no longer pending (expired: its process was
+// presumed dead, and the expiry already returned its units) still posts charges, and takes, gives and grants
+// nothing. `touch` also renews this process's heartbeat, for a process whose heartbeat went stale (instances.ts).
 // Locks: the lease, then its account; the expiry skips locked leases, so the two cannot deadlock.
-const SYNC_LEASE = `
+function syncStatement(journal: Journal | undefined): string {
+  const records = "(case when exists (select from fresh) then $17::json else '[]'::json end)";
+  return `
 with lease as (
   select id, account_id, status, seq, last_grant from quota_leases where id = $1::uuid for update
 ), fresh as (
   select * from lease where seq = $2::int - 1
 ), account as (
-  select a.id, a.credits, a.debits_posted, a.debits_pending, fresh.status = 'pending' as live
+  select a.id, a.credits, a.restored, a.debits_posted, a.debits_pending, fresh.status = 'pending' as live
   from quota_accounts a join fresh on a.id = fresh.account_id
   for no key update of a
 ), moved as (
-  select id, live, coalesce($6::bigint, credits) as credits, debits_posted + $3::bigint as posted,
+  select id, live, coalesce($6::bigint, credits) as credits, restored, debits_posted + $3::bigint as posted,
     debits_pending - case when live then $4::bigint + $5::bigint else 0 end as pending
   from account
 ), granted as (
   select moved.*, case
       when not live or $9::bool then 0
-      when credits - posted - pending >= $7::bigint
-        then $7::bigint + least($8::bigint, (credits - posted - pending - $7::bigint) / 4)
-      else greatest(credits - posted - pending, 0)
+      when credits + restored - posted - pending >= $7::bigint
+        then $7::bigint + least($8::bigint, (credits + restored - posted - pending - $7::bigint) / 4)
+      else greatest(credits + restored - posted - pending, 0)
     end as amount
   from moved
 ), booked as (
@@ -68,7 +79,10 @@ with lease as (
   cross join unnest($11::uuid[], $12::bigint[], $13::bigint[], $14::text[], $15::timestamptz[])
     as r(id, amount, charged, request_id, created_at)
   on conflict (id) do nothing
-)
+), touched as (
+  insert into gateway_instances (id) select $10::uuid where $16::bool
+  on conflict (id) do update set last_seen_at = now()
+)${journal ? `, journal as (\n${journal(records)}\n)` : ""}
 -- The CTEs read the rows as they were before this statement: a lease at seq - 1 means this call applied it.
 select
   case when exists (select from fresh) then $2::int else lease.seq end as seq,
@@ -76,16 +90,18 @@ select
   coalesce((select amount from granted), (select last_grant from lease))::text as granted,
   coalesce((select posted from granted), a.debits_posted)::text as posted,
   coalesce((select pending + amount from granted), a.debits_pending)::text as pending,
-  coalesce((select credits from granted), a.credits)::text as credits
+  coalesce((select credits from granted), a.credits)::text as credits,
+  a.restored::text as restored
 from lease join quota_accounts a on a.id = lease.account_id`;
+}
 
 export interface OpenLease {
   leaseId: string;
   userId: string;
   kind: string;
   period: string;
-  /** The credits of an account created here: the day's allowance, or null (a balance not credited yet: 0). */
-  allowance: bigint | null;
+  /** The base credits of an account created here, or null (a balance not credited yet: 0). */
+  base: bigint | null;
   instanceId: string;
 }
 
@@ -94,7 +110,7 @@ export async function openLease(pool: Pool, lease: OpenLease): Promise<string> {
   const { rows } = await pool.query<{ account_id: string }>({
     name: "quota_open_lease",
     text: OPEN_LEASE,
-    values: [lease.leaseId, lease.userId, lease.kind, lease.period, String(lease.allowance ?? 0n), lease.instanceId],
+    values: [lease.leaseId, lease.userId, lease.kind, lease.period, String(lease.base ?? 0n), lease.instanceId],
   });
   return rows[0]!.account_id;
 }
@@ -106,20 +122,24 @@ export interface Resolution {
   amount: bigint;
   charged: bigint | null;
   reservedAt: Date;
+  /** Its journal record (JSON text), committed with it; null for none. */
+  record: string | null;
 }
 
 export interface SyncLease {
   leaseId: string;
   seq: number;
   instanceId: string;
-  /** The day's allowance, or null to keep the account's own credits. */
-  allowance: bigint | null;
+  /** The base credits, or null to keep the account's own. */
+  base: bigint | null;
   post: bigint;
   take: bigint;
   giveBack: bigint;
   need: bigint;
   headroom: bigint;
   close: boolean;
+  /** Also renew this process's heartbeat. */
+  touch: boolean;
   resolutions: Resolution[];
 }
 
@@ -131,6 +151,7 @@ export interface SyncReply {
   posted: bigint;
   pending: bigint;
   credits: bigint;
+  restored: bigint;
 }
 
 export class LeaseSequenceError extends Error {
@@ -140,17 +161,20 @@ export class LeaseSequenceError extends Error {
   }
 }
 
-export async function syncLease(pool: Pool, sync: SyncLease): Promise<SyncReply> {
-  const { rows } = await pool.query<{ seq: number; status: string; granted: string; posted: string; pending: string; credits: string }>({
-    name: "quota_sync_lease",
-    text: SYNC_LEASE,
-    values: [
+export type SyncLeaseFn = (pool: Pool, sync: SyncLease) => Promise<SyncReply>;
+
+/** The sync of leases whose resolutions carry journal records written by `journal` (none without one). */
+export function leaseSync(journal?: Journal): SyncLeaseFn {
+  const text = syncStatement(journal);
+  const name = journal ? "quota_sync_lease_journal" : "quota_sync_lease";
+  return async (pool, sync) => {
+    const values: unknown[] = [
       sync.leaseId,
       sync.seq,
       String(sync.post),
       String(sync.take),
       String(sync.giveBack),
-      sync.allowance === null ? null : String(sync.allowance),
+      sync.base === null ? null : String(sync.base),
       String(sync.need),
       String(sync.headroom),
       sync.close,
@@ -160,16 +184,31 @@ export async function syncLease(pool: Pool, sync: SyncLease): Promise<SyncReply>
       sync.resolutions.map((r) => (r.charged === null ? null : String(r.charged))),
       sync.resolutions.map((r) => r.requestId),
       sync.resolutions.map((r) => r.reservedAt),
-    ],
-  });
-  const row = rows[0];
-  // At `seq` whether this call applied it or an earlier attempt did.
-  if (!row || row.seq !== sync.seq) throw new LeaseSequenceError(sync.leaseId, sync.seq, row?.seq ?? null);
-  return {
-    live: row.status === "pending" || (row.status === "closed" && sync.close),
-    granted: BigInt(row.granted),
-    posted: BigInt(row.posted),
-    pending: BigInt(row.pending),
-    credits: BigInt(row.credits),
+      sync.touch,
+    ];
+    if (journal) values.push(recordsOf(sync.resolutions));
+    const { rows } = await pool.query<{ seq: number; status: string; granted: string; posted: string; pending: string; credits: string; restored: string }>({
+      name,
+      text,
+      values,
+    });
+    const row = rows[0];
+    // At `seq` whether this call applied it or an earlier attempt did.
+    if (!row || row.seq !== sync.seq) throw new LeaseSequenceError(sync.leaseId, sync.seq, row?.seq ?? null);
+    return {
+      live: row.status === "pending" || (row.status === "closed" && sync.close),
+      granted: BigInt(row.granted),
+      posted: BigInt(row.posted),
+      pending: BigInt(row.pending),
+      credits: BigInt(row.credits),
+      restored: BigInt(row.restored),
+    };
   };
+}
+
+/** The resolutions' records as one JSON array text, without re-encoding them. */
+function recordsOf(resolutions: readonly Resolution[]): string {
+  let out = "";
+  for (const r of resolutions) if (r.record !== null) out += out === "" ? r.record : `,${r.record}`;
+  return `[${out}]`;
 }

@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Pool } from "../db/pool.js";
-import { nextResetAt } from "./day.js";
-import { LeaseSequenceError, openLease, syncLease, type Resolution, type SyncReply } from "./lease-sql.js";
+import { LeaseSequenceError, openLease, type Resolution, type SyncLease, type SyncLeaseFn, type SyncReply } from "./lease-sql.js";
 import type { AccountKind, ReserveInput, ReserveResult } from "./types.js";
 
 // One process's escrow on one account (docs/billing.md, "Escrow"). In memory:
@@ -29,6 +28,15 @@ export interface LeaseContext {
   pool: Pool;
   kind: AccountKind;
   instanceId: string;
+  sync: SyncLeaseFn;
+  /** How long a settlement may wait for others to share its sync. */
+  lingerMs: number;
+  /** Whether this process's heartbeat is recent enough to admit from free units (instances.ts, "Fencing"). */
+  fresh(): boolean;
+  /** A sync that renewed the heartbeat, sent at `sentAt` (performance.now()), committed. */
+  beaten(sentAt: number): void;
+  /** When the account of a reservation made at `now` stops applying. */
+  resetsAt(now: Date): Date | null;
   /** Admits a waiter: records its hold and returns the result. */
   admit(lease: Lease, waiter: Waiter): ReserveResult;
   /** A waiter of a lease that ended: reserve again (on a new lease). */
@@ -39,8 +47,6 @@ export interface LeaseContext {
 }
 
 const SYNC_ATTEMPTS = 5;
-/** How long a settlement may wait for others to share its sync. */
-const SETTLE_LINGER_MS = 50;
 const DEMAND_WINDOW_MS = 1000;
 const isDataError = (err: unknown) =>
   typeof err === "object" && err !== null && /^2[23]/.test(String((err as { code?: unknown }).code));
@@ -57,7 +63,7 @@ export class Lease {
   ended = false;
   /** The sync of this lease failed for good: its outstanding requests post through another lease. */
   poisoned = false;
-  lastUsedMs = Date.now();
+  lastUsedMs: number;
 
   private seq = 0;
   private post = 0n;
@@ -69,7 +75,7 @@ export class Lease {
   private again = false;
   private urgent = false;
   private wake: (() => void) | undefined;
-  private windowStartMs = Date.now();
+  private windowStartMs: number;
   private windowSum = 0n;
   private lastWindowSum = 0n;
   private wantTopUp = false;
@@ -78,14 +84,17 @@ export class Lease {
     private readonly ctx: LeaseContext,
     readonly userId: string,
     readonly period: string,
-    /** The day's allowance; null for an account whose credits the operator sets (a reseller balance). */
-    public allowance: bigint | null,
-  ) {}
+    /** The base credits the reservations state (the plan's daily allowance); null for an account whose credits the ledger keeps. */
+    public base: bigint | null,
+    nowMs: number,
+  ) {
+    this.lastUsedMs = this.windowStartMs = nowMs;
+  }
 
   /** Takes `amount` from `free` if nothing waits before it; otherwise queues the call for a sync. */
   tryTake(amount: bigint, nowMs: number): boolean {
     this.noteDemand(amount, nowMs);
-    if (this.waiters.length > 0 || this.overshot || this.free < amount || this.accountId === undefined) return false;
+    if (this.waiters.length > 0 || this.overshot || this.free < amount || this.accountId === undefined || !this.ctx.fresh()) return false;
     this.free -= amount;
     this.outstanding += amount;
     // Top up before the free units run out, so that requests rarely wait for the database.
@@ -101,9 +110,9 @@ export class Lease {
     this.schedule();
   }
 
-  /** A plan change: give everything free back and let the next sync grant under the new allowance. */
-  reallow(allowance: bigint | null): void {
-    this.allowance = allowance;
+  /** A plan change: give everything free back and let the next sync grant under the new base credits. */
+  rebase(base: bigint | null): void {
+    this.base = base;
     this.giveBackFree();
   }
 
@@ -182,7 +191,7 @@ export class Lease {
 
   /**
    * Runs a sync soon: in the next turn of the event loop when `urgent` (a request waits, or units are to be
-   * given back), else after SETTLE_LINGER_MS, so that settlements under load share one commit instead of
+   * given back), else after the linger (`lingerMs`), so that settlements under load share one commit instead of
    * each paying for its own.
    */
   private schedule(urgent = true): void {
@@ -203,7 +212,7 @@ export class Lease {
         this.again = false;
         await new Promise<void>((resolve) => {
           if (this.urgent) return void setImmediate(resolve);
-          const timer = setTimeout(resolve, SETTLE_LINGER_MS);
+          const timer = setTimeout(resolve, this.ctx.lingerMs);
           this.wake = () => {
             clearTimeout(timer);
             setImmediate(resolve);
@@ -230,17 +239,19 @@ export class Lease {
     const topUp = need > 0n || (this.wantTopUp && this.giveBack === 0n);
     this.wantTopUp = false;
     const headroom = this.retired || this.ended || !topUp ? 0n : max(demand, 4n * need);
-    const payload = {
+    const touch = !this.ctx.fresh();
+    const payload: SyncLease = {
       leaseId: this.id,
       seq: this.seq + 1,
       instanceId: this.ctx.instanceId,
-      allowance: this.allowance,
+      base: this.base,
       post: this.post,
       take: this.take,
       giveBack: this.giveBack,
       need,
       headroom,
       close,
+      touch,
       resolutions: settling.map((s) => s.resolution),
     };
     const idle = settling.length === 0 && waiters.length === 0 && payload.post === 0n && payload.giveBack === 0n && headroom === 0n && !close;
@@ -248,13 +259,14 @@ export class Lease {
     this.post = this.take = this.giveBack = 0n;
 
     let reply: SyncReply;
+    const sentAt = performance.now();
     try {
       this.accountId ??= await openLease(this.ctx.pool, {
         leaseId: this.id,
         userId: this.userId,
         kind: this.ctx.kind,
         period: this.period,
-        allowance: this.allowance,
+        base: this.base,
         instanceId: this.ctx.instanceId,
       });
       reply = await this.syncWithRetries(payload);
@@ -267,7 +279,8 @@ export class Lease {
       return;
     }
     this.seq = payload.seq;
-    this.overshot = reply.credits - reply.posted - reply.pending < 0n;
+    if (touch) this.ctx.beaten(sentAt);
+    this.overshot = reply.credits + reply.restored - reply.posted - reply.pending < 0n;
     if (!reply.live || close) {
       this.ended = true;
       this.free = 0n;
@@ -279,10 +292,10 @@ export class Lease {
     this.admitWaiters(waiters, reply);
   }
 
-  private async syncWithRetries(payload: Parameters<typeof syncLease>[1]): Promise<SyncReply> {
+  private async syncWithRetries(payload: SyncLease): Promise<SyncReply> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await syncLease(this.ctx.pool, payload);
+        return await this.ctx.sync(this.ctx.pool, payload);
       } catch (err) {
         // A lost connection may or may not have committed: the same seq again is applied at most once.
         if (attempt >= SYNC_ATTEMPTS || err instanceof LeaseSequenceError || isDataError(err)) throw err;
@@ -306,10 +319,10 @@ export class Lease {
       refused = true;
       w.resolve({
         ok: false,
-        allowance: reply.credits,
+        allowance: reply.credits + reply.restored,
         used: reply.posted,
         reserved: reply.pending - this.free,
-        resetsAt: nextResetAt(w.now),
+        resetsAt: this.ctx.resetsAt(w.now),
       });
     }
   }

@@ -1,121 +1,204 @@
 import type { Pool } from "../db/pool.js";
-import { nextResetAt, utcDay } from "./day.js";
-import { createEscrow } from "./escrow.js";
-import { RESELLER_KIND, RESELLER_PERIOD, creditReseller, resellerBalance } from "./reseller.js";
+import { accountAt, accountKinds, kindSpec } from "./account-kinds.js";
+import { ensureAccount, readAccount, type AccountKey, type AccountRow } from "./account-sql.js";
+import { systemClock, type Clock } from "./clock.js";
+import { readDurableRow, reserveDurableRow, resolveDurableRow, type DurableRow } from "./durable-sql.js";
+import { createEscrow, type Escrow } from "./escrow.js";
+import { expireRows } from "./expire-sql.js";
+import { leaseSync, type Journal } from "./lease-sql.js";
+import { creditResellerRow } from "./reseller.js";
+import { earlierRestoration, restoreRow } from "./restore-sql.js";
 import {
+  HoldNotFoundError,
+  HoldResolvedError,
+  type AccountBalance,
   type AccountKind,
-  type DailyBalance,
+  type AccountRef,
+  type DurableHold,
+  type DurableHoldInput,
+  type DurableReserveResult,
+  type Instance,
   type QuotaLedger,
-  type ReserveInput,
-  type ReserveResult,
+  type Restoration,
+  type RestoreInput,
 } from "./types.js";
 
-// Reservations and their resolutions go through an escrow per account kind (escrow.ts): the day's allowance
-// and the reseller USD balance are the same mechanism on different accounts. Here are the reads and the expiry.
-
-const DAILY: AccountKind = "daily_allowance";
-
-const BALANCE = `
-select debits_posted, debits_pending from quota_accounts
-where user_id = $1::uuid and kind = $2::text and period = $3::text`;
-
-// Without an explicit time the database clock decides, because heartbeats are written with it too: a skewed
-// worker clock must not expire the leases of live processes.
-// SKIP LOCKED leaves a lease that is syncing right now to that statement (its process is alive); accounts are
-// locked in id order so that two overlapping expiry runs cannot deadlock. Instance rows silent for a day are
-// forgotten here too (a returning process re-creates its row on the next heartbeat).
-const EXPIRE = `
-with clock as (select coalesce($1::timestamptz, now()) as now),
-expired as (
-  update quota_leases l set status = 'expired', resolved_at = (select now from clock)
-  where l.status = 'pending' and l.id in (
-    select c.id from quota_leases c
-    cross join clock
-    left join gateway_instances i on i.id = c.instance_id
-    where c.status = 'pending' and (i.id is null or i.last_seen_at < clock.now - $2::int * interval '1 second')
-    for update of c skip locked
-  )
-  returning l.account_id, l.amount
-), locked as (
-  select a.id, t.amount from quota_accounts a
-  join (select account_id, sum(amount)::bigint as amount from expired group by account_id) t on t.account_id = a.id
-  order by a.id
-  for update of a
-), credited as (
-  update quota_accounts a set debits_pending = a.debits_pending - locked.amount, updated_at = (select now from clock)
-  from locked where a.id = locked.id
-), forgotten as (
-  delete from gateway_instances where last_seen_at < (select now from clock) - interval '1 day'
-)
-select count(*)::int as n from expired`;
+// The ledger: an escrow per account kind (escrow.ts) for the requests of this process, durable holds and
+// restorations as guarded statements, and the expiry. Which escrow serves a reservation is the kind's; nothing
+// here switches on a particular kind.
 
 export interface LedgerOptions {
+  /** This serving process; a ledger without one (admin commands) reads, credits and restores but never reserves. */
+  instance?: Instance;
+  clock?: Clock;
   /** A request holding its reservation longer than this has it expired (a late settle still posts). */
   maxHoldSeconds: number;
-  /** A process silent this long is presumed dead and its leases expire. */
+  /** A process silent this long is presumed dead and its leases expire (quota.instance_timeout_seconds). */
   instanceTimeoutSeconds?: number;
-  /** A lease unused this long gives its units back. */
+  /** A lease unused this long gives its units back (quota.lease_idle_ms). */
   leaseIdleMs?: number;
+  /** How long a settlement may wait for others to share its sync (quota.settle_linger_ms). */
+  settleLingerMs?: number;
+  /** Commits each request's record with its resolution (the request log). */
+  journal?: Journal;
   onSyncError?: (err: unknown, leaseId: string) => void;
 }
 
-export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger {
-  const instanceTimeoutSeconds = opts.instanceTimeoutSeconds ?? 90;
-  const escrowOf = (kind: AccountKind, periodOf: (now: Date) => string) =>
-    createEscrow({ pool, kind, periodOf, maxHoldSeconds: opts.maxHoldSeconds, idleMs: opts.leaseIdleMs, onSyncError: opts.onSyncError });
-  const daily = escrowOf(DAILY, utcDay);
-  const reseller = escrowOf(RESELLER_KIND, () => RESELLER_PERIOD);
-  const escrows = [daily, reseller];
-  /** The escrow holding a reservation; the daily one (which then reports it resolved) when none does. */
-  const holding = (holdId: string) => escrows.find((e) => e.owns(holdId)) ?? daily;
+const SWEEP_MS = 1000;
 
-  async function balance(userId: string, dailyAllowance: bigint, now = new Date()): Promise<DailyBalance> {
-    const day = utcDay(now);
-    const { rows } = await pool.query<{ debits_posted: string; debits_pending: string }>({
-      name: "quota_balance",
-      text: BALANCE,
-      values: [userId, DAILY, day],
-    });
-    const used = BigInt(rows[0]?.debits_posted ?? 0);
-    const reserved = BigInt(rows[0]?.debits_pending ?? 0);
+export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger {
+  const clock = opts.clock ?? systemClock;
+  const instanceTimeoutSeconds = opts.instanceTimeoutSeconds ?? 90;
+  const sync = leaseSync(opts.journal);
+  const escrows = new Map<AccountKind, Escrow>();
+  if (opts.instance) {
+    for (const kind of accountKinds) {
+      escrows.set(
+        kind,
+        createEscrow({
+          pool,
+          kind,
+          clock,
+          instance: opts.instance,
+          sync,
+          maxHoldSeconds: opts.maxHoldSeconds,
+          idleMs: opts.leaseIdleMs ?? 2000,
+          lingerMs: opts.settleLingerMs ?? 50,
+          onSyncError: opts.onSyncError,
+        }),
+      );
+    }
+  }
+  const all = [...escrows.values()];
+  const escrowOf = (kind: AccountKind): Escrow => {
+    const escrow = escrows.get(kind);
+    if (escrow) return escrow;
+    kindSpec(kind);
+    throw new Error("this ledger has no gateway instance: it cannot reserve");
+  };
+  /** The escrow holding a reservation; the first (which then reports it resolved) when none does. */
+  const holding = (holdId: string): Escrow | undefined => all.find((e) => e.owns(holdId)) ?? all[0];
+
+  const sweep = () => {
+    for (const escrow of all) escrow.sweep();
+  };
+  const timer = all.length > 0 ? setInterval(sweep, SWEEP_MS) : undefined;
+  timer?.unref();
+
+  const keyOf = (ref: AccountRef, now: Date): { key: AccountKey; base: bigint | null } => {
+    const { period, base } = accountAt(ref, now);
+    return { key: { userId: ref.userId, kind: ref.kind, period }, base };
+  };
+
+  function toBalance(kind: AccountKind, period: string, row: Pick<AccountRow, "credits" | "restored" | "posted" | "pending"> | undefined, base: bigint | null, now: Date): AccountBalance {
+    const credits = base ?? row?.credits ?? 0n;
+    const restored = row?.restored ?? 0n;
+    const used = row?.posted ?? 0n;
+    const reserved = row?.pending ?? 0n;
+    return { kind, period, credits, restored, used, reserved, remaining: credits + restored - used - reserved, resetsAt: kindSpec(kind).periodEnd(now) };
+  }
+
+  const toDurable = (id: string, row: DurableRow): DurableHold => ({
+    id,
+    accountId: row.accountId,
+    amount: row.amount,
+    status: row.status,
+    charged: row.charged,
+    reference: row.reference,
+    expiresAt: row.expiresAt,
+  });
+
+  async function reserveDurable(input: DurableHoldInput): Promise<DurableReserveResult> {
+    if (input.amount < 0n) throw new RangeError(`cannot hold a negative amount (${input.amount})`);
+    const now = clock.now();
+    const { key, base } = keyOf(input, now);
+    const args = { id: input.id, userId: key.userId, kind: key.kind, period: key.period, base, amount: input.amount, reference: input.reference, expiresAt: input.expiresAt };
+    let row = await reserveDurableRow(pool, args);
+    if (row.account === "missing") {
+      await ensureAccount(pool, key, base);
+      row = await reserveDurableRow(pool, args);
+    }
+    if (row.account === "missing") throw new Error(`the account of durable hold ${input.id} vanished`);
+    if (!row.inserted) {
+      // The same id reserved before (a retry): that hold, whatever became of it, is the answer.
+      const earlier = await readDurableRow(pool, input.id);
+      if (earlier) return { ok: true, hold: toDurable(input.id, earlier) };
+      return { ok: false, allowance: row.allowance, used: row.posted, reserved: row.pending, resetsAt: kindSpec(input.kind).periodEnd(now) };
+    }
     return {
-      day,
-      allowance: dailyAllowance,
-      used,
-      reserved,
-      remaining: dailyAllowance - used - reserved,
-      resetsAt: nextResetAt(now),
+      ok: true,
+      hold: { id: input.id, accountId: row.accountId, amount: input.amount, status: "pending", charged: null, reference: input.reference, expiresAt: input.expiresAt },
     };
   }
 
+  async function resolveDurable(id: string, charged: bigint | null): Promise<DurableHold> {
+    const row = await resolveDurableRow(pool, id, charged);
+    if (!row) throw new HoldNotFoundError(id);
+    // Posting a posted hold, or voiding a voided or expired one, is the first outcome again.
+    const conflicting = charged === null ? row.status === "posted" : row.status === "voided";
+    if (conflicting) throw new HoldResolvedError(id, row.status);
+    return toDurable(id, row);
+  }
+
+  async function restore(input: RestoreInput): Promise<Restoration> {
+    if (input.amount < 0n) throw new RangeError(`cannot restore a negative amount (${input.amount})`);
+    const { key, base } = keyOf(input, clock.now());
+    const args = { userId: key.userId, kind: key.kind, period: key.period, amount: input.amount, upToSpent: input.upToSpent, source: input.source, reference: input.reference };
+    let outcome = await restoreRow(pool, args);
+    if (outcome.account === "missing") {
+      await ensureAccount(pool, key, base);
+      outcome = await restoreRow(pool, args);
+    }
+    if (outcome.account === "found" && outcome.applied !== null) return { applied: outcome.applied, duplicate: false, accountId: outcome.accountId };
+    const earlier = await earlierRestoration(pool, input.source, input.reference);
+    if (!earlier) throw new Error(`restoration ${input.source}/${input.reference} was neither applied nor found`);
+    return { applied: earlier.amount, duplicate: true, accountId: earlier.accountId };
+  }
+
   return {
-    balance,
+    reserve: (input) => escrowOf(input.kind).reserve(input),
 
-    reserve: (input: ReserveInput): Promise<ReserveResult> => (input.kind === RESELLER_KIND ? reseller : daily).reserve(input),
-
-    async settle(holdId: string, charged: bigint): Promise<void> {
+    settle(holdId, charged, record = null) {
       // Checked here: a bad charge must not reach the sync it would have joined.
-      if (charged < 0n) throw new RangeError(`cannot charge a negative amount (${charged})`);
-      return holding(holdId).resolve(holdId, charged);
+      if (charged < 0n) return Promise.reject(new RangeError(`cannot charge a negative amount (${charged})`));
+      const escrow = holding(holdId);
+      return escrow ? escrow.resolve(holdId, charged, record) : Promise.reject(new HoldResolvedError(holdId));
     },
 
-    release: (holdId: string): Promise<void> => holding(holdId).resolve(holdId, null),
+    release(holdId, record = null) {
+      const escrow = holding(holdId);
+      return escrow ? escrow.resolve(holdId, null, record) : Promise.reject(new HoldResolvedError(holdId));
+    },
+
+    reserveDurable,
+    postDurable(id, charged) {
+      if (charged < 0n) return Promise.reject(new RangeError(`cannot charge a negative amount (${charged})`));
+      return resolveDurable(id, charged);
+    },
+    voidDurable: (id) => resolveDurable(id, null),
+    restore,
+
+    async balance(ref) {
+      const now = clock.now();
+      const { key, base } = keyOf(ref, now);
+      return toBalance(ref.kind, key.period, await readAccount(pool, key), base, now);
+    },
+
+    async creditReseller(userId, amount, note) {
+      const now = clock.now();
+      const kind: AccountKind = "reseller_usd";
+      const period = kindSpec(kind).period(now);
+      return toBalance(kind, period, await creditResellerRow(pool, userId, amount, note, { kind, period }), null, now);
+    },
+
     flush: async () => {
-      await Promise.all(escrows.map((e) => e.flush()));
+      await Promise.all(all.map((e) => e.flush()));
     },
     close: async () => {
-      await Promise.all(escrows.map((e) => e.close()));
+      if (timer) clearInterval(timer);
+      await Promise.all(all.map((e) => e.close()));
     },
-    creditReseller: (userId, amount, note) => creditReseller(pool, userId, amount, note),
-    resellerBalance: (userId) => resellerBalance(pool, userId),
-
-    async expireAbandoned(now?: Date): Promise<number> {
-      const { rows } = await pool.query<{ n: number }>({
-        name: "quota_expire",
-        text: EXPIRE,
-        values: [now ?? null, instanceTimeoutSeconds],
-      });
-      return rows[0]!.n;
-    },
+    sweep,
+    expire: () => expireRows(pool, instanceTimeoutSeconds, clock.now()),
   };
 }

@@ -2,9 +2,11 @@ import { sql } from "drizzle-orm";
 import { bigint, bigserial, check, index, integer, pgTable, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 import { users } from "../auth/schema.js";
 
-// One row per balance: owner + kind + period. The daily allowance (period = UTC day YYYY-MM-DD, credits = the
-// plan's allowance) and the reseller USD balance (period "balance", credits = what the operator credited, in
-// nano-dollars); later kinds (request_pack, ...) are new `kind` values on the same reserve/settle/release path.
+// One row per balance: owner + kind + period (account-kinds.ts). The daily allowance (period = UTC day
+// YYYY-MM-DD, credits = the plan's allowance, set on every lease sync) and the reseller USD balance (period
+// "balance", credits = what the operator credited, in nano-dollars); `restored` is what restorations (reserve
+// resets, received transfers) added on top, which no sync overwrites. Later kinds are new `kind` values on the
+// same reserve/settle/release path.
 export const quotaAccounts = pgTable(
   "quota_accounts",
   {
@@ -15,6 +17,7 @@ export const quotaAccounts = pgTable(
     kind: text("kind").notNull(),
     period: text("period").notNull(),
     credits: bigint("credits", { mode: "bigint" }).notNull(),
+    restored: bigint("restored", { mode: "bigint" }).notNull().default(sql`0`),
     debitsPosted: bigint("debits_posted", { mode: "bigint" }).notNull().default(sql`0`),
     debitsPending: bigint("debits_pending", { mode: "bigint" }).notNull().default(sql`0`),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
@@ -24,6 +27,7 @@ export const quotaAccounts = pgTable(
     // A double release or double expiry would show up here as a failed statement instead of a silent
     // gift of quota. Posted debits may exceed credits (overshoot), so credits are not bounded by them.
     check("quota_accounts_debits_nonnegative", sql`${t.debitsPosted} >= 0 and ${t.debitsPending} >= 0`),
+    check("quota_accounts_restored_nonnegative", sql`${t.restored} >= 0`),
   ],
 );
 
@@ -55,8 +59,8 @@ export const quotaLeases = pgTable(
 );
 
 // One row per metered request: its reservation (`amount`) and how it was resolved, posted with the real
-// charge or voided. Written when the request resolves, drawn from its process's lease; `pending` and
-// `expired` are the states of holds made before leases existed.
+// charge or voided, written when the request resolves in its lease's sync. And one row per durable hold (no
+// lease; durable-sql.ts): written pending when taken, then posted, voided or expired (after `expires_at`).
 export const quotaHolds = pgTable(
   "quota_holds",
   {
@@ -68,16 +72,22 @@ export const quotaHolds = pgTable(
     amount: bigint("amount", { mode: "bigint" }).notNull(),
     charged: bigint("charged", { mode: "bigint" }),
     status: text("status", { enum: ["pending", "posted", "voided", "expired"] }).notNull().default("pending"),
+    // The request's id, or what a durable hold is for (`video:<job>`).
     requestId: text("request_id").notNull(),
-    // No foreign key: instance rows are deleted on shutdown while their holds stay as history.
-    instanceId: uuid("instance_id").notNull(),
+    // No foreign key: instance rows are deleted on shutdown while their holds stay as history. Null for a
+    // durable hold, which belongs to no process.
+    instanceId: uuid("instance_id"),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     resolvedAt: timestamp("resolved_at", { withTimezone: true }),
+    // A durable hold's expiry, by the gateway's clock; null for a request's hold.
+    expiresAt: timestamp("expires_at", { withTimezone: true }),
   },
   (t) => [
-    // Written once per request and read rarely: only the foreign keys are indexed.
+    // Written once per request and read rarely: only the foreign keys are indexed, and the pending durable
+    // holds the expiry looks for.
     index("quota_holds_account_id_idx").on(t.accountId),
     index("quota_holds_lease_id_idx").on(t.leaseId),
+    index("quota_holds_durable_pending_idx").on(t.expiresAt).where(sql`${t.status} = 'pending' and ${t.leaseId} is null`),
     check("quota_holds_amounts_nonnegative", sql`${t.amount} >= 0 and (${t.charged} is null or ${t.charged} >= 0)`),
   ],
 );
@@ -103,4 +113,26 @@ export const resellerCredits = pgTable(
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [index("reseller_credits_user_id_idx").on(t.userId), check("reseller_credits_amount_positive", sql`${t.amount} > 0`)],
+);
+
+// Every restoration of an account (a reserve reset, a received transfer), written in the statement that adds it
+// to the account's `restored` (restore-sql.ts): the account says how much, this says when, why and which
+// operation. (source, reference) is the operation's identity: applying it again is no second effect.
+export const quotaRestorations = pgTable(
+  "quota_restorations",
+  {
+    id: bigserial("id", { mode: "bigint" }).primaryKey(),
+    accountId: bigint("account_id", { mode: "bigint" })
+      .notNull()
+      .references(() => quotaAccounts.id, { onDelete: "cascade" }),
+    amount: bigint("amount", { mode: "bigint" }).notNull(),
+    source: text("source").notNull(),
+    reference: text("reference").notNull(),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex("quota_restorations_source_reference_key").on(t.source, t.reference),
+    index("quota_restorations_account_id_idx").on(t.accountId),
+    check("quota_restorations_amount_nonnegative", sql`${t.amount} >= 0`),
+  ],
 );

@@ -1,10 +1,24 @@
 // The quota ledger's contract (DESIGN.md §5-6). One mechanism for every balance the spec names: an account
-// (owner + kind + period) holds credits and posted/pending debits; a hold is a two-phase transfer against it:
-// pending -> posted (settle) | voided (release) | expired. Quota units are bigint. A process holds a lease
-// (escrow) on each busy account and takes its requests' holds out of it in memory (docs/billing.md).
+// (owner + kind + period, account-kinds.ts) holds base credits, restorations, and posted and pending debits.
+// A hold is a two-phase transfer against it: pending -> posted (settle) | voided (release) | expired. Quota
+// units are bigint. A process holds a lease (escrow) on each busy account and takes its requests' holds out of
+// it in memory; what is settled later than its request (a video job, a pending transfer) takes a durable hold,
+// a row of its own in PostgreSQL (docs/billing.md).
 
-/** The day's allowance in quota units (period: the UTC day), or a reseller's balance in nano-dollars (one perpetual period). */
-export type AccountKind = "daily_allowance" | "reseller_usd";
+import type { AccountKind } from "./account-kinds.js";
+
+export type { AccountKind } from "./account-kinds.js";
+
+/** Which balance: a user's account of one kind, in the period the ledger's clock says. */
+export interface AccountRef {
+  kind: AccountKind;
+  userId: string;
+  /**
+   * The base credits, for kinds whose base the caller states (the plan's daily allowance: a plan change applies
+   * at once); null for kinds whose credits the ledger keeps (a reseller balance).
+   */
+  base: bigint | null;
+}
 
 export interface Hold {
   id: string;
@@ -12,97 +26,152 @@ export interface Hold {
   amount: bigint;
 }
 
-interface ReserveCommon {
-  userId: string;
+export interface ReserveInput extends AccountRef {
   /** Units to hold: the admission estimate, in the account's unit. */
   amount: bigint;
   requestId: string;
-  /** The gateway process making the hold; its heartbeat decides when an abandoned hold expires. */
-  instanceId: string;
-  now?: Date;
 }
 
-export type ReserveInput = ReserveCommon &
-  (
-    | {
-        kind?: "daily_allowance";
-        /** The plan's daily allowance; applied to today's account (a plan change applies at once). */
-        dailyAllowance: bigint;
-      }
-    | {
-        /** The user's reseller balance: what the operator credited, less what was charged and is held. */
-        kind: "reseller_usd";
-      }
-  );
-
-export type ReserveResult =
-  | { ok: true; hold: Hold }
-  /** `allowance` is the account's credits (the day's allowance, or what a reseller was credited). */
-  | { ok: false; allowance: bigint; used: bigint; reserved: bigint; resetsAt: Date };
-
-export interface DailyBalance {
-  /** The UTC day, YYYY-MM-DD. */
-  day: string;
+/** Why a reservation was refused: the account's numbers when it was. */
+export interface Refusal {
+  ok: false;
+  /** What the account allows: its base credits plus restorations. */
   allowance: bigint;
-  /** Posted debits: settled charges (may exceed the allowance after an overshoot). */
+  /** Posted debits. */
   used: bigint;
-  /** Pending holds. */
+  /** Pending debits other than this process's free leased units. */
   reserved: bigint;
-  /** allowance - used - reserved; negative after an overshoot. */
+  /** When the account stops applying (00:00 UTC for the day's allowance); null for a perpetual balance. */
+  resetsAt: Date | null;
+}
+
+export type ReserveResult = { ok: true; hold: Hold } | Refusal;
+
+export interface AccountBalance {
+  kind: AccountKind;
+  period: string;
+  /** Base credits: the plan's allowance (as the caller stated it), or what was credited. */
+  credits: bigint;
+  /** Restorations (reserve resets, received transfers) on top of the base. */
+  restored: bigint;
+  /** Posted debits: settled charges (may exceed the credits after an overshoot). */
+  used: bigint;
+  /** Pending debits: requests in flight, durable holds, and the processes' leased units. */
+  reserved: bigint;
+  /** credits + restored - used - reserved; negative after an overshoot. */
   remaining: bigint;
-  resetsAt: Date;
+  resetsAt: Date | null;
+}
+
+export interface DurableHoldInput extends AccountRef {
+  /** The hold's id, chosen by the caller (a UUID): reserving the same id again is the same hold, never a second. */
+  id: string;
+  amount: bigint;
+  /** What the hold is for (`video:<job id>`, `transfer:<id>`): kept on the row, never parsed. */
+  reference: string;
+  /** After this (by the ledger's clock) the expiry sweep voids it as expired; a later post still posts. */
+  expiresAt: Date;
+}
+
+export type DurableStatus = "pending" | "posted" | "voided" | "expired";
+
+export interface DurableHold {
+  id: string;
+  accountId: string;
+  amount: bigint;
+  status: DurableStatus;
+  charged: bigint | null;
+  reference: string;
+  expiresAt: Date;
+}
+
+export type DurableReserveResult = { ok: true; hold: DurableHold } | Refusal;
+
+export interface RestoreInput extends AccountRef {
+  /** Units to restore; with `upToSpent`, at most what was spent (posted less restored) when it applies. */
+  amount: bigint;
+  upToSpent: boolean;
+  /** Who restored (`reserve_reset`, `transfer`): with `reference`, the restoration's identity. */
+  source: string;
+  /** The same source and reference again is the same restoration: it returns the first outcome, no second effect. */
+  reference: string;
+}
+
+export interface Restoration {
+  /** Units added to the account's restorations (0 when nothing was spent). */
+  applied: bigint;
+  /** True when this source and reference had been applied before (by this call's earlier attempt or another). */
+  duplicate: boolean;
+  accountId: string;
 }
 
 export interface QuotaLedger {
   /**
-   * Holds `amount` if today's remaining covers it, atomically across every process: out of this process's
+   * Holds `amount` if the account's remaining covers it, atomically across every process: out of this process's
    * lease when it covers the amount, else after a sync that grants more (calls waiting for one are admitted in
    * arrival order).
    */
   reserve(input: ReserveInput): Promise<ReserveResult>;
   /**
    * Posts the real charge (may exceed the hold: the service was delivered) and returns the hold's remainder;
-   * resolves once the ledger has it. Also posts a hold that expired meanwhile. A hold settled or released
+   * resolves once the ledger has it. `record` (the request's log row, encoded by the journal the ledger was
+   * built with) commits with the charge. Also posts a hold that expired meanwhile. A hold settled or released
    * before throws HoldResolvedError.
    */
-  settle(holdId: string, charged: bigint): Promise<void>;
-  /** Voids a pending hold. A hold resolved before throws HoldResolvedError. */
-  release(holdId: string): Promise<void>;
+  settle(holdId: string, charged: bigint, record?: string | null): Promise<void>;
+  /** Voids a pending hold, committing `record` with it. A hold resolved before throws HoldResolvedError. */
+  release(holdId: string, record?: string | null): Promise<void>;
+  /** A hold in PostgreSQL, for what is settled later or by another process: one guarded statement. */
+  reserveDurable(input: DurableHoldInput): Promise<DurableReserveResult>;
+  /** Posts a durable hold's charge; posting again returns the first outcome. A voided hold throws HoldResolvedError. */
+  postDurable(id: string, charged: bigint): Promise<DurableHold>;
+  /** Voids a durable hold; voiding again (or an expired hold) is no second effect. A posted hold throws HoldResolvedError. */
+  voidDurable(id: string): Promise<DurableHold>;
+  /** Raises an account's restorations, once per source and reference. */
+  restore(input: RestoreInput): Promise<Restoration>;
+  /** The account in the current period (zeros, with the base credits, when nothing was used yet). */
+  balance(account: AccountRef): Promise<AccountBalance>;
   /** Gives this process's unused leased units back to the accounts and waits until the ledger has everything. */
   flush(): Promise<void>;
   /** Closes this process's leases (at shutdown, after the last settlement). */
   close(): Promise<void>;
-  /** Today's account of a user (zeros with the plan's allowance when nothing was used yet). */
-  balance(userId: string, dailyAllowance: bigint, now?: Date): Promise<DailyBalance>;
-  /** Expires the leases of dead processes (their units return to the accounts); returns how many. */
-  expireAbandoned(now?: Date): Promise<number>;
+  /**
+   * Expires the leases of processes whose heartbeat stopped (by the database's clock, as heartbeats are written)
+   * and the durable holds past their expiry (by the ledger's clock); their units return to the accounts.
+   */
+  expire(): Promise<{ leases: number; durable: number }>;
+  /** Runs the in-memory sweep now (idle leases give back, over-age reservations free their units); a timer runs it every second. */
+  sweep(): void;
   /** Adds `amount` nano-dollars to a user's reseller balance, with a record of the credit; returns the balance after it. */
-  creditReseller(userId: string, amount: bigint, note: string): Promise<ResellerBalance>;
-  /** A user's reseller balance (zeros when never credited). */
-  resellerBalance(userId: string): Promise<ResellerBalance>;
-}
-
-/** A reseller's USD balance, in nano-dollars. */
-export interface ResellerBalance {
-  /** Everything the operator credited. */
-  credited: bigint;
-  /** Posted charges. */
-  spent: bigint;
-  /** Held by requests in flight and the gateway processes' leases. */
-  reserved: bigint;
-  /** credited - spent - reserved; negative after an overshoot. */
-  available: bigint;
+  creditReseller(userId: string, amount: bigint, note: string): Promise<AccountBalance>;
 }
 
 export class HoldResolvedError extends Error {
-  constructor(readonly holdId: string) {
-    super(`hold ${holdId} was already resolved`);
+  constructor(
+    readonly holdId: string,
+    readonly status?: DurableStatus,
+  ) {
+    super(`hold ${holdId} was already resolved${status ? ` (${status})` : ""}`);
     this.name = "HoldResolvedError";
+  }
+}
+
+export class HoldNotFoundError extends Error {
+  constructor(readonly holdId: string) {
+    super(`no durable hold ${holdId}`);
+    this.name = "HoldNotFoundError";
   }
 }
 
 /** A gateway process, known to the database by its heartbeat. */
 export interface Instance {
   id: string;
+  /**
+   * Whether the last acknowledged heartbeat is recent enough that no other process can have expired this
+   * process's leases yet: only then may a lease admit from its free units without asking the database.
+   */
+  fresh(): boolean;
+  /** A statement that also refreshed the heartbeat committed; it was sent at `sentAt` (performance.now()). */
+  beaten(sentAt: number): void;
   stop(): Promise<void>;
 }

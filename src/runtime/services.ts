@@ -10,9 +10,11 @@ import type { Pool } from "../db/pool.js";
 import { createMetering } from "../metering/meter.js";
 import { unpricedEvaluators } from "../metering/pricing.js";
 import { createProviders } from "../providers/registry.js";
+import { systemClock, type Clock } from "../quota/clock.js";
 import { createQuotaLedger } from "../quota/ledger.js";
 import { registerInstance } from "../quota/instances.js";
 import { createBodyBudget } from "../server/body-budget.js";
+import { startExpirySweep } from "./expiry-sweep.js";
 
 /** Everything the HTTP app needs, plus what only the process lifecycle touches. */
 export interface Services extends AppDeps {
@@ -31,6 +33,8 @@ export interface ServiceOptions {
    * pass false.
    */
   serving?: boolean;
+  /** The clock of every rule that reads the date (tests move it). */
+  clock?: Clock;
 }
 
 /** The composition root shared by `serve`, the admin commands and the tests. */
@@ -38,13 +42,25 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
   const { config, pool, logger } = opts;
   const serving = opts.serving ?? true;
   const auth = await createAuthServices({ pool, config, logger, env: opts.env ?? process.env, listen: serving });
+  const clock = opts.clock ?? systemClock;
+  const { quota } = config;
+  const instance = serving
+    ? await registerInstance(pool, {
+        heartbeatMs: quota.heartbeat_seconds * 1000,
+        timeoutMs: quota.instance_timeout_seconds * 1000,
+        onError: (err) => logger.warn({ err: err.message }, "instance heartbeat failed"),
+      })
+    : undefined;
   const ledger = createQuotaLedger(pool, {
-    maxHoldSeconds: config.quota.max_hold_seconds,
+    instance,
+    clock,
+    maxHoldSeconds: quota.max_hold_seconds,
+    instanceTimeoutSeconds: quota.instance_timeout_seconds,
+    leaseIdleMs: quota.lease_idle_ms,
+    settleLingerMs: quota.settle_linger_ms,
     onSyncError: (err, leaseId) => logger.error({ err, lease_id: leaseId }, "LEASE_SYNC_FAILED"),
   });
-  const instance = serving
-    ? await registerInstance(pool, { onError: (err) => logger.warn({ err: err.message }, "instance heartbeat failed") })
-    : null;
+  const expiry = serving ? startExpirySweep(ledger, quota.expiry_sweep_seconds * 1000, logger) : undefined;
   const requestLog = createRequestLogWriter({
     pool,
     logger,
@@ -57,7 +73,7 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
   for (const unpriced of serving ? unpricedEvaluators(catalog, config) : []) {
     logger.warn(unpriced, "SYSTEMONE_RATE_CARD_MISSING: no rate card prices this upstream; its cost is logged as unknown (null)");
   }
-  const metering = createMetering({ config, ledger, requestLog, instanceId: instance?.id ?? "", logger });
+  const metering = createMetering({ config, ledger, requestLog, logger, clock });
   return {
     config,
     pool,
@@ -71,6 +87,7 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
     bodyBudget: createBodyBudget(config.systemone.admission_budget_bytes),
     resellers: createResellerAccounts({ ledger, users: auth.users }),
     async close() {
+      await expiry?.stop();
       await metering.drain();
       await ledger.close();
       await requestLog.close();

@@ -1,19 +1,34 @@
 import { afterAll, beforeAll } from "vitest";
 import { createPool, type Pool } from "../../src/db/pool.js";
-import { createQuotaLedger, registerInstance, type Instance, type QuotaLedger } from "../../src/quota/index.js";
+import {
+  createQuotaLedger,
+  ManualClock,
+  registerInstance,
+  type Instance,
+  type LedgerOptions,
+  type QuotaLedger,
+} from "../../src/quota/index.js";
 import { createTestDatabase, type TestDatabase } from "./db.js";
 
 export const MAX_HOLD_SECONDS = 3600;
+
+/** A heartbeat that never beats on its own within a test, with the default timeout's margin. */
+export const QUIET_INSTANCE = { heartbeatMs: 3_600_000, timeoutMs: 4 * 3_600_000 };
 
 export interface LedgerFixture {
   db: TestDatabase;
   /** A second pool: a second gateway process on the same database. */
   other: Pool;
+  /** The clock every ledger of the fixture reads (starts at the real time; tests move it). */
+  clock: ManualClock;
+  /** The first process's ledger, on the live instance. */
   ledger: QuotaLedger;
   /** A heartbeating instance for holds of a live process. */
   live: Instance;
   /** Inserts a user on plan "free" and returns its id. */
   newUser(): Promise<string>;
+  /** Another process: its own instance (unless given) and ledger on `pool` (the second pool by default). */
+  process(options?: Partial<LedgerOptions> & { pool?: Pool }): Promise<{ ledger: QuotaLedger; instance: Instance }>;
 }
 
 /**
@@ -23,7 +38,10 @@ export interface LedgerFixture {
  */
 export function useLedgerFixture(prefix: string, options: { countAccountUpdates?: boolean } = {}): LedgerFixture {
   let users = 0;
+  const instances: Instance[] = [];
+  const ledgers: QuotaLedger[] = [];
   const fixture = {
+    clock: new ManualClock(new Date()),
     async newUser() {
       const { rows } = await fixture.db.pool.query<{ id: string }>(
         "insert into users (email, password_hash, plan) values ($1, 'x', 'free') returning id",
@@ -31,13 +49,21 @@ export function useLedgerFixture(prefix: string, options: { countAccountUpdates?
       );
       return rows[0]!.id;
     },
+    async process(opts: Partial<LedgerOptions> & { pool?: Pool } = {}) {
+      const pool = opts.pool ?? fixture.other;
+      const instance = opts.instance ?? (await registerInstance(pool, QUIET_INSTANCE));
+      if (!opts.instance) instances.push(instance);
+      const ledger = createQuotaLedger(pool, { maxHoldSeconds: MAX_HOLD_SECONDS, clock: fixture.clock, settleLingerMs: 5, ...opts, instance });
+      ledgers.push(ledger);
+      return { ledger, instance };
+    },
   } as LedgerFixture;
 
   beforeAll(async () => {
     fixture.db = await createTestDatabase();
     fixture.other = createPool(fixture.db.url, 10, () => {});
-    fixture.ledger = createQuotaLedger(fixture.db.pool, { maxHoldSeconds: MAX_HOLD_SECONDS });
-    fixture.live = await registerInstance(fixture.db.pool);
+    fixture.live = await registerInstance(fixture.db.pool, QUIET_INSTANCE);
+    fixture.ledger = (await fixture.process({ pool: fixture.db.pool, instance: fixture.live })).ledger;
     if (options.countAccountUpdates) {
       await fixture.db.pool.query(`
         create table account_updates (account_id bigint not null);
@@ -48,6 +74,8 @@ export function useLedgerFixture(prefix: string, options: { countAccountUpdates?
     }
   });
   afterAll(async () => {
+    await Promise.allSettled(ledgers.map((l) => l.close()));
+    await Promise.allSettled(instances.map((i) => i.stop()));
     await fixture.live?.stop();
     await fixture.other?.end();
     await fixture.db?.drop();

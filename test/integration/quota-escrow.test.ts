@@ -1,10 +1,11 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Pool } from "../../src/db/pool.js";
-import { createQuotaLedger, type Hold, type QuotaLedger, type ReserveInput } from "../../src/quota/index.js";
-import { LeaseSequenceError, openLease, syncLease, type SyncLease } from "../../src/quota/lease-sql.js";
+import { createQuotaLedger, type Hold, type LedgerOptions, type QuotaLedger, type ReserveInput } from "../../src/quota/index.js";
+import { LeaseSequenceError, leaseSync, openLease, type SyncLease } from "../../src/quota/lease-sql.js";
 import type { TestDatabase } from "../helpers/db.js";
 import { MAX_HOLD_SECONDS, useLedgerFixture } from "../helpers/ledger-fixture.js";
+
+const syncLease = leaseSync();
 
 // The escrow (docs/billing.md): requests are admitted from a process's lease in memory; only leases touch the
 // account. These tests look at what that changes: statements per request, the sync statement's idempotency,
@@ -17,13 +18,16 @@ describe("quota escrow", () => {
   beforeAll(() => void ({ db, live } = fixture));
 
   const input = (userId: string, amount: bigint, extra: Partial<ReserveInput> = {}): ReserveInput => ({
+    kind: "daily_allowance",
     userId,
     amount,
-    dailyAllowance: 1_000_000n,
+    base: 1_000_000n,
     requestId: "req_escrow",
-    instanceId: live.id,
     ...extra,
   });
+  /** A ledger of the first process (the fixture's live instance and clock) with other options. */
+  const ledgerWith = (options: Partial<LedgerOptions> = {}, pool: Pool = db.pool) =>
+    createQuotaLedger(pool, { maxHoldSeconds: MAX_HOLD_SECONDS, instance: fixture.live, clock: fixture.clock, ...options });
   const hold = async (ledger: QuotaLedger, userId: string, amount: bigint, extra: Partial<ReserveInput> = {}) => {
     const result = await ledger.reserve(input(userId, amount, extra));
     if (!result.ok) throw new Error(`reserve of ${amount} refused`);
@@ -44,7 +48,7 @@ describe("quota escrow", () => {
       counted.statements++;
       return (pool.query as (...a: unknown[]) => unknown)(...args);
     }) as Pool["query"];
-    return { counted, ledger: createQuotaLedger(counted, { maxHoldSeconds: MAX_HOLD_SECONDS, ...options }) };
+    return { counted, ledger: ledgerWith(options, counted) };
   }
 
   it("admits most requests without a statement: 200 requests in a row take a handful of syncs", async () => {
@@ -68,15 +72,15 @@ describe("quota escrow", () => {
 
   describe("the sync statement", () => {
     const base = (leaseId: string, seq: number): SyncLease => ({
-      leaseId, seq, instanceId: live.id, allowance: 1000n, post: 0n, take: 0n, giveBack: 0n, need: 100n, headroom: 400n, close: false, resolutions: [],
+      leaseId, seq, instanceId: live.id, base: 1000n, post: 0n, take: 0n, giveBack: 0n, need: 100n, headroom: 400n, close: false, touch: false, resolutions: [],
     });
 
     it("grants need plus at most a quarter of what is left, and applies a retried seq once", async () => {
       const user = await fixture.newUser();
       const leaseId = crypto.randomUUID();
-      await openLease(db.pool, { leaseId, userId: user, kind: "daily_allowance", period: "2026-11-22", allowance: 1000n, instanceId: live.id });
+      await openLease(db.pool, { leaseId, userId: user, kind: "daily_allowance", period: "2026-11-22", base: 1000n, instanceId: live.id });
       const first = await syncLease(db.pool, base(leaseId, 1));
-      expect(first).toEqual({ live: true, granted: 100n + 900n / 4n, posted: 0n, pending: 325n, credits: 1000n });
+      expect(first).toEqual({ live: true, granted: 100n + 900n / 4n, posted: 0n, pending: 325n, credits: 1000n, restored: 0n });
       // The reply was lost: the same sync again has no second effect and returns the same grant.
       expect(await syncLease(db.pool, base(leaseId, 1))).toEqual(first);
       const { rows } = await db.pool.query<{ amount: string; seq: number }>("select amount, seq from quota_leases where id = $1", [leaseId]);
@@ -88,23 +92,26 @@ describe("quota escrow", () => {
       // Posting 50 out of the lease, giving 900 back and closing.
       const closed = await syncLease(db.pool, {
         ...base(leaseId, 3), need: 0n, headroom: 0n, post: 50n, take: 50n, giveBack: 950n, close: true,
-        resolutions: [{ holdId: crypto.randomUUID(), requestId: "req_x", amount: 60n, charged: 50n, reservedAt: new Date() }],
+        resolutions: [{ holdId: crypto.randomUUID(), requestId: "req_x", amount: 60n, charged: 50n, reservedAt: new Date(), record: null }],
       });
-      expect(closed).toEqual({ live: true, granted: 0n, posted: 50n, pending: 0n, credits: 1000n });
+      expect(closed).toEqual({ live: true, granted: 0n, posted: 50n, pending: 0n, credits: 1000n, restored: 0n });
       const after = await db.pool.query<{ amount: string; status: string }>("select amount, status from quota_leases where id = $1", [leaseId]);
       expect(after.rows[0]).toEqual({ amount: "0", status: "closed" });
       // A lease cannot give back more than it holds: the statement fails whole.
       const other = crypto.randomUUID();
-      await openLease(db.pool, { leaseId: other, userId: user, kind: "daily_allowance", period: "2026-11-22", allowance: 1000n, instanceId: live.id });
+      await openLease(db.pool, { leaseId: other, userId: user, kind: "daily_allowance", period: "2026-11-22", base: 1000n, instanceId: live.id });
       await expect(syncLease(db.pool, { ...base(other, 1), need: 0n, headroom: 0n, giveBack: 1n })).rejects.toThrow();
     });
   });
 
   it("an idle lease gives its units back and closes; the next request opens a new one", async () => {
     const user = await fixture.newUser();
-    const ledger = createQuotaLedger(db.pool, { maxHoldSeconds: MAX_HOLD_SECONDS, leaseIdleMs: 50 });
+    const ledger = ledgerWith({ leaseIdleMs: 50 });
     const first = await hold(ledger, user, 100n);
     await ledger.settle(first.id, 80n);
+    // Idleness is by the ledger's clock, which the sweep (every second, or now) reads.
+    fixture.clock.advance(51);
+    ledger.sweep();
     await expect.poll(async () => (await leases(first)).map((l) => l.status), { interval: 50, timeout: 5000 }).toEqual(["closed"]);
     expect(await account(first)).toEqual({ posted: 80n, pending: 0n });
     const next = await hold(ledger, user, 100n);
@@ -115,11 +122,15 @@ describe("quota escrow", () => {
 
   it("a request held longer than max_hold_seconds frees its units; a late settle still posts", async () => {
     const user = await fixture.newUser();
-    const ledger = createQuotaLedger(db.pool, { maxHoldSeconds: 0.2 });
-    const allowance = { dailyAllowance: 150n };
+    const ledger = ledgerWith({ maxHoldSeconds: 0.2 });
+    const allowance = { base: 150n };
     const stuck = await hold(ledger, user, 100n, allowance);
     await expect(ledger.reserve(input(user, 100n, allowance))).resolves.toMatchObject({ ok: false });
-    await sleep(1500); // the sweep runs every second
+    fixture.clock.advance(150);
+    ledger.sweep();
+    await expect(ledger.reserve(input(user, 100n, allowance))).resolves.toMatchObject({ ok: false });
+    fixture.clock.advance(51);
+    ledger.sweep();
     const next = await hold(ledger, user, 100n, allowance);
     await ledger.settle(stuck.id, 80n);
     await ledger.flush();
@@ -132,7 +143,7 @@ describe("quota escrow", () => {
   it("a lease whose sync fails for good fails its callers, and the account's next request starts a new lease", async () => {
     const user = await fixture.newUser();
     const errors: string[] = [];
-    const ledger = createQuotaLedger(db.pool, { maxHoldSeconds: MAX_HOLD_SECONDS, onSyncError: (_err, id) => errors.push(id) });
+    const ledger = ledgerWith({ onSyncError: (_err, id) => errors.push(id) });
     const first = await hold(ledger, user, 100n);
     const [broken] = await leases(first);
     // Someone else moved the lease on: this process's next sync cannot be applied.

@@ -1,22 +1,21 @@
 import { quickAddJob, runOnce } from "graphile-worker";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { Pool } from "../../src/db/pool.js";
 import { taskList } from "../../src/jobs/tasks.js";
 import { migrateWorkerSchema } from "../../src/jobs/worker.js";
 import {
-  createQuotaLedger,
   HoldResolvedError,
   nextResetAt,
   registerInstance,
   type Hold,
   type Instance,
+  type ManualClock,
   type QuotaLedger,
   type ReserveInput,
 } from "../../src/quota/index.js";
 import { createServices, type Services } from "../../src/runtime/services.js";
 import { createLogger } from "../../src/server/logger.js";
 import type { TestDatabase } from "../helpers/db.js";
-import { MAX_HOLD_SECONDS, useLedgerFixture } from "../helpers/ledger-fixture.js";
+import { useLedgerFixture } from "../helpers/ledger-fixture.js";
 import { testConfig } from "../helpers/gateway-app.js";
 
 
@@ -31,10 +30,10 @@ function random(seed: number): (max: number) => bigint {
 describe("quota ledger", () => {
   const fixture = useLedgerFixture("quota");
   let db: TestDatabase;
-  let other: Pool;
   let ledger: QuotaLedger;
   let live: Instance;
-  beforeAll(() => void ({ db, other, ledger, live } = fixture));
+  let clock: ManualClock;
+  beforeAll(() => void ({ db, ledger, live, clock } = fixture));
   const newUser = fixture.newUser;
   const accountOf = async (hold: Hold) => {
     const { rows } = await db.pool.query<{ period: string; credits: string; debits_posted: string; debits_pending: string }>(
@@ -49,13 +48,14 @@ describe("quota ledger", () => {
   const holdRow = async (id: string) =>
     (await db.pool.query<HoldRow>("select * from quota_holds where id = $1", [id])).rows[0]!;
   const input = (userId: string, amount: bigint, extra: Partial<ReserveInput> = {}): ReserveInput => ({
+    kind: "daily_allowance",
     userId,
     amount,
-    dailyAllowance: 1000n,
+    base: 1000n,
     requestId: "req_test",
-    instanceId: live.id,
     ...extra,
   });
+  const daily = (userId: string, base = 1000n) => ({ kind: "daily_allowance" as const, userId, base });
   const hold = async (userId: string, amount: bigint, extra: Partial<ReserveInput> = {}, on = ledger) => {
     const result = await on.reserve(input(userId, amount, extra));
     if (!result.ok) throw new Error(`reserve of ${amount} refused`);
@@ -66,12 +66,13 @@ describe("quota ledger", () => {
     for (const l of ledgers.length > 0 ? ledgers : [ledger]) await l.flush();
     return accountOf(h);
   };
-  const second = () => createQuotaLedger(other, { maxHoldSeconds: MAX_HOLD_SECONDS });
+  const second = async () => (await fixture.process()).ledger;
 
   it("holds within the allowance and refuses what is not covered, with the numbers", async () => {
     const user = await newUser();
     const now = new Date("2026-11-22T10:00:00Z");
-    const first = await hold(user, 700n, { now });
+    clock.set(now);
+    const first = await hold(user, 700n);
     expect(first.amount).toBe(700n);
     // The lease holds the request's 700 and some headroom, never more than the allowance.
     const leased = await accountOf(first);
@@ -79,11 +80,11 @@ describe("quota ledger", () => {
     expect(leased.pending).toBeGreaterThanOrEqual(700n);
     expect(leased.pending).toBeLessThanOrEqual(1000n);
     expect(await settledAccount(first)).toEqual({ period: "2026-11-22", credits: 1000n, posted: 0n, pending: 700n });
-    expect(await ledger.reserve(input(user, 400n, { now }))).toEqual({
+    expect(await ledger.reserve(input(user, 400n))).toEqual({
       ok: false, allowance: 1000n, used: 0n, reserved: 700n, resetsAt: nextResetAt(now),
     });
     await ledger.release(first.id);
-    await expect(ledger.reserve(input(user, 1001n, { now }))).resolves.toMatchObject({ ok: false, reserved: 0n });
+    await expect(ledger.reserve(input(user, 1001n))).resolves.toMatchObject({ ok: false, reserved: 0n });
     await expect(ledger.reserve(input(user, -1n))).rejects.toThrow(RangeError);
   });
 
@@ -93,7 +94,7 @@ describe("quota ledger", () => {
     await ledger.settle(h.id, 120n);
     expect(await settledAccount(h)).toMatchObject({ posted: 120n, pending: 0n });
     expect(await holdRow(h.id)).toMatchObject({ status: "posted", amount: "500", charged: "120", resolved_at: expect.any(Date) });
-    expect((await ledger.balance(user, 1000n)).remaining).toBe(880n);
+    expect((await ledger.balance(daily(user))).remaining).toBe(880n);
     await expect(ledger.settle(h.id, 120n)).rejects.toBeInstanceOf(HoldResolvedError);
     await expect(ledger.release(h.id)).rejects.toBeInstanceOf(HoldResolvedError);
     expect(await settledAccount(h)).toMatchObject({ posted: 120n, pending: 0n });
@@ -110,7 +111,8 @@ describe("quota ledger", () => {
   it("settles a hold once when it is resolved several times at once; another process does not know it", async () => {
     const user = await newUser();
     const h = await hold(user, 100n);
-    const outcomes = await Promise.allSettled([ledger.settle(h.id, 40n), ledger.settle(h.id, 40n), ledger.release(h.id), second().settle(h.id, 40n)]);
+    const other = await second();
+    const outcomes = await Promise.allSettled([ledger.settle(h.id, 40n), ledger.settle(h.id, 40n), ledger.release(h.id), other.settle(h.id, 40n)]);
     expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(1);
     for (const o of outcomes) if (o.status === "rejected") expect(o.reason).toBeInstanceOf(HoldResolvedError);
     expect(await settledAccount(h)).toMatchObject({ posted: 40n, pending: 0n });
@@ -119,13 +121,15 @@ describe("quota ledger", () => {
   it("an overshoot takes the balance below zero and refuses even 0-unit holds until the reset", async () => {
     const user = await newUser();
     const now = new Date("2026-11-22T10:00:00Z");
-    const h = await hold(user, 900n, { now });
+    clock.set(now);
+    const h = await hold(user, 900n);
     await ledger.settle(h.id, 1500n);
-    expect(await ledger.balance(user, 1000n, now)).toMatchObject({ used: 1500n, reserved: 0n, remaining: -500n });
-    await expect(ledger.reserve(input(user, 0n, { now }))).resolves.toMatchObject({ ok: false, used: 1500n });
-    await expect(ledger.reserve(input(user, 1n, { now }))).resolves.toMatchObject({ ok: false });
+    expect(await ledger.balance(daily(user))).toMatchObject({ used: 1500n, reserved: 0n, remaining: -500n });
+    await expect(ledger.reserve(input(user, 0n))).resolves.toMatchObject({ ok: false, used: 1500n });
+    await expect(ledger.reserve(input(user, 1n))).resolves.toMatchObject({ ok: false });
     // The next day starts from the full allowance.
-    await hold(user, 1000n, { now: nextResetAt(now) }).then((next) => ledger.release(next.id));
+    clock.set(nextResetAt(now));
+    await hold(user, 1000n).then((next) => ledger.release(next.id));
 
     // Exactly spent is not overshot: free requests still pass.
     const spent = await newUser();
@@ -137,10 +141,10 @@ describe("quota ledger", () => {
     const user = await newUser();
     const h = await hold(user, 600n);
     await expect(ledger.reserve(input(user, 600n))).resolves.toMatchObject({ ok: false });
-    const upgraded = await hold(user, 600n, { dailyAllowance: 2000n });
+    const upgraded = await hold(user, 600n, { base: 2000n });
     expect(await settledAccount(upgraded)).toMatchObject({ credits: 2000n, pending: 1200n });
-    expect((await ledger.balance(user, 2000n)).remaining).toBe(800n);
-    await expect(ledger.reserve(input(user, 1n, { dailyAllowance: 1000n }))).resolves.toMatchObject({
+    expect((await ledger.balance(daily(user, 2000n))).remaining).toBe(800n);
+    await expect(ledger.reserve(input(user, 1n, { base: 1000n }))).resolves.toMatchObject({
       ok: false, allowance: 1000n, reserved: 1200n,
     });
     await ledger.release(h.id);
@@ -152,45 +156,48 @@ describe("quota ledger", () => {
     const user = await newUser();
     const late = new Date("2026-11-22T23:59:59.999Z");
     const early = new Date("2026-11-23T00:00:00.000Z");
-    const before = await hold(user, 1000n, { now: late });
-    const after = await hold(user, 1000n, { now: early });
+    clock.set(late);
+    const before = await hold(user, 1000n);
+    clock.set(early);
+    const after = await hold(user, 1000n);
     expect(before.accountId).not.toBe(after.accountId);
     expect((await accountOf(before)).period).toBe("2026-11-22");
     expect((await accountOf(after)).period).toBe("2026-11-23");
     await ledger.settle(before.id, 250n);
     expect(await settledAccount(before)).toMatchObject({ posted: 250n, pending: 0n });
-    expect(await ledger.balance(user, 1000n, early)).toEqual({
-      day: "2026-11-23", allowance: 1000n, used: 0n, reserved: 1000n, remaining: 0n, resetsAt: new Date("2026-11-24T00:00:00Z"),
+    expect(await ledger.balance(daily(user))).toEqual({
+      kind: "daily_allowance", period: "2026-11-23", credits: 1000n, restored: 0n, used: 0n, reserved: 1000n, remaining: 0n,
+      resetsAt: new Date("2026-11-24T00:00:00Z"),
     });
     await ledger.release(after.id);
-    expect(await ledger.balance(await newUser(), 5n, early)).toMatchObject({ used: 0n, reserved: 0n, remaining: 5n });
+    expect(await ledger.balance(daily(await newUser(), 5n))).toMatchObject({ used: 0n, reserved: 0n, remaining: 5n });
   });
 
   describe("expiry", () => {
     const lastSeen = (id: string, ago: string) =>
       db.pool.query("update gateway_instances set last_seen_at = now() - $2::interval where id = $1", [id, ago]);
-    const deadInstance = async () => {
-      const dead = await registerInstance(db.pool, { heartbeatMs: 3_600_000 });
-      await lastSeen(dead.id, "91 seconds");
-      return dead;
+    /** A process that thinks it is alive, whose heartbeat the database last saw 91 s ago. */
+    const deadProcess = async () => {
+      const proc = await fixture.process();
+      await lastSeen(proc.instance.id, "91 seconds");
+      return proc;
     };
     const leaseRows = async (accountId: string) =>
       (await db.pool.query<{ instance_id: string; status: string; amount: string }>("select * from quota_leases where account_id = $1", [accountId])).rows;
 
     it("expires the leases of a silent or stopped process, keeps live ones; a late settle still posts", async () => {
       const user = await newUser();
-      const dead = await deadInstance();
-      const stopped = await registerInstance(db.pool);
-      const [silentLedger, stoppedLedger] = [second(), second()];
+      const { ledger: silentLedger, instance: dead } = await deadProcess();
+      const { ledger: stoppedLedger, instance: stopped } = await fixture.process();
       const kept = await hold(user, 100n);
-      const silent = await hold(user, 200n, { instanceId: dead.id }, silentLedger);
-      const orphan = await hold(user, 50n, { instanceId: stopped.id }, stoppedLedger);
+      const silent = await hold(user, 200n, {}, silentLedger);
+      const orphan = await hold(user, 50n, {}, stoppedLedger);
       await stopped.stop();
       await Promise.all([ledger, silentLedger, stoppedLedger].map((l) => l.flush()));
       expect(await accountOf(kept)).toMatchObject({ pending: 350n });
 
-      expect(await ledger.expireAbandoned()).toBe(2);
-      expect(await ledger.expireAbandoned()).toBe(0);
+      expect(await ledger.expire()).toEqual({ leases: 2, durable: 0 });
+      expect(await ledger.expire()).toEqual({ leases: 0, durable: 0 });
       const leases = await leaseRows(kept.accountId);
       expect(leases.filter((l) => l.status === "expired").map((l) => l.instance_id).sort()).toEqual([dead.id, stopped.id].sort());
       expect(leases.filter((l) => l.status === "pending").map((l) => l.instance_id)).toEqual([live.id]);
@@ -203,28 +210,26 @@ describe("quota ledger", () => {
       await stoppedLedger.release(orphan.id);
       expect(await accountOf(kept)).toMatchObject({ posted: 180n, pending: 100n });
       // A new reservation of that process takes a new lease.
-      const again = await hold(user, 10n, { instanceId: dead.id }, silentLedger);
+      const again = await hold(user, 10n, {}, silentLedger);
       await silentLedger.release(again.id);
       await ledger.release(kept.id);
       expect(await settledAccount(kept, ledger, silentLedger)).toMatchObject({ posted: 180n, pending: 0n });
-      await dead.stop();
+      expect(dead.id).not.toBe(live.id);
     });
 
     it("settles racing an expiry subtract each pending amount exactly once", async () => {
       const user = await newUser();
-      const dead = await deadInstance();
-      const deadLedger = second();
-      const holds = await Promise.all(Array.from({ length: 200 }, () => hold(user, 5n, { instanceId: dead.id }, deadLedger)));
+      const { ledger: deadLedger } = await deadProcess();
+      const holds = await Promise.all(Array.from({ length: 200 }, () => hold(user, 5n, {}, deadLedger)));
       // Expiry runs interleaved with the settles, from both processes.
       await Promise.all(
         holds.flatMap((h, i) => {
           const on = i % 2 ? ledger : deadLedger;
-          return i % 20 === 0 ? [on.expireAbandoned(), deadLedger.settle(h.id, 3n)] : [deadLedger.settle(h.id, 3n)];
+          return i % 20 === 0 ? [on.expire(), deadLedger.settle(h.id, 3n)] : [deadLedger.settle(h.id, 3n)];
         }),
       );
-      await ledger.expireAbandoned();
+      await ledger.expire();
       expect(await accountOf(holds[0]!)).toMatchObject({ posted: 600n, pending: 0n });
-      await dead.stop();
     });
 
     it("runs as the expire_holds task and forgets processes silent for a day", async () => {
@@ -232,8 +237,8 @@ describe("quota ledger", () => {
       const services: Services = await createServices({ config: testConfig(), pool: db.pool, logger, env: {}, serving: false });
       await migrateWorkerSchema(db.pool, logger);
       const user = await newUser();
-      const dead = await deadInstance();
-      const h = await hold(user, 40n, { instanceId: dead.id }, second());
+      const { ledger: deadLedger, instance: dead } = await deadProcess();
+      const h = await hold(user, 40n, {}, deadLedger);
       await lastSeen(dead.id, "25 hours");
       const tasks = taskList({ sessions: services.auth.sessions, ledger });
       await quickAddJob({ pgPool: db.pool }, "expire_holds", {});
@@ -245,12 +250,52 @@ describe("quota ledger", () => {
       // Completion is not awaited by runOnce: poll for the job's deletion, which proves it did not fail.
       const jobsLeft = async () => (await db.pool.query("select count(*)::int as n from graphile_worker.jobs")).rows[0].n;
       await expect.poll(jobsLeft).toBe(0);
-      await dead.stop();
       await services.close();
     });
 
+    it("a process stalled past the timeout admits nothing from leases the others expired meanwhile", async () => {
+      const user = await newUser();
+      // Fresh for 100 ms after each acknowledged beat; its own timer would beat only after an hour (a stall).
+      const stalled = await registerInstance(db.pool, { heartbeatMs: 3_600_000, timeoutMs: 3_600_100 });
+      const { ledger: stalledLedger } = await fixture.process({ instance: stalled });
+      const first = await hold(user, 100n, {}, stalledLedger);
+      // Its lease holds free units beyond the request's 100.
+      expect((await accountOf(first)).pending).toBeGreaterThan(100n);
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      // The others presume it dead: its lease expires, and another process takes everything that is left.
+      await lastSeen(stalled.id, "2 hours");
+      expect((await ledger.expire()).leases).toBe(1);
+      const rest = await hold(user, 1000n);
+      // Waking up, it must not admit from the free units it remembers: the database says they are gone.
+      await expect(stalledLedger.reserve(input(user, 10n))).resolves.toMatchObject({ ok: false, allowance: 1000n, used: 0n, reserved: 1000n });
+      // Asking renewed its heartbeat: it is alive again, and its late settlement still posts.
+      const { rows } = await db.pool.query("select now() - last_seen_at < interval '1 minute' as renewed from gateway_instances where id = $1", [stalled.id]);
+      expect(rows[0].renewed).toBe(true);
+      expect(stalled.fresh()).toBe(true);
+      await stalledLedger.settle(first.id, 100n);
+      await ledger.release(rest.id);
+      expect(await settledAccount(first, ledger, stalledLedger)).toMatchObject({ posted: 100n, pending: 0n });
+      await stalled.stop();
+    });
+
+    it("every serving process expires dead processes' leases itself, with no background worker", async () => {
+      const logger = createLogger("silent");
+      const config = testConfig({ quota: { expiry_sweep_seconds: 1, instance_timeout_seconds: 3, heartbeat_seconds: 1 } });
+      const services: Services = await createServices({ config, pool: db.pool, logger, env: {}, serving: true });
+      try {
+        const user = await newUser();
+        const { ledger: deadLedger, instance: dead } = await deadProcess();
+        const h = await hold(user, 40n, {}, deadLedger);
+        await expect.poll(async () => (await leaseRows(h.accountId)).map((l) => l.status), { timeout: 5000, interval: 100 }).toEqual(["expired"]);
+        expect(await accountOf(h)).toMatchObject({ pending: 0n });
+        expect(dead.id).not.toBe(live.id);
+      } finally {
+        await services.close();
+      }
+    });
+
     it("heartbeats keep a process alive, re-create a forgotten row, and stop for good on stop()", async () => {
-      const instance = await registerInstance(db.pool, { heartbeatMs: 20 });
+      const instance = await registerInstance(db.pool, { heartbeatMs: 20, timeoutMs: 60 });
       const seen = async () => {
         const sql = "select now() - last_seen_at < interval '5 seconds' as fresh from gateway_instances where id = $1";
         return (await db.pool.query(sql, [instance.id])).rows[0]?.fresh;
@@ -268,14 +313,14 @@ describe("quota ledger", () => {
       const rand = random(20_261_122);
       const allowance = 10_000n;
       const user = await newUser();
-      const ledgers = [ledger, second()];
+      const ledgers = [ledger, await second()];
       // A hold is resolved by the process that made it.
       type Held = { hold: Hold; on: QuotaLedger };
       const reserveMany = async (n: number): Promise<Held[]> => {
         const results = await Promise.all(
           Array.from({ length: n }, async (_, i) => {
             const on = ledgers[i % 2]!;
-            const result = await on.reserve(input(user, rand(200), { dailyAllowance: allowance }));
+            const result = await on.reserve(input(user, rand(200), { base: allowance }));
             return result.ok ? [{ hold: result.hold, on }] : [];
           }),
         );
@@ -317,7 +362,7 @@ describe("quota ledger", () => {
 
     it("grants exactly what fits when every reserve races for the same remainder", async () => {
       const user = await newUser();
-      const ledgers = [ledger, second()];
+      const ledgers = [ledger, await second()];
       const results = await Promise.all(
         Array.from({ length: 50 }, async (_, i) => ({ on: ledgers[i % 2]!, result: await ledgers[i % 2]!.reserve(input(user, 100n)) })),
       );

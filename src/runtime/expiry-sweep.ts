@@ -1,0 +1,42 @@
+import type { Logger } from "pino";
+import type { QuotaLedger } from "../quota/types.js";
+
+/**
+ * Every serving process runs the ledger's expiry itself, whether or not it runs the background worker: with
+ * every process on `--no-worker`, a killed process's leased units (and durable holds past their expiry) must
+ * still come back. Several processes running it at once is harmless (expire-sql.ts skips what another locked).
+ * The first run is jittered so that processes started together do not run it in step.
+ */
+export function startExpirySweep(ledger: QuotaLedger, intervalMs: number, logger: Logger): { stop(): Promise<void> } {
+  let running: Promise<void> | undefined;
+  const run = () => {
+    running ??= ledger
+      .expire()
+      .then(
+        ({ leases, durable }) => {
+          if (leases + durable > 0) logger.info({ leases, durable }, "expired abandoned leases and durable holds");
+        },
+        (err: Error) => logger.warn({ err: err.message }, "ledger expiry failed; it runs again"),
+      )
+      .finally(() => {
+        running = undefined;
+      });
+  };
+  let timer: NodeJS.Timeout | undefined;
+  const first = setTimeout(
+    () => {
+      run();
+      timer = setInterval(run, intervalMs);
+      timer.unref();
+    },
+    Math.floor(Math.random() * intervalMs),
+  );
+  first.unref();
+  return {
+    async stop() {
+      clearTimeout(first);
+      if (timer) clearInterval(timer);
+      await running;
+    },
+  };
+}
