@@ -3,10 +3,10 @@ import { countPromptTokens, estimatePromptTokens } from "../metering/estimate.js
 import { UpstreamError } from "../providers/types.js";
 import type { AppEnv } from "../server/context.js";
 import { toChatRequest, type ChatRequest } from "./chat-schema.js";
-import { relayChatStream } from "./chat-stream.js";
-import { chatCompletionText } from "./chat-text.js";
-import { deliverJson, deliverStream, localUsage, withPublicModel } from "./deliver.js";
-import { meteredHandler, type InferenceDeps, type RouteSpec } from "./metered-route.js";
+import { relayChatStream } from "../metering/relays/chat-relay.js";
+import { chatCompletionText } from "../providers/openai/chat-text.js";
+import { deliverJson, deliverStream, localUsage, withPublicModel } from "../metering/deliver.js";
+import { meteredHandler, type InferenceDeps, type RouteSpec } from "../metering/runner.js";
 import { extended } from "../objects.js";
 
 const chat: RouteSpec<ChatRequest> = {

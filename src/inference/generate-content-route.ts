@@ -5,18 +5,17 @@ import { countPromptTokens, estimatePromptTokens } from "../metering/estimate.js
 import { createChatToGenerateContentStream } from "../providers/gemini/chat-to-generate-content-stream.js";
 import { convertChatToGenerateContent } from "../providers/gemini/convert-chat-to-generate-content.js";
 import { convertGenerateContentToChat } from "../providers/gemini/convert-generate-content-to-chat.js";
-import { readGeminiStreamUsage } from "../providers/gemini/convert-usage.js";
-import { isFinalGeminiChunk } from "../providers/gemini/generate-content.js";
 import { geminiGenerateContentRequestSchema, type GeminiGenerateContentRequest } from "../providers/gemini/generate-content-request-schema.js";
 import { collectGenerateContentText } from "../providers/gemini/response-text.js";
 import type { ChatRequestBody } from "../providers/openai/chat-types.js";
 import { UpstreamError } from "../providers/types.js";
 import { validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
-import { answeredIn, deliverJson, deliverStream, deliverTranslatedJson, localUsage, withPublicModel, withPublicModelIn } from "./deliver.js";
-import { meteredHandler, type InferenceDeps, type RouteSpec } from "./metered-route.js";
-import { nativeRelay, translatedChatRelay } from "./relay-protocols.js";
-import { relayStream, type RelayProtocol } from "./stream-relay.js";
+import { answeredIn, deliverJson, deliverStream, deliverTranslatedJson, localUsage, withPublicModel } from "../metering/deliver.js";
+import { meteredHandler, type InferenceDeps, type RouteSpec } from "../metering/runner.js";
+import { generateContentErrorFrame, relayNativeGenerateContent } from "../metering/relays/generate-content-relay.js";
+import { translatedChatRelay } from "../metering/relays/relay-protocols.js";
+import { relayStream } from "../metering/relays/stream-relay.js";
 import { extended } from "../objects.js";
 
 // POST /compatible/v1beta/models/{model}:generateContent and :streamGenerateContent?alt=sse, what @google/genai
@@ -38,32 +37,6 @@ function splitTarget(c: Context<AppEnv>): { model: string; method: string } {
   const target = c.req.param("target") ?? "";
   const colon = target.lastIndexOf(":");
   return colon < 0 ? { model: target, method: "" } : { model: target.slice(0, colon), method: target.slice(colon + 1) };
-}
-
-/**
- * Gemini's in-band error, as Google writes one into a stream (a bare JSON object, not a `data:` event), which
- * @google/genai raises as an ApiError with its code. It ends the body, so it is never followed by a delimiter.
- */
-function errorFrame(requestId: string): string {
-  const error = {
-    code: 502,
-    message: "The upstream stream ended unexpectedly.",
-    status: "UNAVAILABLE",
-    details: [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "UPSTREAM_STREAM_INTERRUPTED", domain: "gateway", metadata: { request_id: requestId } }],
-  };
-  return JSON.stringify({ error });
-}
-
-/** A native stream: each chunk as the provider sent it, with the public model ID as its modelVersion. */
-function relayNative(publicModel: string, countPrompt: () => Promise<number>): RelayProtocol {
-  return nativeRelay({
-    readUsage: readGeminiStreamUsage,
-    isFinal: isFinalGeminiChunk,
-    collectText: collectGenerateContentText,
-    countPrompt,
-    errorFrame,
-    write: (event) => `data: ${withPublicModelIn(event.raw, event.data, publicModel, "modelVersion")}\n\n`,
-  });
 }
 
 function generateContent(stream: boolean): RouteSpec<GenerateContentBody> {
@@ -116,8 +89,8 @@ function generateContent(stream: boolean): RouteSpec<GenerateContentBody> {
       const { c, body, request, meter, upstream } = delivery;
       const protocol =
         answeredIn(delivery) === "gemini"
-          ? relayNative(body.model, request.countPrompt)
-          : translatedChatRelay(createChatToGenerateContentStream({ publicModel: body.model }), { countPrompt: request.countPrompt, errorFrame });
+          ? relayNativeGenerateContent(body.model, request.countPrompt)
+          : translatedChatRelay(createChatToGenerateContentStream({ publicModel: body.model }), { countPrompt: request.countPrompt, errorFrame: generateContentErrorFrame });
       return deliverStream(delivery, relayStream({ meter, requestId: c.get("requestId"), first: opened.first, batches: opened.batches, upstream }, protocol));
     },
   };

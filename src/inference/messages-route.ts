@@ -3,20 +3,19 @@ import { countPromptTokens, estimatePromptTokens } from "../metering/estimate.js
 import { ANTHROPIC_BETA, readAnthropicBeta } from "../providers/anthropic/anthropic-beta.js";
 import { createChatToMessagesStream } from "../providers/anthropic/chat-to-messages-stream.js";
 import { convertChatToMessage } from "../providers/anthropic/convert-chat-to-message.js";
-import { isFinalAnthropicUsageEvent, readAnthropicStreamUsage } from "../providers/anthropic/convert-usage.js";
 import { convertMessagesToChat } from "../providers/anthropic/convert-messages-to-chat.js";
-import { collectMessageStreamText, collectMessageText } from "../providers/anthropic/message-text.js";
+import { collectMessageText } from "../providers/anthropic/message-text.js";
 import { anthropicMessagesRequestSchema, type AnthropicMessagesRequest } from "../providers/anthropic/messages-request-schema.js";
-import { asObject } from "../providers/json-guards.js";
 import type { ChatRequestBody } from "../providers/openai/chat-types.js";
 import { UpstreamError } from "../providers/types.js";
 import { validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
 import { requestHeader } from "../server/headers.js";
-import { answeredIn, deliverJson, deliverStream, deliverTranslatedJson, localUsage, withPublicModel } from "./deliver.js";
-import { meteredHandler, type InferenceDeps, type RouteSpec } from "./metered-route.js";
-import { nativeRelay, translatedChatRelay, type DataEvent } from "./relay-protocols.js";
-import { relayStream, type RelayProtocol } from "./stream-relay.js";
+import { answeredIn, deliverJson, deliverStream, deliverTranslatedJson, localUsage, withPublicModel } from "../metering/deliver.js";
+import { meteredHandler, type InferenceDeps, type RouteSpec } from "../metering/runner.js";
+import { messagesErrorFrame, relayNativeMessages } from "../metering/relays/messages-relay.js";
+import { translatedChatRelay } from "../metering/relays/relay-protocols.js";
+import { relayStream } from "../metering/relays/stream-relay.js";
 import { extended } from "../objects.js";
 
 // POST /messages and /v1/messages (the Anthropic SDK appends /v1/messages to its base URL): the Anthropic
@@ -31,32 +30,6 @@ export interface MessagesBody {
   chat: ChatRequestBody;
   /** The client's anthropic-beta list, for native targets. */
   betas: Readonly<Record<string, string>> | undefined;
-}
-
-const frame = (name: string, data: string) => `event: ${name}\ndata: ${data}\n\n`;
-
-/** Anthropic's in-band `error` event, as its SDK raises it: a stream the upstream dropped after it began. */
-function errorFrame(requestId: string): string {
-  const error = { type: "api_error", message: "The upstream stream ended unexpectedly." };
-  return frame("error", JSON.stringify({ type: "error", error, request_id: requestId }));
-}
-
-/** A native stream: events as the provider sent them, the public model ID put into message_start's message. */
-function relayNative(publicModel: string, countPrompt: () => Promise<number>): RelayProtocol {
-  return nativeRelay({
-    readUsage: readAnthropicStreamUsage,
-    isFinal: isFinalAnthropicUsageEvent,
-    collectText: collectMessageStreamText,
-    countPrompt,
-    errorFrame,
-    write(event: DataEvent) {
-      const type = typeof event.data.type === "string" ? event.data.type : "message";
-      const message = type === "message_start" ? asObject(event.data.message) : undefined;
-      if (!message) return frame(event.event ?? type, event.raw);
-      message.model = publicModel;
-      return frame(event.event ?? type, JSON.stringify(event.data));
-    },
-  });
 }
 
 const messages: RouteSpec<MessagesBody> = {
@@ -103,10 +76,10 @@ const messages: RouteSpec<MessagesBody> = {
     const publicModel = body.request.model;
     const protocol =
       answeredIn(delivery) === "anthropic"
-        ? relayNative(publicModel, request.countPrompt)
+        ? relayNativeMessages(publicModel, request.countPrompt)
         : translatedChatRelay(createChatToMessagesStream({ publicModel, promptTokens: request.estimate.promptTokens }), {
             countPrompt: request.countPrompt,
-            errorFrame,
+            errorFrame: messagesErrorFrame,
           });
     return deliverStream(delivery, relayStream({ meter, requestId: c.get("requestId"), first: opened.first, batches: opened.batches, upstream }, protocol));
   },

@@ -1,14 +1,13 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { countTextTokens, estimateTextTokens } from "../metering/estimate.js";
-import { readResponsesStreamUsage } from "../providers/openai/convert-usage.js";
-import type { StreamEvent, UsageReport } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
 import { validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
-import { deliverJson, deliverStream, localUsage, withPublicModel } from "./deliver.js";
-import { meteredHandler, type InferenceDeps, type RouteSpec } from "./metered-route.js";
-import { relayStream, type RelayProtocol } from "./stream-relay.js";
+import { deliverJson, deliverStream, localUsage, withPublicModel } from "../metering/deliver.js";
+import { meteredHandler, type InferenceDeps, type RouteSpec } from "../metering/runner.js";
+import { relayStream } from "../metering/relays/stream-relay.js";
+import { relayResponses } from "../metering/relays/responses-relay.js";
 import { extended } from "../objects.js";
 
 // POST /v1/responses (spec "Responses request"): `model` and `input` (any JSON value) required, everything
@@ -43,46 +42,6 @@ function outputText(output: unknown): string {
     }
   }
   return parts.join("");
-}
-
-/** Stream events whose delta is generated output. */
-const DELTAS = new Set(["response.output_text.delta", "response.refusal.delta", "response.function_call_arguments.delta"]);
-
-function relayResponses(publicModel: string, countPrompt: () => Promise<number>): RelayProtocol {
-  const delivered: string[] = [];
-  let usage: UsageReport | null = null;
-  let sequence = 0;
-  const frame = (type: string, data: string) => `event: ${type}\ndata: ${data}\n\n`;
-  return {
-    transform(event: StreamEvent) {
-      if ("done" in event) return "";
-      const { data } = event;
-      const type = typeof data.type === "string" ? data.type : (event.event ?? "message");
-      if (typeof data.sequence_number === "number") sequence = data.sequence_number;
-      usage = readResponsesStreamUsage(data, usage);
-      if (DELTAS.has(type) && typeof data.delta === "string") delivered.push(data.delta);
-      const response = data.response as Record<string, unknown> | undefined;
-      // The response object (created, in_progress, completed, …) names the model; deltas do not.
-      if (response && typeof response === "object" && typeof response.model === "string") {
-        response.model = publicModel;
-        return frame(type, JSON.stringify(data));
-      }
-      return frame(type, event.raw);
-    },
-    usage: () => usage,
-    countLocal: () => localUsage(countPrompt, delivered.join("")),
-    errorFrame: () =>
-      frame(
-        "error",
-        JSON.stringify({
-          type: "error",
-          code: "upstream_stream_interrupted",
-          message: "The upstream stream ended unexpectedly.",
-          param: null,
-          sequence_number: sequence + 1,
-        }),
-      ),
-  };
 }
 
 const responses: RouteSpec<ResponsesRequest> = {

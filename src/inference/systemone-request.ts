@@ -1,7 +1,7 @@
 import { errors } from "../errors.js";
 import { systemOneRequestSchema, type SystemOneRequest } from "../providers/systemone/request-schema.js";
 import { validate } from "../server/body.js";
-import { applyEdits, findMembers } from "./json-members.js";
+import { applyEdits, findMembers } from "../metering/json-members.js";
 
 // The evaluation request as the route holds it: the checked body, and the client's own JSON text, which is
 // what goes upstream (only `model` is replaced), so the state and every question reach the evaluator

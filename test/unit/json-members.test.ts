@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { applyEdits, findMembers } from "../../src/inference/json-members.js";
+import { applyEdits, findMembers } from "../../src/metering/json-members.js";
 
 /** The text with the top-level model set to "pub" (null when findMembers declines), checked against JSON.parse. */
 function withModel(text: string): string | null {

@@ -1,12 +1,12 @@
 import type { ProviderConfig } from "../config/schema.js";
-import { countTextTokens } from "../metering/estimate.js";
+import { countTextTokens } from "./estimate.js";
 import type { JsonResult, UsageReport } from "../providers/types.js";
 import { respondStream, respondText, type PushedBody } from "../server/respond.js";
 import { errors } from "../errors.js";
 import { OVERHEAD_HEADER, clientGone } from "./client.js";
 import { applyEdits, findMembers } from "./json-members.js";
-import { chatCompletionText } from "./chat-text.js";
-import type { Delivery } from "./metered-route.js";
+import { chatCompletionText } from "../providers/openai/chat-text.js";
+import type { Delivery } from "./runner.js";
 
 // How every metered route hands its answer over: the public model ID in, the overhead header on, the meter
 // settled. A route says only what its answer is.

@@ -1,9 +1,9 @@
-import type { StreamEvent, UsageReport } from "../providers/types.js";
-import { convertOpenAIUsage } from "../providers/openai/convert-usage.js";
-import { countTextTokens } from "../metering/estimate.js";
-import { collectChoicesText } from "./chat-text.js";
-import { applyEdits, findMembers, type Edit } from "./json-members.js";
-import type { PushedBody } from "../server/respond.js";
+import type { StreamEvent, UsageReport } from "../../providers/types.js";
+import { convertOpenAIUsage } from "../../providers/openai/convert-usage.js";
+import { countTextTokens } from "../estimate.js";
+import { collectChoicesText } from "../../providers/openai/chat-text.js";
+import { applyEdits, findMembers, type Edit } from "../json-members.js";
+import type { PushedBody } from "../../server/respond.js";
 import { relayStream, type RelayOptions, type RelayProtocol } from "./stream-relay.js";
 
 // An OpenAI chat SSE stream as the client gets it: the public model ID replaces the upstream one, and the

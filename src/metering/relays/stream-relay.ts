@@ -1,7 +1,7 @@
-import type { Meter } from "../metering/meter.js";
-import type { EventStream, StreamEvent, UpstreamError, UsageReport } from "../providers/types.js";
-import type { BodySink, PushedBody } from "../server/respond.js";
-import type { UpstreamAbort } from "../providers/upstream-abort.js";
+import type { Meter } from "../meter.js";
+import type { EventStream, StreamEvent, UpstreamError, UsageReport } from "../../providers/types.js";
+import type { BodySink, PushedBody } from "../../server/respond.js";
+import type { UpstreamAbort } from "../../providers/upstream-abort.js";
 
 // The relay of every streamed route and its one rule: whatever happens (the stream's end, an upstream drop,
 // the client gone) the meter is settled exactly once, from the upstream's usage or the local count of what was

@@ -1,7 +1,7 @@
-import { convertOpenAIUsage } from "../providers/openai/convert-usage.js";
-import type { StreamEvent, StreamUsageReader, UsageReport } from "../providers/types.js";
-import { collectChoicesText } from "./chat-text.js";
-import { localUsage } from "./deliver.js";
+import { convertOpenAIUsage } from "../../providers/openai/convert-usage.js";
+import type { StreamEvent, StreamUsageReader, UsageReport } from "../../providers/types.js";
+import { collectChoicesText } from "../../providers/openai/chat-text.js";
+import { localUsage } from "../deliver.js";
 import type { RelayProtocol } from "./stream-relay.js";
 
 // The two ways a stream reaches a client whose protocol is not OpenAI chat (Anthropic messages, Gemini

@@ -1,0 +1,35 @@
+import { isFinalGeminiChunk } from "../../providers/gemini/generate-content.js";
+import { readGeminiStreamUsage } from "../../providers/gemini/convert-usage.js";
+import { collectGenerateContentText } from "../../providers/gemini/response-text.js";
+import { withPublicModelIn } from "../deliver.js";
+import { nativeRelay } from "./relay-protocols.js";
+import type { RelayProtocol } from "./stream-relay.js";
+
+// A Gemini generateContent stream from a target that speaks it (docs/translation.md), and the in-band error of
+// the protocol, which translated streams use too.
+
+/**
+ * Gemini's in-band error, as Google writes one into a stream (a bare JSON object, not a `data:` event), which
+ * @google/genai raises as an ApiError with its code. It ends the body, so it is never followed by a delimiter.
+ */
+export function generateContentErrorFrame(requestId: string): string {
+  const error = {
+    code: 502,
+    message: "The upstream stream ended unexpectedly.",
+    status: "UNAVAILABLE",
+    details: [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "UPSTREAM_STREAM_INTERRUPTED", domain: "gateway", metadata: { request_id: requestId } }],
+  };
+  return JSON.stringify({ error });
+}
+
+/** A native stream: each chunk as the provider sent it, with the public model ID as its modelVersion. */
+export function relayNativeGenerateContent(publicModel: string, countPrompt: () => Promise<number>): RelayProtocol {
+  return nativeRelay({
+    readUsage: readGeminiStreamUsage,
+    isFinal: isFinalGeminiChunk,
+    collectText: collectGenerateContentText,
+    countPrompt,
+    errorFrame: generateContentErrorFrame,
+    write: (event) => `data: ${withPublicModelIn(event.raw, event.data, publicModel, "modelVersion")}\n\n`,
+  });
+}

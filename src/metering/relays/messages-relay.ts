@@ -1,0 +1,34 @@
+import { isFinalAnthropicUsageEvent, readAnthropicStreamUsage } from "../../providers/anthropic/convert-usage.js";
+import { collectMessageStreamText } from "../../providers/anthropic/message-text.js";
+import { asObject } from "../../providers/json-guards.js";
+import { nativeRelay, type DataEvent } from "./relay-protocols.js";
+import type { RelayProtocol } from "./stream-relay.js";
+
+// An Anthropic Messages stream from a target that speaks it (docs/translation.md), and the in-band error of the
+// protocol, which translated streams use too.
+
+const frame = (name: string, data: string) => `event: ${name}\ndata: ${data}\n\n`;
+
+/** Anthropic's in-band `error` event, as its SDK raises it: a stream the upstream dropped after it began. */
+export function messagesErrorFrame(requestId: string): string {
+  const error = { type: "api_error", message: "The upstream stream ended unexpectedly." };
+  return frame("error", JSON.stringify({ type: "error", error, request_id: requestId }));
+}
+
+/** A native stream: events as the provider sent them, the public model ID put into message_start's message. */
+export function relayNativeMessages(publicModel: string, countPrompt: () => Promise<number>): RelayProtocol {
+  return nativeRelay({
+    readUsage: readAnthropicStreamUsage,
+    isFinal: isFinalAnthropicUsageEvent,
+    collectText: collectMessageStreamText,
+    countPrompt,
+    errorFrame: messagesErrorFrame,
+    write(event: DataEvent) {
+      const type = typeof event.data.type === "string" ? event.data.type : "message";
+      const message = type === "message_start" ? asObject(event.data.message) : undefined;
+      if (!message) return frame(event.event ?? type, event.raw);
+      message.model = publicModel;
+      return frame(event.event ?? type, JSON.stringify(event.data));
+    },
+  });
+}

@@ -1,0 +1,47 @@
+import { readResponsesStreamUsage } from "../../providers/openai/convert-usage.js";
+import type { StreamEvent, UsageReport } from "../../providers/types.js";
+import { localUsage } from "../deliver.js";
+import type { RelayProtocol } from "./stream-relay.js";
+
+// A Responses stream as the client gets it: events as the upstream sent them, the public model ID put into the
+// response object; billed from the terminal event's usage, else from the delivered deltas (docs/billing.md).
+
+/** Stream events whose delta is generated output. */
+const DELTAS = new Set(["response.output_text.delta", "response.refusal.delta", "response.function_call_arguments.delta"]);
+
+export function relayResponses(publicModel: string, countPrompt: () => Promise<number>): RelayProtocol {
+  const delivered: string[] = [];
+  let usage: UsageReport | null = null;
+  let sequence = 0;
+  const frame = (type: string, data: string) => `event: ${type}\ndata: ${data}\n\n`;
+  return {
+    transform(event: StreamEvent) {
+      if ("done" in event) return "";
+      const { data } = event;
+      const type = typeof data.type === "string" ? data.type : (event.event ?? "message");
+      if (typeof data.sequence_number === "number") sequence = data.sequence_number;
+      usage = readResponsesStreamUsage(data, usage);
+      if (DELTAS.has(type) && typeof data.delta === "string") delivered.push(data.delta);
+      const response = data.response as Record<string, unknown> | undefined;
+      // The response object (created, in_progress, completed, …) names the model; deltas do not.
+      if (response && typeof response === "object" && typeof response.model === "string") {
+        response.model = publicModel;
+        return frame(type, JSON.stringify(data));
+      }
+      return frame(type, event.raw);
+    },
+    usage: () => usage,
+    countLocal: () => localUsage(countPrompt, delivered.join("")),
+    errorFrame: () =>
+      frame(
+        "error",
+        JSON.stringify({
+          type: "error",
+          code: "upstream_stream_interrupted",
+          message: "The upstream stream ended unexpectedly.",
+          param: null,
+          sequence_number: sequence + 1,
+        }),
+      ),
+  };
+}
