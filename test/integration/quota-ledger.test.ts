@@ -2,7 +2,6 @@ import { quickAddJob, runOnce } from "graphile-worker";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Pool } from "../../src/db/pool.js";
 import { taskList } from "../../src/jobs/tasks.js";
-import { migrateWorkerSchema } from "../../src/jobs/worker.js";
 import {
   createQuotaLedger,
   HoldResolvedError,
@@ -230,7 +229,6 @@ describe("quota ledger", () => {
     it("runs as the expire_holds task and forgets processes silent for a day", async () => {
       const logger = createLogger("silent");
       const services: Services = await createServices({ config: testConfig(), pool: db.pool, logger, env: {}, serving: false });
-      await migrateWorkerSchema(db.pool, logger);
       const user = await newUser();
       const dead = await deadInstance();
       const h = await hold(user, 40n, { instanceId: dead.id }, second());
