@@ -48,7 +48,7 @@ export async function withServices<T>(opts: CommonOptions, fn: (services: Servic
   const dataDir = dataDirOf(opts);
   const db = await openDatabase({ config, env: process.env, dataDir, logger, mode: "attach-or-start", poolSize: 2 });
   try {
-    await runMigrations(db.pool);
+    await runMigrations(db.pool, logger);
     const services = await createServices({ config, pool: db.pool, logger, serving: false });
     try {
       return await fn(services);

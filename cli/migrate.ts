@@ -1,6 +1,5 @@
 import { Command } from "commander";
 import { runMigrations } from "../src/db/migrate.js";
-import { migrateWorkerSchema } from "../src/jobs/worker.js";
 import { openDatabase } from "../src/runtime/database.js";
 import { adminLogger, dataDirOf, loadAdminConfig, type CommonOptions } from "./context.js";
 import { withCommonOptions } from "./options.js";
@@ -20,8 +19,7 @@ export function migrateCommand(): Command {
       });
       try {
         if (!opts.json) process.stderr.write(`applying migrations (${db.source} database)…\n`);
-        await runMigrations(db.pool);
-        await migrateWorkerSchema(db.pool, logger);
+        await runMigrations(db.pool, logger);
       } finally {
         await db.close();
       }

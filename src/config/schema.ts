@@ -1,3 +1,4 @@
+import { constants as bufferConstants } from "node:buffer";
 import { z } from "zod";
 
 // The config file's shape (DESIGN.md §4). Every key is documented in docs/configuration.md.
@@ -25,6 +26,33 @@ export const providerSchema = z.strictObject({
     })
     .prefault({}),
 });
+
+const MiB = 1024 * 1024;
+
+/**
+ * The most bytes of one upstream JSON answer (2xx) the gateway reads, per upstream capability: the answer is
+ * held whole (text, then its parse) to be checked and reshaped, so without a cap a broken or hostile upstream
+ * could make a process buffer gigabytes. Past it: 502 upstream_answer_too_large, no fallback. Streams are
+ * relayed as they arrive and never held whole, so they have no cap. Why each default: docs/configuration.md.
+ */
+const answerBytes = (fallback: number) =>
+  // One answer is decoded into one string; V8 refuses longer ones (ERR_STRING_TOO_LONG).
+  z.int().positive().max(bufferConstants.MAX_STRING_LENGTH).default(fallback);
+
+export const upstreamAnswerLimitsSchema = z
+  .strictObject({
+    chat_completions: answerBytes(32 * MiB),
+    responses: answerBytes(32 * MiB),
+    messages: answerBytes(32 * MiB),
+    generate_content: answerBytes(32 * MiB),
+    embeddings: answerBytes(256 * MiB),
+    evaluate: answerBytes(128 * MiB),
+    /** For the image capabilities, read once they exist. */
+    images: answerBytes(256 * MiB),
+    /** For the video capabilities (job JSON; video bytes are never read as JSON), read once they exist. */
+    video: answerBytes(1 * MiB),
+  })
+  .prefault({});
 
 const targetSchema = z.union([id, z.strictObject({ provider: id, model: z.string().min(1).optional() })]);
 
@@ -146,6 +174,7 @@ export const configSchema = z
         rate_cards: z.record(z.string().min(1), rateCardSchema).default({}),
       })
       .prefault({}),
+    limits: z.strictObject({ upstream_answer_bytes: upstreamAnswerLimitsSchema }).prefault({}),
     pricing_groups: z.record(id, pricingGroupSchema).default({ default: { multiplier: 1 } }),
     providers: z.record(id, providerSchema).default({}),
     models: z.record(id, modelSchema).default({}),
@@ -201,3 +230,4 @@ export type ProviderConfig = z.infer<typeof providerSchema>;
 export type ModelConfig = z.infer<typeof modelSchema>;
 export type PlanConfig = z.infer<typeof planSchema>;
 export type PricingGroupConfig = z.infer<typeof pricingGroupSchema>;
+export type UpstreamAnswerLimits = z.infer<typeof upstreamAnswerLimitsSchema>;

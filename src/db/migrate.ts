@@ -2,7 +2,10 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { drizzle } from "drizzle-orm/node-postgres";
 import { migrate } from "drizzle-orm/node-postgres/migrator";
+import { runMigrations as runWorkerMigrations } from "graphile-worker";
+import type { Logger } from "pino";
 import type { Pool } from "./pool.js";
+import { workerLogger } from "./worker-logger.js";
 
 import { packageRoot } from "../package-root.js";
 
@@ -12,7 +15,13 @@ export const migrationsFolder = path.join(packageRoot, "migrations");
 // the same migration.
 const MIGRATION_LOCK = 7_410_221;
 
-export async function runMigrations(pool: Pool): Promise<void> {
+/**
+ * Brings the database up to date, the one entry point for every process (serve, admin commands, migrate,
+ * tests): the gateway's migrations, then graphile-worker's schema. The latter is here, not left to the worker's
+ * own start, so that any process (`serve --no-worker`, an admin command) can enqueue a job inside a business
+ * transaction (`select graphile_worker.add_job(...)`) on a fresh database.
+ */
+export async function runMigrations(pool: Pool, logger: Logger): Promise<void> {
   const client = await pool.connect();
   try {
     await client.query("select pg_advisory_lock($1)", [MIGRATION_LOCK]);
@@ -24,6 +33,9 @@ export async function runMigrations(pool: Pool): Promise<void> {
   } finally {
     client.release();
   }
+  // After our lock is released: graphile-worker takes a connection of its own from the pool (under our lock a
+  // pool of one would wait for ever), and it guards its migrations against concurrent processes itself.
+  await runWorkerMigrations({ pgPool: pool, logger: workerLogger(logger) });
 }
 
 function expectedMigrationCount(): number {

@@ -1,21 +1,17 @@
-import { Logger as WorkerLogger, run, runMigrations, type Runner } from "graphile-worker";
+import { run, type Runner } from "graphile-worker";
 import type { Logger } from "pino";
 import type { Pool } from "../db/pool.js";
+import { workerLogger } from "../db/worker-logger.js";
 import { crontab, taskList, type JobDeps } from "./tasks.js";
-
-function workerLogger(logger: Logger): WorkerLogger {
-  const log = logger.child({ component: "worker" });
-  return new WorkerLogger(() => (level, message) => {
-    const method = level === "error" ? "error" : level === "warning" ? "warn" : level === "debug" ? "debug" : "info";
-    log[method](message);
-  });
-}
 
 export interface BackgroundWorker {
   stop(): Promise<void>;
 }
 
-/** Starts graphile-worker on the gateway's pool (its schema is migrated first, under its own lock). */
+/**
+ * Starts graphile-worker on the gateway's pool. Its schema is migrated by runMigrations (src/db/migrate.ts)
+ * before; run() checks it again, which is then a no-op.
+ */
 export async function startWorker(opts: {
   pool: Pool;
   logger: Logger;
@@ -32,8 +28,4 @@ export async function startWorker(opts: {
     logger: workerLogger(opts.logger),
   });
   return { stop: () => runner.stop() };
-}
-
-export async function migrateWorkerSchema(pool: Pool, logger: Logger): Promise<void> {
-  await runMigrations({ pgPool: pool, logger: workerLogger(logger) });
 }

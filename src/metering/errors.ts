@@ -1,7 +1,7 @@
 import type { ErrorClass } from "../analytics/types.js";
 import { formatUsd } from "../billing/usd.js";
 import { GatewayError, errors } from "../errors.js";
-import { UpstreamError } from "../providers/types.js";
+import { UpstreamAnswerTooLargeError, UpstreamError } from "../providers/types.js";
 import type { AccountKind, Refusal } from "../quota/types.js";
 
 // Mapping of metering outcomes to client errors and coarse analytics classes. An upstream failure is told to
@@ -115,6 +115,15 @@ export function upstreamToClient(err: UpstreamError, byok = false): GatewayError
   }
   if (err.failure === "status" && status === 413) {
     return new GatewayError({ status: 413, type: "invalid_request_error", message: "The request is too large for the upstream provider.", code: "upstream_request_too_large" });
+  }
+  if (err instanceof UpstreamAnswerTooLargeError) {
+    // The cap is the operator's setting, so naming it tells nothing about the upstream; its text is never relayed.
+    return new GatewayError({
+      status: 502,
+      type: "api_error",
+      message: `The upstream provider's answer is larger than this gateway accepts for this kind of request (${err.limitBytes} bytes); ask for less output, or ask the operator to raise limits.upstream_answer_bytes.`,
+      code: "upstream_answer_too_large",
+    });
   }
   if (err.failure === "timeout") {
     return new GatewayError({ status: 504, type: "api_error", message: "The upstream provider did not answer in time.", code: "upstream_timeout" });

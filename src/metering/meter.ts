@@ -118,6 +118,9 @@ export class Meter {
         if (err.failure === "protocol") {
           // Why an answer was unusable names a rule, never upstream content.
           this.deps.logger.warn({ req_id: this.start.requestId, provider: target.providerId, reason: err.message }, "UPSTREAM_INVALID_ANSWER");
+        } else if (err.failure === "too_large") {
+          // The operator's cue to raise limits.upstream_answer_bytes if such answers are legitimate.
+          this.deps.logger.warn({ req_id: this.start.requestId, provider: target.providerId, reason: err.message }, "UPSTREAM_ANSWER_TOO_LARGE");
         }
         if (!err.retryable) break;
       }

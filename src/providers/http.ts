@@ -94,15 +94,18 @@ export interface Endpoint {
   headersFor: HeadersFor;
   /** headersFor(provider.api_key, …), kept: header objects and URL parsing are on the hot path. */
   headers: { json: Record<string, string>; stream: Record<string, string> };
+  /** The most bytes of a JSON answer read from this endpoint: its capability's `limits.upstream_answer_bytes`. */
+  maxAnswerBytes: number;
 }
 
-export function createEndpoint(pool: Pool, provider: ProviderConfig, path: string, headersFor: HeadersFor): Endpoint {
+export function createEndpoint(pool: Pool, provider: ProviderConfig, path: string, headersFor: HeadersFor, maxAnswerBytes: number): Endpoint {
   return {
     pool,
     provider,
     path: upstreamPath(provider, path),
     headersFor,
     headers: { json: headersFor(provider.api_key, false), stream: headersFor(provider.api_key, true) },
+    maxAnswerBytes,
   };
 }
 

@@ -116,7 +116,7 @@ export interface ProviderAdapter {
  */
 export type StreamUsageReader = (data: Record<string, unknown>, prior: UsageReport | null) => UsageReport | null;
 
-export type UpstreamFailure = "connect" | "timeout" | "status" | "protocol" | "aborted";
+export type UpstreamFailure = "connect" | "timeout" | "status" | "protocol" | "too_large" | "aborted";
 
 /**
  * An upstream call that failed. Carries only what the gateway may act on: never the upstream body, which can
@@ -135,11 +135,27 @@ export class UpstreamError extends Error {
 
   /**
    * Whether the next target may be tried (only before the first byte reached the client). An invalid answer
-   * (protocol) counts as a bad gateway, like a 502.
+   * (protocol) counts as a bad gateway, like a 502. An answer over the cap (too_large) does not: the next
+   * target would most likely answer as much, and this one has done (and may bill) the work already.
    */
   get retryable(): boolean {
     if (this.failure === "connect" || this.failure === "timeout" || this.failure === "protocol") return true;
     return this.failure === "status" && this.status !== null && FALLBACK_STATUSES.has(this.status);
+  }
+}
+
+/**
+ * A 2xx JSON answer longer than its capability's cap (`limits.upstream_answer_bytes`), refused by its
+ * Content-Length or as soon as the bytes read pass the cap; the rest is never read. `status` is the upstream's.
+ */
+export class UpstreamAnswerTooLargeError extends UpstreamError {
+  constructor(
+    /** The cap that was passed, in bytes (the client is told it). */
+    readonly limitBytes: number,
+    status: number,
+  ) {
+    super("too_large", status);
+    this.message = `upstream answer over ${limitBytes} bytes`;
   }
 }
 

@@ -36,7 +36,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   try {
     const db = await openDatabase({ config, env: opts.env, dataDir: opts.dataDir, logger, mode: "own" });
     cleanups.push(() => db.close());
-    await runMigrations(db.pool);
+    await runMigrations(db.pool, logger);
     const services = await createServices({ config, pool: db.pool, logger, env: opts.env });
     cleanups.push(() => services.close());
     let worker: BackgroundWorker | undefined;

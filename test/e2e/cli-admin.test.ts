@@ -2,6 +2,7 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gateway, processesMentioning, tempDir } from "../helpers/cli.js";
+import { createTestDatabase } from "../helpers/db.js";
 
 // Admin commands on a data dir with no running gateway: each starts the embedded database briefly.
 describe("gateway admin commands", () => {
@@ -86,5 +87,36 @@ describe("gateway admin commands", () => {
     const usage = await gateway(["keys", "create"], { cwd: work.dir });
     expect(usage.exitCode).not.toBe(0);
     expect(usage.stderr.trim().split("\n")).toHaveLength(1);
+  }, 60_000);
+
+  it("migrate --json brings a fresh database up, graphile-worker's schema included, and prints only {ok: true}", async () => {
+    const db = await createTestDatabase({ migrate: false });
+    try {
+      for (let i = 0; i < 2; i++) {
+        const migrated = await gateway(["migrate", "--json"], { cwd: work.dir, env: { DATABASE_URL: db.url } });
+        expect(migrated.exitCode).toBe(0);
+        expect(migrated.stdout).toBe('{\n  "ok": true\n}');
+        expect(migrated.stderr).toBe("");
+      }
+      const { rows } = await db.pool.query("select (graphile_worker.add_job('prune_sessions', '{}'::json)).id is not null as queued");
+      expect(rows).toEqual([{ queued: true }]);
+    } finally {
+      await db.drop();
+    }
+  }, 60_000);
+
+  it("an admin command on a fresh database leaves graphile-worker's schema ready for jobs too", async () => {
+    const db = await createTestDatabase({ migrate: false });
+    try {
+      const created = await gateway(["users", "create", "--email", "first@example.test", "--password", "correct horse", "--json"], {
+        cwd: work.dir,
+        env: { DATABASE_URL: db.url },
+      });
+      expect(created.exitCode).toBe(0);
+      const { rows } = await db.pool.query("select (graphile_worker.add_job('prune_sessions', '{}'::json)).id is not null as queued");
+      expect(rows).toEqual([{ queued: true }]);
+    } finally {
+      await db.drop();
+    }
   }, 60_000);
 });

@@ -3,6 +3,7 @@ import pg from "pg";
 import { inject } from "vitest";
 import { runMigrations } from "../../src/db/migrate.js";
 import { createPool, type Pool } from "../../src/db/pool.js";
+import { createLogger } from "../../src/server/logger.js";
 
 export interface TestDatabase {
   url: string;
@@ -27,7 +28,7 @@ export async function createTestDatabase(options: { migrate?: boolean } = {}): P
   const url = new URL(inject("adminDatabaseUrl"));
   url.pathname = `/${name}`;
   const pool = createPool(url.toString(), 10, () => {});
-  if (options.migrate !== false) await runMigrations(pool);
+  if (options.migrate !== false) await runMigrations(pool, createLogger("silent"));
   return {
     url: url.toString(),
     pool,

@@ -2,7 +2,7 @@ import { once } from "node:events";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll } from "vitest";
-import { providerSchema, type ProviderConfig } from "../../src/config/schema.js";
+import { providerSchema, upstreamAnswerLimitsSchema, type ProviderConfig, type UpstreamAnswerLimits } from "../../src/config/schema.js";
 import { batchesOf } from "./async-iter.js";
 import type { EventStream, ProviderAdapter, Target } from "../../src/providers/types.js";
 
@@ -74,21 +74,25 @@ export interface AdapterFixture {
   target: Target;
 }
 
+/** The default caps on JSON answers, with `overrides`. */
+export const answerLimits = (overrides: Partial<UpstreamAnswerLimits> = {}): UpstreamAnswerLimits => upstreamAnswerLimitsSchema.parse(overrides);
+
 /**
  * Registers the hooks of an adapter test: a recording upstream, an adapter for a provider on it (base URL from
  * `baseUrl`), the target the calls go to, and a clean request list per test. Read the fields in beforeAll.
  */
 export function useRecordingAdapter(
-  create: (provider: ProviderConfig) => ProviderAdapter,
+  create: (provider: ProviderConfig, limits: UpstreamAnswerLimits) => ProviderAdapter,
   protocol: ProviderConfig["protocol"],
   baseUrl: (url: string) => string,
   target: { providerId: string; upstreamModel: string },
+  limits: UpstreamAnswerLimits = answerLimits(),
 ): AdapterFixture {
   const fixture = {} as AdapterFixture;
   beforeAll(async () => {
     fixture.upstream = await startRecordingUpstream();
     const provider = fixture.upstream.provider({ protocol, base_url: baseUrl(fixture.upstream.url) });
-    fixture.adapter = create(provider);
+    fixture.adapter = create(provider, limits);
     fixture.target = { ...target, provider };
   });
   afterAll(async () => {

@@ -116,7 +116,7 @@ describe("readiness", () => {
   it("answers 503 while migrations are not applied", async () => {
     const db = await createTestDatabase({ migrate: false });
     // Auth needs its tables to start, so migrate them, then roll the bookkeeping back to look unmigrated.
-    await runMigrations(db.pool);
+    await runMigrations(db.pool, createLogger("silent"));
     await db.pool.query("delete from drizzle.__drizzle_migrations");
     const gw = await startTestGateway({ db });
     try {

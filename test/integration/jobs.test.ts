@@ -1,8 +1,6 @@
 import { quickAddJob, runOnce } from "graphile-worker";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { crontab, taskList, type JobDeps } from "../../src/jobs/tasks.js";
-import { migrateWorkerSchema } from "../../src/jobs/worker.js";
-import { createLogger } from "../../src/server/logger.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 
 describe("background jobs", () => {
@@ -11,7 +9,6 @@ describe("background jobs", () => {
   beforeAll(async () => {
     gw = await startTestGateway();
     deps = { sessions: gw.services.auth.sessions, ledger: gw.services.ledger };
-    await migrateWorkerSchema(gw.db.pool, createLogger("silent"));
   });
   afterAll(() => gw.close());
 

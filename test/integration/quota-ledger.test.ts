@@ -1,7 +1,6 @@
 import { quickAddJob, runOnce } from "graphile-worker";
 import { beforeAll, describe, expect, it } from "vitest";
 import { taskList } from "../../src/jobs/tasks.js";
-import { migrateWorkerSchema } from "../../src/jobs/worker.js";
 import {
   HoldResolvedError,
   nextResetAt,
@@ -235,7 +234,6 @@ describe("quota ledger", () => {
     it("runs as the expire_holds task and forgets processes silent for a day", async () => {
       const logger = createLogger("silent");
       const services: Services = await createServices({ config: testConfig(), pool: db.pool, logger, env: {}, serving: false });
-      await migrateWorkerSchema(db.pool, logger);
       const user = await newUser();
       const { ledger: deadLedger, instance: dead } = await deadProcess();
       const h = await hold(user, 40n, {}, deadLedger);

@@ -63,6 +63,34 @@ describe("config loading", () => {
     expect(err.message).toContain(expectedPath === "" ? "bad.yaml" : `at ${expectedPath}`);
   });
 
+  it("caps upstream JSON answers per capability, with defaults and positive integer overrides", () => {
+    const MiB = 1024 * 1024;
+    expect(parseConfig({}, "t").limits.upstream_answer_bytes).toEqual({
+      chat_completions: 32 * MiB,
+      responses: 32 * MiB,
+      messages: 32 * MiB,
+      generate_content: 32 * MiB,
+      embeddings: 256 * MiB,
+      evaluate: 128 * MiB,
+      images: 256 * MiB,
+      video: 1 * MiB,
+    });
+    const config = loadConfigFile(file("limits.yaml", `limits:\n  upstream_answer_bytes: { chat_completions: 1024, video: 1 }\n`));
+    expect(config.limits.upstream_answer_bytes).toMatchObject({ chat_completions: 1024, video: 1, responses: 32 * MiB });
+  });
+
+  it.each([
+    ["zero", "chat_completions: 0", "limits.upstream_answer_bytes.chat_completions"],
+    ["negative", "embeddings: -1", "limits.upstream_answer_bytes.embeddings"],
+    ["fractional", "evaluate: 1.5", "limits.upstream_answer_bytes.evaluate"],
+    ["not a number", "messages: lots", "limits.upstream_answer_bytes.messages"],
+    ["longer than a string can be", "images: 1073741824", "limits.upstream_answer_bytes.images"],
+    ["unknown capability", "chat: 1024", "limits.upstream_answer_bytes"],
+  ])("refuses an answer cap that is %s", (_name, entry, expectedPath) => {
+    const err = failure(() => loadConfigFile(file("bad-limits.yaml", `limits:\n  upstream_answer_bytes: { ${entry} }\n`)));
+    expect(err.path).toBe(expectedPath);
+  });
+
   it("reports unreadable files and broken YAML without a path", () => {
     expect(failure(() => loadConfigFile(path.join(dir, "absent.yaml"))).message).toMatch(/cannot read file \(ENOENT\)/);
     expect(failure(() => loadConfigFile(file("broken.yaml", "models: [unclosed\n"))).message).toMatch(/not valid YAML/);

@@ -48,7 +48,7 @@ function post(endpoint: Endpoint, method: string, body: Record<string, unknown>,
 /** POST {base_url}/v1beta/models/{target model}:generateContent. The model is the URL's, never the body's. */
 export async function geminiGenerateContent(endpoint: Endpoint, body: Record<string, unknown>, options: CallOptions): Promise<JsonResult> {
   const res = await post(endpoint, "generateContent", body, options, false);
-  return readJsonResult(res, options.signal, (json) => convertGeminiUsage(json.usageMetadata));
+  return readJsonResult(res, options.signal, (json) => convertGeminiUsage(json.usageMetadata), endpoint.maxAnswerBytes);
 }
 
 /** POST ...:streamGenerateContent?alt=sse: `data: {GenerateContentResponse}` chunks. */

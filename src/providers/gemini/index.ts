@@ -1,4 +1,4 @@
-import type { ProviderConfig } from "../../config/schema.js";
+import type { ProviderConfig, UpstreamAnswerLimits } from "../../config/schema.js";
 import { createEndpoint, createPool } from "../http.js";
 import type { ProviderAdapter } from "../types.js";
 import { geminiGenerateContent, geminiHeaders, geminiStreamGenerateContent } from "./generate-content.js";
@@ -8,9 +8,10 @@ import { geminiGenerateContent, geminiHeaders, geminiStreamGenerateContent } fro
  * `{base_url}/v1beta/models/{model}:generateContent`. JSON and SSE are two capabilities because Gemini puts
  * the choice in the URL, not in the body.
  */
-export function createGeminiAdapter(provider: ProviderConfig): ProviderAdapter {
+export function createGeminiAdapter(provider: ProviderConfig, limits: UpstreamAnswerLimits): ProviderAdapter {
   const pool = createPool(provider);
-  const endpoint = createEndpoint(pool, provider, "/v1beta", geminiHeaders);
+  // One endpoint for both: the cap applies to generateContent's JSON answers; streams are never held whole.
+  const endpoint = createEndpoint(pool, provider, "/v1beta", geminiHeaders, limits.generate_content);
   return {
     protocol: "gemini",
     generateContent: (body, options) => geminiGenerateContent(endpoint, body, options),

@@ -6,5 +6,5 @@ import { convertEmbeddingsUsage } from "./convert-usage.js";
 /** POST {base_url}/embeddings; always JSON. */
 export async function openaiEmbeddings(endpoint: Endpoint, body: Record<string, unknown>, options: CallOptions): Promise<JsonResult> {
   const res = await postToEndpoint(endpoint, body, options, false);
-  return readJsonResult(res, options.signal, (json) => convertEmbeddingsUsage(json.usage));
+  return readJsonResult(res, options.signal, (json) => convertEmbeddingsUsage(json.usage), endpoint.maxAnswerBytes);
 }

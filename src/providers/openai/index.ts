@@ -1,4 +1,4 @@
-import type { ProviderConfig } from "../../config/schema.js";
+import type { ProviderConfig, UpstreamAnswerLimits } from "../../config/schema.js";
 import { createEndpoint, createPool } from "../http.js";
 import type { ProviderAdapter } from "../types.js";
 import { openaiChatCompletions } from "./chat-completions.js";
@@ -7,11 +7,11 @@ import { openaiHeaders } from "./endpoint.js";
 import { openaiResponses } from "./responses.js";
 
 /** `base_url` includes `/v1`, as the OpenAI SDK's base URL does. */
-export function createOpenAIAdapter(provider: ProviderConfig): ProviderAdapter {
+export function createOpenAIAdapter(provider: ProviderConfig, limits: UpstreamAnswerLimits): ProviderAdapter {
   const pool = createPool(provider);
-  const chat = createEndpoint(pool, provider, "/chat/completions", openaiHeaders);
-  const responses = createEndpoint(pool, provider, "/responses", openaiHeaders);
-  const embeddings = createEndpoint(pool, provider, "/embeddings", openaiHeaders);
+  const chat = createEndpoint(pool, provider, "/chat/completions", openaiHeaders, limits.chat_completions);
+  const responses = createEndpoint(pool, provider, "/responses", openaiHeaders, limits.responses);
+  const embeddings = createEndpoint(pool, provider, "/embeddings", openaiHeaders, limits.embeddings);
   return {
     protocol: "openai",
     chatCompletions: (body, options) => openaiChatCompletions(chat, body, options),

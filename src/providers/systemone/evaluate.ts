@@ -13,5 +13,5 @@ export const systemOneHeaders: HeadersFor = (apiKey) => ({
 /** POST {base_url}/v1/systemone with the request's JSON text as it is (model already set to the upstream version). */
 export async function systemOneEvaluate(endpoint: Endpoint, body: string, options: CallOptions): Promise<JsonResult> {
   const res = await postToEndpoint(endpoint, body, options, false);
-  return readJsonResult(res, options.signal, (json) => convertSystemOneUsage(json.usage, res.statusCode));
+  return readJsonResult(res, options.signal, (json) => convertSystemOneUsage(json.usage, res.statusCode), endpoint.maxAnswerBytes);
 }
