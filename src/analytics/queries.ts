@@ -1,4 +1,4 @@
-import { errors } from "../errors.js";
+import { errors, type ErrorCode } from "../errors.js";
 import type { Pool } from "../db/pool.js";
 import type { ErrorClass, UsageSource } from "./types.js";
 
@@ -15,6 +15,8 @@ export interface UserRequestLog {
   model: string;
   status: number;
   error_class: ErrorClass | null;
+  /** The gateway's own error code (docs/api.md), null for a success. */
+  error_code: ErrorCode | null;
   streamed: boolean;
   input_tokens: number;
   output_tokens: number;
@@ -39,6 +41,7 @@ interface DbRow {
   public_model: string;
   status: number;
   error_class: ErrorClass | null;
+  error_code: ErrorCode | null;
   streamed: boolean;
   input_tokens: number;
   output_tokens: number;
@@ -54,7 +57,7 @@ interface DbRow {
 // milliseconds and skip or repeat rows whose timestamps differ below that.
 const SELECT = `select request_id, created_at,
   to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_t,
-  route, public_model, status, error_class, streamed, input_tokens, output_tokens, cached_tokens,
+  route, public_model, status, error_class, error_code, streamed, input_tokens, output_tokens, cached_tokens,
   quota_charged, cost_usd::text, usage_source, latency_ms::float8 as latency_ms, ttfb_ms::float8 as ttfb_ms
 from request_logs`;
 const ORDER = "order by created_at desc, request_id desc";
@@ -98,6 +101,7 @@ function toApi(row: DbRow): UserRequestLog {
     model: row.public_model,
     status: row.status,
     error_class: row.error_class,
+    error_code: row.error_code,
     streamed: row.streamed,
     input_tokens: row.input_tokens,
     output_tokens: row.output_tokens,

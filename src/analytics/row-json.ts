@@ -38,7 +38,8 @@ export function encodeRow(r: RequestLogRow): string | null {
     (r.keyId !== null && !UUID.test(r.keyId)) ||
     r.quotaCharged < 0n ||
     r.quotaCharged > QUOTA_MAX ||
-    Number.isNaN(r.createdAt.getTime())
+    Number.isNaN(r.createdAt.getTime()) ||
+    Number.isNaN(r.receivedAt.getTime())
   ) {
     return null;
   }
@@ -55,6 +56,7 @@ export function encodeRow(r: RequestLogRow): string | null {
     fallback_path: r.fallbackPath.map(text),
     status: clampInt(r.status, SMALLINT_MAX),
     error_class: r.errorClass,
+    error_code: r.errorCode,
     input_tokens: clampInt(r.inputTokens, INT4_MAX),
     output_tokens: clampInt(r.outputTokens, INT4_MAX),
     cached_tokens: clampInt(r.cachedTokens, INT4_MAX),
@@ -64,25 +66,34 @@ export function encodeRow(r: RequestLogRow): string | null {
     ttfb_ms: r.ttfbMs === null ? null : clampMs(r.ttfbMs),
     streamed: r.streamed,
     created_at: r.createdAt.toISOString(),
+    received_at: r.receivedAt.toISOString(),
     // Exact decimal text: numeric takes its digits as written.
     cost_usd: r.costUsd,
     upstream_cost_usd: r.upstreamCostUsd,
   });
 }
 
-/** The INSERT of one batch: $1 is the JSON array of encoded rows. */
-export const INSERT_ROWS = `insert into request_logs (request_id, user_id, key_id, route, client_protocol, public_model,
-  upstream_model, provider, fallback_path, status, error_class, input_tokens, output_tokens, cached_tokens,
-  quota_charged, usage_source, latency_ms, ttfb_ms, streamed, created_at, cost_usd, upstream_cost_usd)
+/**
+ * The INSERT of encoded rows from the JSON array `param` (an SQL expression): the writer's batches, and the
+ * ledger's journal, which commits a metered request's row with its charge (docs/architecture.md).
+ */
+export function insertRows(param: string): string {
+  return `insert into request_logs (request_id, user_id, key_id, route, client_protocol, public_model,
+  upstream_model, provider, fallback_path, status, error_class, error_code, input_tokens, output_tokens, cached_tokens,
+  quota_charged, usage_source, latency_ms, ttfb_ms, streamed, received_at, created_at, cost_usd, upstream_cost_usd)
 select request_id, user_id, key_id, route, client_protocol, public_model, upstream_model, provider, fallback_path,
-  status, error_class, input_tokens, output_tokens, cached_tokens, quota_charged, usage_source, latency_ms,
-  ttfb_ms, streamed, created_at, cost_usd, upstream_cost_usd
-from json_to_recordset($1::json) as t(request_id text, user_id uuid, key_id uuid, route text, client_protocol text,
+  status, error_class, error_code, input_tokens, output_tokens, cached_tokens, quota_charged, usage_source, latency_ms,
+  ttfb_ms, streamed, received_at, created_at, cost_usd, upstream_cost_usd
+from json_to_recordset(${param}) as t(request_id text, user_id uuid, key_id uuid, route text, client_protocol text,
   public_model text, upstream_model text, provider text, fallback_path text[], status int2, error_class text,
-  input_tokens int4, output_tokens int4, cached_tokens int4, quota_charged int8, usage_source text,
-  latency_ms numeric, ttfb_ms numeric, streamed bool, created_at timestamptz, cost_usd numeric,
+  error_code text, input_tokens int4, output_tokens int4, cached_tokens int4, quota_charged int8, usage_source text,
+  latency_ms numeric, ttfb_ms numeric, streamed bool, received_at timestamptz, created_at timestamptz, cost_usd numeric,
   upstream_cost_usd numeric)
 on conflict (request_id) do nothing`;
+}
+
+/** The writer's INSERT of one batch: $1 is the JSON array of encoded rows. */
+export const INSERT_ROWS = insertRows("$1::json");
 
 /** One batch as the INSERT's parameter. */
 export const batchParameter = (rows: readonly string[]) => `[${rows.join(",")}]`;

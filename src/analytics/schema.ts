@@ -20,6 +20,9 @@ export const requestLogs = pgTable(
     fallbackPath: text("fallback_path").array().notNull(),
     status: smallint("status").notNull(),
     errorClass: text("error_class"),
+    // The gateway's own error code (src/errors.ts), never upstream text; null for a success and for rows
+    // written before the column existed.
+    errorCode: text("error_code"),
     inputTokens: integer("input_tokens").notNull(),
     outputTokens: integer("output_tokens").notNull(),
     cachedTokens: integer("cached_tokens").notNull(),
@@ -35,6 +38,8 @@ export const requestLogs = pgTable(
     latencyMs: numeric("latency_ms", { precision: 12, scale: 3 }).notNull(),
     ttfbMs: numeric("ttfb_ms", { precision: 12, scale: 3 }),
     streamed: boolean("streamed").notNull(),
+    // When the request arrived (null for rows written before the column existed); created_at is when it resolved.
+    receivedAt: timestamp("received_at", { withTimezone: true }),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull(),
   },
   (t) => [

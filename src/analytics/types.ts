@@ -1,21 +1,14 @@
 // One request-log row per request (issue #3 §7). Never payloads, IPs, keys or upstream error bodies.
 
-export type UsageSource = "upstream" | "estimated" | "none";
+import type { ErrorClass, ErrorCode } from "../errors.js";
 
-/** Coarse, status-derived classes; never upstream text. */
-export type ErrorClass =
-  | "invalid_request"
-  | "authentication"
-  | "permission"
-  | "not_found"
-  | "quota_exceeded"
-  | "rate_limited"
-  | "context_limit"
-  | "upstream_error"
-  | "upstream_timeout"
-  | "upstream_unreachable"
-  | "client_cancelled"
-  | "internal";
+export type { ErrorClass } from "../errors.js";
+
+/**
+ * Where the billed usage came from: the upstream's report, the gateway's local count, none (nothing billed), or
+ * `hold`: the usage could not be priced (a pricing failure), so the hold was charged as the safe amount.
+ */
+export type UsageSource = "upstream" | "estimated" | "none" | "hold";
 
 export interface RequestLogRow {
   requestId: string;
@@ -31,6 +24,8 @@ export interface RequestLogRow {
   fallbackPath: string[];
   status: number;
   errorClass: ErrorClass | null;
+  /** The gateway's own error code (src/errors.ts), never upstream text; null for a success. */
+  errorCode: ErrorCode | null;
   inputTokens: number;
   outputTokens: number;
   cachedTokens: number;
@@ -43,6 +38,9 @@ export interface RequestLogRow {
   latencyMs: number;
   ttfbMs: number | null;
   streamed: boolean;
+  /** When the request arrived. */
+  receivedAt: Date;
+  /** When it was resolved (settled, released or refused). */
   createdAt: Date;
 }
 

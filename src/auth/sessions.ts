@@ -50,8 +50,6 @@ export function createSessionService({ db, config, secret }: SessionServiceOptio
     if (row.attempts <= maxAttempts) return;
     const seconds = Math.max(1, row.retry_after);
     throw new GatewayError({
-      status: 429,
-      type: "rate_limit_error",
       message: `Too many login attempts for this email address; try again in ${seconds} seconds.`,
       code: "login_rate_limited",
       headers: { "Retry-After": String(seconds) },

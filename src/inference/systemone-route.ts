@@ -25,7 +25,7 @@ interface Evaluation extends SystemOneCall {
 /** Invalid input is 422 on this route (spec "Errors"); only the plan's context limit stays 400. */
 function unprocessable(err: GatewayError): GatewayError {
   const invalid = (err.status === 400 && err.code !== "context_length_exceeded") || err.status === 404 || err.status === 415;
-  return invalid ? new GatewayError({ status: 422, type: err.type, message: err.message, code: err.code, param: err.param, headers: err.headers }) : err;
+  return invalid ? new GatewayError({ status: 422, message: err.message, code: err.code, param: err.param, headers: err.headers }) : err;
 }
 
 /**

@@ -33,7 +33,7 @@ export const withPublicModel = (answer: JsonResult, publicModel: string, member 
 export function deliverJson(delivery: Delivery<unknown>, text: string, usage: UsageReport | null, counted: () => Promise<UsageReport>): Response {
   const { c, meter } = delivery;
   if (delivery.upstream.aborted || clientGone(c)) {
-    void meter.fail(errors.clientClosed(), 499, "client_cancelled");
+    void meter.fail(errors.clientClosed());
     return c.body(null, 499 as never);
   }
   meter.markFirstByte();

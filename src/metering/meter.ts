@@ -1,41 +1,38 @@
 import type { Logger } from "pino";
-import type { ErrorClass, RequestLogRow, RequestLogWriter, UsageSource } from "../analytics/types.js";
+import { encodeRow } from "../analytics/row-json.js";
+import type { RequestLogWriter, UsageSource } from "../analytics/types.js";
 import { formatUsd } from "../billing/usd.js";
 import type { CatalogModel } from "../catalog/catalog.js";
 import type { Config } from "../config/schema.js";
-import { GatewayError, errors } from "../errors.js";
+import { GatewayError, errors, type ErrorCode } from "../errors.js";
 import type { Target, UsageReport } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
 import type { Clock } from "../quota/clock.js";
 import type { Hold, QuotaLedger } from "../quota/types.js";
-import type { ApiKeyPrincipal } from "../server/context.js";
-import { errorClassOf, meteringErrors, upstreamToClient } from "./errors.js";
+import { meteringErrors, upstreamToClient } from "./errors.js";
 import type { Pricing } from "./pricing.js";
+import { requestRow, type RowOutcome, type RowStart } from "./request-row.js";
 
 // THE metering path (DESIGN.md §3): admit → reserve → call with fallback → deliver → settle once → log.
-// Every billed route drives a Meter; none touches the ledger or the request log itself.
+// Every billed route drives a Meter (through the runner, runner.ts); none touches the ledger or the request
+// log itself. Every metered request ends in exactly one post or void of its hold, and its request-log row
+// commits with that resolution in the ledger's journal (docs/architecture.md, "The metering path").
 
 export interface MeteringDeps {
   config: Config;
   ledger: QuotaLedger;
+  /** Rows of requests refused before anything was held (the metered ones go through the ledger's journal). */
   requestLog: RequestLogWriter;
   logger: Logger;
   clock: Clock;
 }
 
-export interface MeterStart {
-  requestId: string;
-  route: string;
-  clientProtocol: string;
-  key: ApiKeyPrincipal;
+export interface MeterStart extends RowStart {
   model: CatalogModel;
-  /** The model ID the client sent: the model's own, or a reseller alias of it. */
-  modelId: string;
-  /** performance.now() when the request arrived. */
-  startedAt: number;
-  streamed: boolean;
   /** Cheap, conservative token estimates for admission and the hold. */
   estimate: { promptTokens: number; completionTokens: number };
+  /** What to hold, in the paying account's unit, when the route knows better than pricing the estimate (images). */
+  hold?: bigint;
   /** The tokenizer's prompt count: consulted only when the estimate is over the plan's context limit. */
   exactPromptTokens: () => Promise<number>;
   /** The request carries the client's own upstream key: its pricing applies quota.byok_charge_ratio, key errors are its own. */
@@ -52,9 +49,16 @@ export interface Metering {
   /** Admission and the hold: 400 over the context limit, 403 without a plan, 429 without quota. */
   begin(start: MeterStart): Promise<Meter>;
   /** Logs a request refused before metering began (unknown model, bad body) for the user's request list. */
-  logRejected(start: Omit<MeterStart, "estimate" | "exactPromptTokens" | "promptParam" | "model" | "pricing">, err: unknown): void;
+  logRejected(start: RowStart, err: unknown): void;
   /** Waits for settlements still running (shutdown calls this before closing the pool). */
   drain(): Promise<void>;
+}
+
+/** The gateway's code for a failure: its own, or the client's wording of an upstream failure. */
+export function errorCodeOf(err: unknown, byok = false): ErrorCode {
+  if (err instanceof GatewayError) return err.code;
+  if (err instanceof UpstreamError) return err.failure === "aborted" ? "client_closed_request" : upstreamToClient(err, byok).code;
+  return "internal_error";
 }
 
 /** Settlements run after delivery; shutdown waits for them so none is lost. */
@@ -79,7 +83,7 @@ export class Meter {
   private upstreamStartedAt: number | undefined;
   private upstreamDoneAt: number | undefined;
   private firstByteAt: number | undefined;
-  private resolved = false;
+  private done = false;
 
   constructor(
     private readonly deps: MeteringDeps,
@@ -89,7 +93,7 @@ export class Meter {
   ) {}
 
   /** An upstream failure as the client is told it. */
-  private toClient(err: UpstreamError): GatewayError {
+  toClient(err: UpstreamError): GatewayError {
     const client = upstreamToClient(err, this.start.byok);
     return this.start.clientError?.(client) ?? client;
   }
@@ -134,6 +138,11 @@ export class Meter {
     return this.target;
   }
 
+  /** Whether the hold was posted or voided already (the first resolution is the only one). */
+  get resolved(): boolean {
+    return this.done;
+  }
+
   /** Milliseconds spent in the gateway itself so far (before the upstream call and after its answer). */
   overheadMs(): number {
     const now = performance.now();
@@ -151,39 +160,38 @@ export class Meter {
 
   /**
    * Posts the real charge exactly once; later calls (and fail/cancel) do nothing. The usage may still be
-   * being counted: the first call wins at once, and shutdown waits for the count and the posting.
+   * being counted: the first call wins at once, and shutdown waits for the count and the posting. Should the
+   * count fail or the pricing throw, the hold itself is posted (the safe charge: what the client was told it
+   * might cost) and the row says `usage_source = hold`; a delivered request is never free and never lost.
    */
-  settle(
-    usage: UsageReport | Promise<UsageReport>,
-    source: UsageSource,
-    status = 200,
-    errorClass: ErrorClass | null = null,
-  ): Promise<bigint> {
-    if (this.resolved) return Promise.resolve(0n);
-    this.resolved = true;
+  settle(usage: UsageReport | Promise<UsageReport>, source: UsageSource, status = 200, code: ErrorCode | null = null): Promise<bigint> {
+    if (this.done) return Promise.resolve(0n);
+    this.done = true;
     const endedAt = performance.now();
-    return this.inflight.track(Promise.resolve(usage).then((counted) => this.post(counted, source, status, errorClass, endedAt)));
-  }
-
-  /**
-   * Logs the request and hands the charge to the ledger. The row is written first, so that the request's
-   * latency is its own (a settlement can wait for others to share its commit) and nothing of the request is
-   * kept alive while the ledger commits.
-   */
-  private post(usage: UsageReport, source: UsageSource, status: number, errorClass: ErrorClass | null, endedAt: number): Promise<bigint> {
-    const charged = this.start.pricing.charge(usage);
-    this.log({ status, errorClass, usage, charged, source }, endedAt);
-    const { logger, ledger } = this.deps;
-    const holdId = this.hold.id;
-    const requestId = this.start.requestId;
-    return ledger.settle(holdId, charged).then(
-      () => charged,
+    const counted = Promise.resolve(usage).then(
+      (u) => this.post(u, source, status, code, endedAt),
       (err: unknown) => {
-        // The ledger retried already. The service was delivered: a lost settlement makes it free, so leave a loud trace.
-        logger.error({ err, hold_id: holdId, charged: String(charged), req_id: requestId }, "SETTLEMENT_FAILED");
-        return charged;
+        this.deps.logger.error({ err, req_id: this.start.requestId }, "USAGE_COUNT_FAILED: the hold is charged instead");
+        return this.postHold(status, code, endedAt);
       },
     );
+    return this.inflight.track(counted);
+  }
+
+  private post(usage: UsageReport, source: UsageSource, status: number, code: ErrorCode | null, endedAt: number): Promise<bigint> {
+    let charged: bigint;
+    try {
+      charged = this.start.pricing.charge(usage);
+    } catch (err) {
+      this.deps.logger.error({ err, req_id: this.start.requestId }, "PRICING_FAILED: the hold is charged instead");
+      return this.postHold(status, code, endedAt);
+    }
+    return this.resolve(charged, this.outcome(status, code, usage, charged, source, endedAt));
+  }
+
+  private postHold(status: number, code: ErrorCode | null, endedAt: number): Promise<bigint> {
+    const charged = this.hold.amount;
+    return this.resolve(charged, this.outcome(status, code, null, charged, "hold", endedAt));
   }
 
   /** The client's price in USD (exact decimal text) of a usage paid from a reseller balance; null when quota pays. */
@@ -191,93 +199,69 @@ export class Meter {
     return this.start.pricing.account === "reseller_usd" ? formatUsd(this.start.pricing.charge(usage)) : null;
   }
 
-  /** Releases the hold of a request that delivered nothing (upstream error, client gone); once. */
-  fail(err: unknown, status?: number, errorClass: ErrorClass = errorClassOf(err, this.start.byok)): Promise<void> {
-    if (this.resolved) return Promise.resolve();
-    this.resolved = true;
-    const clientStatus = status ?? (errorClass === "client_cancelled" ? 499 : err instanceof UpstreamError ? this.toClient(err).status : err instanceof GatewayError ? err.status : 500);
-    this.log({ status: clientStatus, errorClass, usage: null, charged: 0n, source: "none" }, performance.now());
-    const { logger, ledger } = this.deps;
+  /** Releases the hold of a request that delivered nothing (upstream error, client gone, a failed delivery); once. */
+  fail(err: unknown, status?: number, code: ErrorCode = errorCodeOf(err, this.start.byok)): Promise<void> {
+    if (this.done) return Promise.resolve();
+    this.done = true;
+    const clientStatus = status ?? (code === "client_closed_request" ? 499 : err instanceof UpstreamError ? this.toClient(err).status : err instanceof GatewayError ? err.status : 500);
+    const released = this.resolve(null, this.outcome(clientStatus, code, null, 0n, "none", performance.now()));
+    return released.then(() => undefined);
+  }
+
+  private outcome(status: number, code: ErrorCode | null, usage: UsageReport | null, charged: bigint, source: UsageSource, endedAt: number): RowOutcome {
+    return {
+      status,
+      code,
+      usage,
+      charged,
+      source,
+      target: this.target ?? null,
+      fallbackPath: this.fallbackPath,
+      pricing: this.start.pricing,
+      firstByteAt: this.firstByteAt,
+      endedAt,
+      now: this.deps.clock.now(),
+    };
+  }
+
+  /**
+   * Posts `charged` (null: voids) with the request's row, which commits in the same statement. The ledger
+   * retries transient faults itself; what still fails is reported loudly, never silently free.
+   */
+  private resolve(charged: bigint | null, outcome: RowOutcome): Promise<bigint> {
+    const record = encodeRow(requestRow(this.start, outcome));
+    const { ledger, logger } = this.deps;
     const holdId = this.hold.id;
+    const requestId = this.start.requestId;
+    const resolution = charged === null ? ledger.release(holdId, record) : ledger.settle(holdId, charged, record);
     return this.inflight.track(
-      ledger.release(holdId).catch((releaseErr: unknown) => {
-        // An unreleased hold is expired by the expire_holds task; nothing is charged for it.
-        logger.warn({ err: releaseErr, hold_id: holdId }, "releasing a hold failed");
-      }),
+      resolution.then(
+        () => charged ?? 0n,
+        (err: unknown) => {
+          logger.error({ err, hold_id: holdId, charged: charged === null ? null : String(charged), req_id: requestId }, charged === null ? "RELEASE_FAILED" : "SETTLEMENT_FAILED");
+          return charged ?? 0n;
+        },
+      ),
     );
   }
-
-  private log(
-    outcome: { status: number; errorClass: ErrorClass | null; usage: UsageReport | null; charged: bigint; source: UsageSource },
-    endedAt: number,
-  ) {
-    const { start } = this;
-    const { usage } = outcome;
-    const answered = this.target?.providerId;
-    const paysInUsd = start.pricing.account === "reseller_usd";
-    this.deps.requestLog.write({
-      requestId: start.requestId,
-      userId: start.key.userId,
-      keyId: start.key.keyId,
-      route: start.route,
-      clientProtocol: start.clientProtocol,
-      publicModel: start.modelId,
-      upstreamModel: this.target?.upstreamModel ?? null,
-      provider: answered ?? null,
-      fallbackPath: this.fallbackPath,
-      status: outcome.status,
-      errorClass: outcome.errorClass,
-      inputTokens: outcome.usage?.promptTokens ?? 0,
-      outputTokens: outcome.usage?.completionTokens ?? 0,
-      cachedTokens: outcome.usage?.cachedTokens ?? 0,
-      quotaCharged: paysInUsd ? 0n : outcome.charged,
-      costUsd: paysInUsd && usage ? formatUsd(outcome.charged) : null,
-      upstreamCostUsd: usage && this.target ? start.pricing.upstreamCost(usage, this.target) : null,
-      usageSource: outcome.source,
-      latencyMs: round(endedAt - start.startedAt),
-      ttfbMs: this.firstByteAt === undefined ? null : round(this.firstByteAt - start.startedAt),
-      streamed: start.streamed,
-      createdAt: new Date(),
-    } satisfies RequestLogRow);
-  }
 }
-
-const round = (ms: number) => Math.round(ms * 1000) / 1000;
 
 export function createMetering(deps: MeteringDeps): Metering {
   const { config, ledger } = deps;
   const inflight = new Inflight();
 
-  function rejectedRow(start: Parameters<Metering["logRejected"]>[0], err: unknown): RequestLogRow {
-    return {
-      requestId: start.requestId,
-      userId: start.key.userId,
-      keyId: start.key.keyId,
-      route: start.route,
-      clientProtocol: start.clientProtocol,
-      publicModel: start.modelId,
-      upstreamModel: null,
-      provider: null,
-      fallbackPath: [],
-      status: err instanceof GatewayError ? err.status : 500,
-      errorClass: errorClassOf(err),
-      inputTokens: 0,
-      outputTokens: 0,
-      cachedTokens: 0,
-      quotaCharged: 0n,
-      costUsd: null,
-      upstreamCostUsd: null,
-      usageSource: "none",
-      latencyMs: round(performance.now() - start.startedAt),
-      ttfbMs: null,
-      streamed: start.streamed,
-      createdAt: new Date(),
-    };
+  function logRejected(start: RowStart, err: unknown) {
+    const code = errorCodeOf(err);
+    const status = err instanceof GatewayError ? err.status : 500;
+    const now = performance.now();
+    deps.requestLog.write(
+      requestRow(start, { status, code, usage: null, charged: 0n, source: "none", target: null, fallbackPath: [], pricing: null, firstByteAt: undefined, endedAt: now, now: deps.clock.now() }),
+    );
   }
 
   async function begin(start: MeterStart): Promise<Meter> {
     const reject = (err: GatewayError): never => {
-      deps.requestLog.write(rejectedRow(start, err));
+      logRejected(start, err);
       throw err;
     };
     const plan = config.plans[start.key.plan];
@@ -291,7 +275,7 @@ export function createMetering(deps: MeteringDeps): Metering {
     }
     // Literals, not spreads: see src/objects.ts.
     const { promptTokens, completionTokens } = start.estimate;
-    const amount = start.pricing.charge({ promptTokens, completionTokens, cachedTokens: 0 });
+    const amount = start.hold ?? start.pricing.charge({ promptTokens, completionTokens, cachedTokens: 0 });
     const reseller = start.pricing.account === "reseller_usd";
     const reserved = await ledger.reserve({
       kind: start.pricing.account,
@@ -306,7 +290,7 @@ export function createMetering(deps: MeteringDeps): Metering {
 
   return {
     begin,
-    logRejected: (start, err) => deps.requestLog.write(rejectedRow(start, err)),
+    logRejected,
     drain: () => inflight.drain(),
   };
 }

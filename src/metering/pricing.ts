@@ -60,8 +60,6 @@ export const systemOnePricing: PricingFor = (model, key, config, byok) => {
   if (key.kind === "reseller") {
     if (!resellerPrice) {
       throw new GatewayError({
-        status: 403,
-        type: "permission_error",
         message: `The model '${model.id}' has no pay-as-you-go price, so reseller keys cannot use it.`,
         code: "model_not_priced",
         param: "model",

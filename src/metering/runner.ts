@@ -8,18 +8,18 @@ import { chatPricing, type Pricing, type PricingFor } from "./pricing.js";
 import type { Providers } from "../providers/registry.js";
 import type { CallOptions, EventStream, JsonResult, ProviderAdapter, StreamEvent, StreamResult, Target } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
-import { extended } from "../objects.js";
 import { readJsonBody } from "../server/body.js";
-import type { BodyBudget } from "../server/body-budget.js";
+import type { BodyBudget, BodyReservation } from "../server/body-budget.js";
 import type { AppEnv } from "../server/context.js";
 import { clientDisconnect } from "./client.js";
 import { readUpstreamKey } from "./upstream-key.js";
 import { UpstreamAbort } from "../providers/upstream-abort.js";
 
-// The one request flow of every billed inference route (DESIGN.md §3): read and check the body, resolve the
-// model, admit and hold (metering.begin), call the targets in order (meter.call), then hand the answer to the
-// route, which delivers it and settles. A route says only what differs: its body, its estimate, which
-// capability it calls and how it shapes the answer.
+// The one request flow of every billed route (DESIGN.md §3): read and check the body, resolve the model, admit
+// and hold (metering.begin), call the targets in order (meter.call), then hand the answer to the route, which
+// delivers it and settles. A route says only what differs: its body, its estimate, which capability it calls and
+// how it shapes the answer. The runner owns the meter's outcome: whatever a route's delivery throws, the hold is
+// voided and the request logged exactly once.
 
 export interface InferenceDeps {
   config: Config;
@@ -39,6 +39,8 @@ export interface MeteredRequest {
   countPrompt: () => Promise<number>;
   /** The field a context-limit refusal names; `messages` when absent, null for a prompt made of several fields. */
   promptParam?: string | null;
+  /** What to hold, in the paying account's unit, instead of the priced estimate (a per-image floor, say). */
+  hold?: bigint;
 }
 
 /** A stream whose first events were read on the target that answered (so a stream failing before them fell back). */
@@ -69,6 +71,11 @@ export interface RouteSpec<B> {
   /** The route's own body cap, and the budget its bodies are read under; else `server.max_body_bytes`. */
   body?: { limit: number; budget: BodyBudget };
   /**
+   * Reads the body (`value` for parse, `text` as sent); JSON unless the route says otherwise (multipart, or
+   * nothing for a GET). Reads at most `limit` bytes under `reservation`.
+   */
+  read?(c: Context<AppEnv>, limit: number, reservation: BodyReservation | undefined): Promise<{ value: unknown; text: string }>;
+  /**
    * Checks the body, and the path where it names part of the request (a GatewayError with status and param on
    * bad input); `text` is the body as sent.
    */
@@ -82,9 +89,13 @@ export interface RouteSpec<B> {
   clientError?: (err: GatewayError) => GatewayError;
   /** Calls the upstream on one target; the capability (and any translation) is the route's choice. */
   call(adapter: ProviderAdapter, target: Target, body: B, options: CallOptions): Promise<JsonResult | StreamResult>;
-  /** Delivers a JSON answer and settles its meter (the upstream call is over). */
+  /**
+   * Delivers a JSON answer and settles its meter (the upstream call is over). An UpstreamError thrown here (the
+   * answer failed the route's checks: `invalid_output`) voids the hold and answers as that failure, with no
+   * further target tried; anything else thrown voids the hold and answers 500.
+   */
   json(answer: JsonResult, delivery: Delivery<B>): Response | Promise<Response>;
-  /** Delivers a stream; the relay settles the meter however the stream ends. */
+  /** Delivers a stream; the relay settles the meter however the stream ends (a throw before that: as for json). */
   stream?(opened: OpenedStream, delivery: Delivery<B>): Response;
 }
 
@@ -96,10 +107,12 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
 
   const refusal = (err: unknown) => (err instanceof GatewayError && spec.clientError ? spec.clientError(err) : err);
 
-  async function handle(c: Context<AppEnv>, reservation: ReturnType<BodyBudget["reserve"]> | undefined): Promise<Response> {
+  const read = spec.read ?? readJsonBody;
+
+  async function handle(c: Context<AppEnv>, reservation: BodyReservation | undefined): Promise<Response> {
     const startedAt = performance.now();
     const key = c.get("apiKey");
-    const base = { requestId: c.get("requestId"), route: spec.route, clientProtocol: spec.clientProtocol, key, startedAt, streamed: false };
+    const base = { requestId: c.get("requestId"), route: spec.route, clientProtocol: spec.clientProtocol, key, modelId: "", startedAt, streamed: false };
     let body: B;
     let request: MeteredRequest | undefined;
     let model: CatalogModel;
@@ -107,10 +120,11 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
     let pricing: Pricing;
     try {
       upstreamKey = readUpstreamKey(c);
-      const { value, text } = await readJsonBody(c, spec.body?.limit ?? deps.bodyLimit, reservation);
+      const { value, text } = await read(c, spec.body?.limit ?? deps.bodyLimit, reservation);
       body = spec.parse(value, c, text);
       request = spec.describe(body, config);
       base.streamed = request.streamed;
+      base.modelId = request.modelId;
       const byok = upstreamKey !== undefined;
       model = servingTargets(resolveModel(catalog, config, key, request.modelId, spec.kind), spec.protocols, spec.route, byok);
       pricing = (spec.pricing ?? chatPricing)(model, key, config, byok);
@@ -118,7 +132,7 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
     } catch (err) {
       // Refusals before metering still get their row, so the user can find the request by its id.
       const refused = refusal(err);
-      metering.logRejected(extended(base, { modelId: request?.modelId ?? "" }), refused);
+      metering.logRejected(base, refused);
       throw refused;
     }
     // A literal, not a spread of `base`: see src/objects.ts.
@@ -132,6 +146,7 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
       model,
       modelId: request.modelId,
       estimate: request.estimate,
+      hold: request.hold,
       exactPromptTokens: request.countPrompt,
       promptParam: request.promptParam,
       pricing,
@@ -157,9 +172,17 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
       throw err;
     }
     const delivery: Delivery<B> = { c, body, request, meter, upstream };
-    if ("stream" in attempt) return spec.stream!(attempt.stream, delivery);
-    stopWatching();
-    return spec.json(attempt.json, delivery);
+    try {
+      if ("stream" in attempt) return spec.stream!(attempt.stream, delivery);
+      stopWatching();
+      return await spec.json(attempt.json, delivery);
+    } catch (err) {
+      stopWatching();
+      upstream.abort();
+      // The answer never reached the client: nothing is charged, the request is logged once, as what it was.
+      await meter.fail(err);
+      throw err instanceof UpstreamError ? meter.toClient(err) : err;
+    }
   }
 
   if (!spec.body) return (c: Context<AppEnv>): Promise<Response> => handle(c, undefined);

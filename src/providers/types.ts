@@ -116,7 +116,11 @@ export interface ProviderAdapter {
  */
 export type StreamUsageReader = (data: Record<string, unknown>, prior: UsageReport | null) => UsageReport | null;
 
-export type UpstreamFailure = "connect" | "timeout" | "status" | "protocol" | "too_large" | "aborted";
+/**
+ * `invalid_output`: an answer whose content failed the gateway's own checks after the upstream did the work
+ * (invalid image data): final, never tried on the next target, which would generate again.
+ */
+export type UpstreamFailure = "connect" | "timeout" | "status" | "protocol" | "too_large" | "invalid_output" | "aborted";
 
 /**
  * An upstream call that failed. Carries only what the gateway may act on: never the upstream body, which can

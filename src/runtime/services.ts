@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { AppDeps } from "../server/app.js";
 import { createResellerAccounts } from "../account/reseller.js";
+import { insertRows } from "../analytics/row-json.js";
 import { createRequestLogWriter } from "../analytics/writer.js";
 import type { RequestLogWriter } from "../analytics/types.js";
 import { createAuthServices } from "../auth/index.js";
@@ -58,6 +59,8 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
     instanceTimeoutSeconds: quota.instance_timeout_seconds,
     leaseIdleMs: quota.lease_idle_ms,
     settleLingerMs: quota.settle_linger_ms,
+    // A metered request's log row commits in the statement that posts or voids its hold.
+    journal: insertRows,
     onSyncError: (err, leaseId) => logger.error({ err, lease_id: leaseId }, "LEASE_SYNC_FAILED"),
   });
   const expiry = serving ? startExpirySweep(ledger, quota.expiry_sweep_seconds * 1000, logger) : undefined;

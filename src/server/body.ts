@@ -77,8 +77,6 @@ const tooLarge = (limit: number) => closing(errors.payloadTooLarge(limit));
 const overBudget = () =>
   closing(
     new GatewayError({
-      status: 503,
-      type: "api_error",
       message: "The gateway is reading as many large request bodies as it can hold right now; retry shortly with backoff.",
       code: "body_budget_exhausted",
       headers: { "Retry-After": "1" },

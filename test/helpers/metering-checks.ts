@@ -11,13 +11,31 @@ export type Row = Record<string, unknown>;
 /** Request-log writes per request id, of gateways passed to countLogWrites (the table's conflict rule would hide a second row). */
 const logWrites = new Map<string, number>();
 
-/** Counts every request-log row a gateway writes, so settled() can tell "logged once" from "deduplicated". */
+/**
+ * Counts every request-log row a gateway writes (through the writer, or committed with a settlement in the
+ * ledger's journal), so settled() can tell "logged once" from "deduplicated".
+ */
 export function countLogWrites(gw: TestGateway): void {
+  const count = (requestId: string) => logWrites.set(requestId, (logWrites.get(requestId) ?? 0) + 1);
   const writer = gw.services.requestLog;
   const write = writer.write.bind(writer);
   writer.write = (row) => {
-    logWrites.set(row.requestId, (logWrites.get(row.requestId) ?? 0) + 1);
+    count(row.requestId);
     write(row);
+  };
+  const { ledger } = gw.services;
+  const settle = ledger.settle.bind(ledger);
+  const release = ledger.release.bind(ledger);
+  const counted = (record: string | null | undefined) => {
+    if (record) count((JSON.parse(record) as { request_id: string }).request_id);
+  };
+  ledger.settle = (holdId, charged, record) => {
+    counted(record);
+    return settle(holdId, charged, record);
+  };
+  ledger.release = (holdId, record) => {
+    counted(record);
+    return release(holdId, record);
   };
 }
 

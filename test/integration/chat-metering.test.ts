@@ -321,7 +321,7 @@ describe("settlement after delivery", () => {
     expect((await settled(user.id)).hold.status).toBe("posted");
   });
 
-  it("logs a request when it settles, not when the ledger has committed the settlement", async () => {
+  it("commits a request's log row in the same statement as its charge: neither is seen without the other", async () => {
     const user = await freshUser();
     // The first request opens the lease; the second is admitted from its headroom, with no statement.
     expect((await chat(user.key, "plain", longPrompt, false)).status).toBe(200);
@@ -340,10 +340,15 @@ describe("settlement after delivery", () => {
     } finally {
       await lock.unlock();
     }
-    expect(logged, "the row is written while the settlement waits on the ledger").toEqual([{ status: 200 }]);
+    // While the settlement waits on the ledger, the row waits with it (a process killed now loses both, never one).
+    expect(logged).toEqual([]);
     expect(holds).toEqual([]);
     const s = await settled(user.id, 2);
     expect(s.holds.find((h) => h.request_id === requestId)).toMatchObject({ status: "posted" });
+    const row = s.logs.find((l) => l.request_id === requestId)!;
+    expect(row).toMatchObject({ status: 200, error_code: null, usage_source: "upstream" });
+    // The arrival time is the request's own, before the settlement it waited for.
+    expect((row.received_at as Date).getTime()).toBeLessThanOrEqual((row.created_at as Date).getTime());
   });
 });
 

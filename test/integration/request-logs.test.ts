@@ -26,9 +26,9 @@ function logRow(overrides: Partial<RequestLogRow> = {}): RequestLogRow {
   return {
     requestId: newRequestId(), userId: randomUUID(), keyId: randomUUID(), route: "/v1/chat/completions",
     clientProtocol: "openai", publicModel: "m1", upstreamModel: "m1-2024-07-18", provider: "backup",
-    fallbackPath: ["main", "backup"], status: 200, errorClass: null, inputTokens: 12, outputTokens: 34,
+    fallbackPath: ["main", "backup"], status: 200, errorClass: null, errorCode: null, inputTokens: 12, outputTokens: 34,
     cachedTokens: 0, quotaCharged: 46n, costUsd: null, upstreamCostUsd: null, usageSource: "upstream", latencyMs: 12.345,
-    ttfbMs: 3.5, streamed: true, createdAt: new Date(),
+    ttfbMs: 3.5, streamed: true, receivedAt: new Date(Date.now() - 12), createdAt: new Date(),
     ...overrides,
   };
 }
@@ -83,9 +83,9 @@ describe("request log writer", () => {
     expect(stored[0]).toEqual({
       request_id: sample.requestId, user_id: userId, key_id: sample.keyId, route: "/v1/chat/completions",
       client_protocol: "openai", public_model: "m1", upstream_model: "m1-2024-07-18", provider: "backup",
-      fallback_path: ["main", "backup"], status: 200, error_class: null, input_tokens: 12, output_tokens: 34,
+      fallback_path: ["main", "backup"], status: 200, error_class: null, error_code: null, input_tokens: 12, output_tokens: 34,
       cached_tokens: 0, quota_charged: "46", usage_source: "upstream", latency_ms: "12.345", ttfb_ms: "3.500",
-      streamed: true, created_at: sample.createdAt, cost_usd: null, upstream_cost_usd: null,
+      streamed: true, received_at: sample.receivedAt, created_at: sample.createdAt, cost_usd: null, upstream_cost_usd: null,
     });
     await writer.close();
   });
@@ -279,7 +279,7 @@ describe("GET /api/v1/user/requests", () => {
     expect(newest.map((r) => r.requestId)).toContain(requests[0]!.request_id);
     expect(requests[0]).toEqual({
       request_id: requests[0]!.request_id, created_at: "2030-01-01T00:00:00.002Z", route: "/v1/chat/completions",
-      model: "m1", status: 200, error_class: null, streamed: true, input_tokens: 12, output_tokens: 34,
+      model: "m1", status: 200, error_class: null, error_code: null, streamed: true, input_tokens: 12, output_tokens: 34,
       cached_tokens: 0, quota_charged: 1002, cost_usd: null, usage_source: "upstream", latency_ms: 12.345, ttfb_ms: 3.5,
     });
     for (const secret of ["m1-2024-07-18", "backup", "fallback", "provider", "upstream_model", "key_id"]) expect(text).not.toContain(secret);

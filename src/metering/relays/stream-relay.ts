@@ -74,18 +74,19 @@ export function relayStream(opts: RelayOptions, protocol: RelayProtocol): Pushed
   // While a transform is being awaited, later batches and the end queue behind it to keep their order.
   let queue: Promise<void> | undefined;
 
-  const settle = (status: number, errorClass: "client_cancelled" | "upstream_error" | null) => {
-    if (!meter.delivered) return meter.fail(null, errorClass === "client_cancelled" ? 499 : 502, errorClass ?? "upstream_error");
+  // Nothing delivered: the hold is voided (a stream that ended empty counts as interrupted).
+  const settle = (status: number, code: "client_closed_request" | "upstream_stream_interrupted" | null) => {
+    if (!meter.delivered) return meter.fail(null, code === "client_closed_request" ? 499 : 502, code ?? "upstream_stream_interrupted");
     const usage = protocol.usage();
-    if (usage) return meter.settle(usage, "upstream", status, errorClass);
-    return meter.settle(ctx.localUsage(), "estimated", status, errorClass);
+    if (usage) return meter.settle(usage, "upstream", status, code);
+    return meter.settle(ctx.localUsage(), "estimated", status, code);
   };
 
   /** The client left: bill what it got, stop the upstream. */
   const cancel = () => {
     if (over) return;
     over = true;
-    void settle(499, "client_cancelled");
+    void settle(499, "client_closed_request");
     upstream.abort();
   };
 
@@ -93,7 +94,7 @@ export function relayStream(opts: RelayOptions, protocol: RelayProtocol): Pushed
   const broken = () => {
     if (over) return;
     over = true;
-    void settle(200, "upstream_error");
+    void settle(200, "upstream_stream_interrupted");
     upstream.abort();
     out.write(protocol.errorFrame(opts.requestId));
     out.end();

@@ -1,0 +1,84 @@
+import type { RequestLogRow, UsageSource } from "../analytics/types.js";
+import { formatUsd } from "../billing/usd.js";
+import { ERROR_CODES, type ErrorCode } from "../errors.js";
+import type { Target, UsageReport } from "../providers/types.js";
+import type { ApiKeyPrincipal } from "../server/context.js";
+import type { Pricing } from "./pricing.js";
+
+// The request-log row of a request, built in one place whether it was refused before metering, failed, or was
+// settled. Never payloads, keys, IPs or upstream text: ids, routing, counts, timings, the gateway's own code.
+
+/** What is known of a request when it arrives. */
+export interface RowStart {
+  requestId: string;
+  route: string;
+  clientProtocol: string;
+  key: ApiKeyPrincipal;
+  /** The model ID the client sent ("" when the body named none). */
+  modelId: string;
+  /** performance.now() when the request arrived. */
+  startedAt: number;
+  streamed: boolean;
+}
+
+/** How it ended. */
+export interface RowOutcome {
+  status: number;
+  code: ErrorCode | null;
+  usage: UsageReport | null;
+  charged: bigint;
+  source: UsageSource;
+  /** Who answered (null: nobody did), and who was tried before. */
+  target: Target | null;
+  fallbackPath: string[];
+  /** Null for a request refused before it was priced. */
+  pricing: Pricing | null;
+  /** performance.now() of the first byte delivered, and of the end. */
+  firstByteAt: number | undefined;
+  endedAt: number;
+  /** The wall clock at `endedAt`. */
+  now: Date;
+}
+
+const round = (ms: number) => Math.round(ms * 1000) / 1000;
+
+/** The upstream cost estimate; a pricing that throws leaves it unknown rather than losing the row. */
+function upstreamCost(o: RowOutcome): string | null {
+  if (!o.usage || !o.target || !o.pricing) return null;
+  try {
+    return o.pricing.upstreamCost(o.usage, o.target);
+  } catch {
+    return null;
+  }
+}
+
+export function requestRow(start: RowStart, o: RowOutcome): RequestLogRow {
+  const paysInUsd = o.pricing?.account === "reseller_usd";
+  const latencyMs = round(o.endedAt - start.startedAt);
+  return {
+    requestId: start.requestId,
+    userId: start.key.userId,
+    keyId: start.key.keyId,
+    route: start.route,
+    clientProtocol: start.clientProtocol,
+    publicModel: start.modelId,
+    upstreamModel: o.target?.upstreamModel ?? null,
+    provider: o.target?.providerId ?? null,
+    fallbackPath: o.fallbackPath,
+    status: o.status,
+    errorClass: o.code === null ? null : ERROR_CODES[o.code].class,
+    errorCode: o.code,
+    inputTokens: o.usage?.promptTokens ?? 0,
+    outputTokens: o.usage?.completionTokens ?? 0,
+    cachedTokens: o.usage?.cachedTokens ?? 0,
+    quotaCharged: paysInUsd ? 0n : o.charged,
+    costUsd: paysInUsd && o.source !== "none" ? formatUsd(o.charged) : null,
+    upstreamCostUsd: upstreamCost(o),
+    usageSource: o.source,
+    latencyMs,
+    ttfbMs: o.firstByteAt === undefined ? null : round(o.firstByteAt - start.startedAt),
+    streamed: start.streamed,
+    receivedAt: new Date(o.now.getTime() - latencyMs),
+    createdAt: o.now,
+  };
+}
