@@ -234,6 +234,11 @@ export class Lease {
     const settling = this.settling.splice(0);
     const need = waiters.reduce((sum, w) => sum + w.input.amount, 0n);
     const close = this.retired && !this.ended && this.outstanding === 0n && waiters.length === 0;
+    // A lease closes holding nothing: whatever is still free goes back in the same statement.
+    if (close && this.free > 0n) {
+      this.giveBack += this.free;
+      this.free = 0n;
+    }
     const demand = this.demand();
     // A top-up asks for about a second of this lease's demand; never in a sync that gives units back unasked.
     const topUp = need > 0n || (this.wantTopUp && this.giveBack === 0n);
@@ -290,6 +295,8 @@ export class Lease {
     }
     for (const s of settling) s.resolve();
     this.admitWaiters(waiters, reply);
+    // Retired while this sync was in flight: what it granted beyond its waiters is not this lease's to keep.
+    if (this.retired && !this.ended && this.free > 0n) this.giveBackFree();
   }
 
   private async syncWithRetries(payload: SyncLease): Promise<SyncReply> {

@@ -133,8 +133,11 @@ export async function lockAccount(pool: Pool, userId: string) {
   await client.query("select 1 from quota_accounts where user_id = $1 for update", [userId]);
   const waiting = "select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'";
   return {
-    /** Statements of this database waiting on a lock. */
-    waiters: async () => (await client.query<{ n: number }>(waiting)).rows[0]!.n,
+    /**
+     * Statements of this database waiting on a lock; asked on another connection, since inside the lock's
+     * transaction pg_stat_activity is a snapshot taken at its first read.
+     */
+    waiters: async () => (await pool.query<{ n: number }>(waiting)).rows[0]!.n,
     unlock: async () => {
       await client.query("commit");
       client.release();

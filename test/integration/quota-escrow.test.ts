@@ -4,6 +4,7 @@ import { createQuotaLedger, type Hold, type LedgerOptions, type QuotaLedger, typ
 import { LeaseSequenceError, leaseSync, openLease, type SyncLease } from "../../src/quota/lease-sql.js";
 import type { TestDatabase } from "../helpers/db.js";
 import { MAX_HOLD_SECONDS, useLedgerFixture } from "../helpers/ledger-fixture.js";
+import { lockAccount } from "../helpers/metering-checks.js";
 
 const syncLease = leaseSync();
 
@@ -160,4 +161,34 @@ describe("quota escrow", () => {
     expect(await account(next)).toEqual({ posted: 30n, pending: BigInt(rows[0]!.amount) });
     await ledger.close();
   });
+
+  // Found by the property test (quota-property.test.ts): a lease retired while a sync was in flight kept what that
+  // sync granted, then closed with it, so the units stayed pending on the account for ever.
+  it("a lease retired during a sync gives back what that sync granted, and closes holding nothing", async () => {
+    const user = await fixture.newUser();
+    const other = (await fixture.process()).ledger;
+    const base = { base: 1000n };
+    const theirs = await hold(other, user, 800n, base);
+    await other.flush();
+    const ledger = ledgerWith();
+    const lock = await lockAccount(db.pool, user);
+    let refused: Promise<unknown>;
+    let closing: Promise<void>;
+    try {
+      // Needs 500 where 200 are left: the sync grants the 200 and refuses.
+      refused = ledger.reserve(input(user, 500n, base));
+      await expect.poll(lock.waiters).toBe(1);
+      closing = ledger.close();
+    } finally {
+      await lock.unlock();
+    }
+    await expect(refused).resolves.toMatchObject({ ok: false });
+    await closing;
+    await other.release(theirs.id);
+    await other.flush();
+    expect(await account(theirs)).toEqual({ posted: 0n, pending: 0n });
+    const rows = await leases(theirs);
+    expect(rows.filter((l) => l.status !== "expired" && l.amount !== "0")).toEqual([]);
+  });
 });
+
