@@ -1,7 +1,6 @@
 import { formatUsd } from "../billing/usd.js";
 import { GatewayError, errors, type ErrorClass } from "../errors.js";
 import { UpstreamAnswerTooLargeError, UpstreamError } from "../providers/types.js";
-import type { AccountKind, Refusal } from "../quota/types.js";
 
 // Mapping of metering outcomes to client errors and coarse analytics classes. An upstream failure is told to
 // the client by its status only: the upstream body never leaves the adapter.
@@ -46,20 +45,12 @@ export const meteringErrors = {
       code: "insufficient_quota",
       headers: { "Retry-After": String(Math.max(1, Math.ceil((resetsAt.getTime() - now.getTime()) / 1000))) },
     }),
-  /** The refusal of a reservation, worded for the kind of account that could not hold it. */
-  refused: (kind: AccountKind, refusal: Refusal, amount: bigint, now: Date): GatewayError => refusals[kind](refusal, amount, now),
   /** A reseller balance that cannot hold a request; it does not reset, so no Retry-After. */
   balanceExhausted: (availableNano: bigint, neededNano: bigint) =>
     new GatewayError({
       message: `Reseller balance exhausted: ${formatUsd(availableNano)} USD available, about ${formatUsd(neededNano)} USD held for this request; ask the operator to credit the balance.`,
       code: "insufficient_balance",
     }),
-};
-
-/** One wording per account kind: a new kind cannot be added without saying how its refusal reads. */
-const refusals: Record<AccountKind, (refusal: Refusal, amount: bigint, now: Date) => GatewayError> = {
-  daily_allowance: (r, _amount, now) => meteringErrors.quotaExceeded(r.used + r.reserved, r.allowance, r.resetsAt ?? now, now),
-  reseller_usd: (r, amount) => meteringErrors.balanceExhausted(r.allowance - r.used - r.reserved, amount),
 };
 
 /** With the client's own upstream key, an upstream 401 or 403 is that key's rejection. */

@@ -9,6 +9,7 @@ import type { Target, UsageReport } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
 import type { Clock } from "../quota/clock.js";
 import type { Hold, QuotaLedger } from "../quota/types.js";
+import { accountTerms } from "./account-terms.js";
 import { meteringErrors, upstreamToClient } from "./errors.js";
 import type { Pricing } from "./pricing.js";
 import { requestRow, type RowOutcome, type RowStart } from "./request-row.js";
@@ -276,15 +277,10 @@ export function createMetering(deps: MeteringDeps): Metering {
     // Literals, not spreads: see src/objects.ts.
     const { promptTokens, completionTokens } = start.estimate;
     const amount = start.hold ?? start.pricing.charge({ promptTokens, completionTokens, cachedTokens: 0 });
-    const reseller = start.pricing.account === "reseller_usd";
-    const reserved = await ledger.reserve({
-      kind: start.pricing.account,
-      userId: start.key.userId,
-      base: reseller ? null : BigInt(plan!.daily_tokens),
-      amount,
-      requestId: start.requestId,
-    });
-    if (!reserved.ok) reject(meteringErrors.refused(start.pricing.account, reserved, amount, deps.clock.now()));
+    const kind = start.pricing.account;
+    const terms = accountTerms[kind];
+    const reserved = await ledger.reserve({ kind, userId: start.key.userId, base: terms.base(plan!), amount, requestId: start.requestId });
+    if (!reserved.ok) reject(terms.refused(reserved, amount, deps.clock.now()));
     return new Meter(deps, inflight, start, (reserved as { hold: Hold }).hold);
   }
 

@@ -1,0 +1,24 @@
+import type { PlanConfig } from "../config/schema.js";
+import type { GatewayError } from "../errors.js";
+import type { AccountKind, Refusal } from "../quota/types.js";
+import { meteringErrors } from "./errors.js";
+
+// What the metering path says to the ledger and to the client, per account kind: the base credits a reservation
+// states (the plan's daily allowance; none for a balance the ledger keeps), and how a refusal reads. A record over
+// every kind, so a new kind cannot be added without saying both.
+
+export interface AccountTerms {
+  base(plan: PlanConfig): bigint | null;
+  refused(refusal: Refusal, amount: bigint, now: Date): GatewayError;
+}
+
+export const accountTerms: Record<AccountKind, AccountTerms> = {
+  daily_allowance: {
+    base: (plan) => BigInt(plan.daily_tokens),
+    refused: (r, _amount, now) => meteringErrors.quotaExceeded(r.used + r.reserved, r.allowance, r.resetsAt ?? now, now),
+  },
+  reseller_usd: {
+    base: () => null,
+    refused: (r, amount) => meteringErrors.balanceExhausted(r.allowance - r.used - r.reserved, amount),
+  },
+};
