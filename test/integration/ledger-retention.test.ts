@@ -1,10 +1,16 @@
 import { randomBytes, randomUUID } from "node:crypto";
+import { Logger, quickAddJob, runOnce } from "graphile-worker";
 import { beforeAll, describe, expect, it } from "vitest";
 import { pruneRequestLogs } from "../../src/analytics/retention-sql.js";
 import { encodeRow, INSERT_ROWS } from "../../src/analytics/row-json.js";
 import type { RequestLogRow } from "../../src/analytics/types.js";
+import type { ConfigInput } from "../../src/config/schema.js";
+import { taskList } from "../../src/jobs/tasks.js";
 import { HoldNotFoundError, pruneLedger, reconcileLedger, type DurableHoldInput, type QuotaLedger, type ReserveInput } from "../../src/quota/index.js";
+import { createServices } from "../../src/runtime/services.js";
+import { createLogger } from "../../src/server/logger.js";
 import type { TestDatabase } from "../helpers/db.js";
+import { testConfig } from "../helpers/gateway-app.js";
 import { useLedgerFixture } from "../helpers/ledger-fixture.js";
 import { restore, snapshot, type Snapshot } from "../helpers/table-snapshot.js";
 
@@ -345,6 +351,38 @@ describe("retention of the ledger and the request log", () => {
     expect((await db.pool.query("select count(*)::int as n from quota_holds where id = any($1::uuid[])", [old])).rows[0].n).toBe(0);
     const rolled = await db.pool.query<{ requests: string }>("select sum(requests)::text as requests from request_log_rollups where user_id = any($1::uuid[])", [users]);
     expect(rolled.rows[0]!.requests).toBe(String(oldLogs.length));
+    expect(await reconcileLedger(db.pool)).toEqual([]);
+  });
+
+  it("runs as the ledger_retention task with the configured days, logging its counts; 0 keeps for ever", async () => {
+    const run = async (retention: ConfigInput["retention"]) => {
+      const services = await createServices({ config: testConfig({ retention }), pool: db.pool, logger: createLogger("silent"), env: {}, serving: false });
+      const lines: string[] = [];
+      const logger = new Logger(() => (level, message) => void (level === "info" && message.startsWith("retention") && lines.push(message)));
+      const tasks = taskList({ sessions: services.auth.sessions, ledger, pool: db.pool, retention: services.config.retention });
+      await quickAddJob({ pgPool: db.pool }, "ledger_retention", {});
+      await runOnce({ pgPool: db.pool, taskList: tasks, logger });
+      // Completion is not awaited by runOnce: poll for the job's deletion, which proves it did not fail.
+      const jobsLeft = async () => (await db.pool.query("select count(*)::int as n from graphile_worker.jobs")).rows[0].n;
+      await expect.poll(jobsLeft).toBe(0);
+      await services.close();
+      return lines;
+    };
+    const user = await fixture.newUser();
+    const old = [await request(ledger, daily(user, 100n), 60n), await request(ledger, daily(user, 100n), null)];
+    await ledger.flush();
+    await age("quota_holds", "resolved_at", old, 40);
+    const oldLog = logRow(randomUUID(), 91);
+    await db.pool.query(INSERT_ROWS, [`[${encodeRow(oldLog)}]`]);
+    const count = async () =>
+      (await db.pool.query<{ n: number }>("select (select count(*) from quota_holds where id = any($1::uuid[])) + (select count(*) from request_logs where request_id = $2) as n", [old, oldLog.requestId])).rows[0]!.n;
+
+    expect(await run({ ledger_days: 0, request_log_days: 0 })).toEqual(["retention deleted no ledger rows (ledger_days 0: kept for ever); no request-log rows (request_log_days 0: kept for ever)"]);
+    expect(Number(await count())).toBe(3);
+    const lines = await run({ batch_rows: 1 });
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^retention deleted 2 resolved holds \(rolled up\) and 0 ended leases before \S+Z; 1 request-log rows \(rolled up\) before \S+Z$/);
+    expect(Number(await count())).toBe(0);
     expect(await reconcileLedger(db.pool)).toEqual([]);
   });
 });
