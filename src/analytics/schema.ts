@@ -1,8 +1,9 @@
 import { sql } from "drizzle-orm";
-import { bigint, boolean, check, index, integer, numeric, pgTable, smallint, text, timestamp, uuid } from "drizzle-orm/pg-core";
+import { bigint, boolean, check, date, index, integer, numeric, pgTable, primaryKey, smallint, text, timestamp, uuid } from "drizzle-orm/pg-core";
 
 // One row per request (src/analytics/types.ts). No payloads, IPs, keys or upstream error bodies: only ids,
-// routing metadata, counts and timings.
+// routing metadata, counts and timings. Deleted `retention.request_log_days` after created_at, into
+// request_log_rollups (retention-sql.ts).
 export const requestLogs = pgTable(
   "request_logs",
   {
@@ -44,7 +45,40 @@ export const requestLogs = pgTable(
   },
   (t) => [
     index("request_logs_user_created_idx").on(t.userId, t.createdAt.desc().nullsFirst(), t.requestId.desc().nullsFirst()),
+    // The retention deletes by age (retention-sql.ts); without it each of its batches would scan the table.
+    // created_at grows with time, so a batch's entries land on the index's rightmost pages.
+    index("request_logs_created_at_idx").on(t.createdAt),
     // The user listing returns quota_charged as a JSON number; this keeps that number exact.
     check("request_logs_quota_charged_range", sql`${t.quotaCharged} between 0 and 9007199254740991`),
   ],
+);
+
+// What the retention deleted of the request log (docs/billing.md, "Retention"), added in the statement that
+// deletes the rows (retention-sql.ts): per UTC day of created_at, user, public model (its first 128
+// characters: a configured model ID is never longer, so only unknown names a client sent are shortened) and
+// route. What an operator's monthly report and a billing dispute ask once the rows are gone: how many requests
+// and failures, the tokens and the charge, the USD paid, and the upstream cost where it was known.
+export const requestLogRollups = pgTable(
+  "request_log_rollups",
+  {
+    day: date("day", { mode: "string" }).notNull(),
+    userId: uuid("user_id").notNull(),
+    publicModel: text("public_model").notNull(),
+    route: text("route").notNull(),
+    requests: bigint("requests", { mode: "bigint" }).notNull(),
+    // Rows with status >= 400 (refused, failed, cancelled by the client).
+    errors: bigint("errors", { mode: "bigint" }).notNull(),
+    // Rows billed from the gateway's local count (usage_source = estimated): what a dispute usually questions.
+    estimated: bigint("estimated", { mode: "bigint" }).notNull(),
+    inputTokens: bigint("input_tokens", { mode: "bigint" }).notNull(),
+    outputTokens: bigint("output_tokens", { mode: "bigint" }).notNull(),
+    cachedTokens: bigint("cached_tokens", { mode: "bigint" }).notNull(),
+    quotaCharged: bigint("quota_charged", { mode: "bigint" }).notNull(),
+    // Σ cost_usd (pay-as-you-go requests; a quota-paid request adds nothing), exact.
+    costUsd: numeric("cost_usd").notNull(),
+    // Σ upstream_cost_usd where it was known, exact; `upstream_unpriced` counts the rows where it was not.
+    upstreamCostUsd: numeric("upstream_cost_usd").notNull(),
+    upstreamUnpriced: bigint("upstream_unpriced", { mode: "bigint" }).notNull(),
+  },
+  (t) => [primaryKey({ name: "request_log_rollups_pkey", columns: [t.day, t.userId, t.publicModel, t.route] })],
 );

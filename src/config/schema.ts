@@ -87,6 +87,13 @@ export const rateCardSchema = z.strictObject({
 /** Keys only evaluation models take. */
 const SYSTEMONE_KEYS = ["long_context", "reseller_price", "token_limits"] as const;
 
+/**
+ * Days of history the retention keeps (docs/billing.md, "Retention"): 0 keeps it for ever (a value that reads as
+ * "delete at once" could never be meant, and 0 also fits `${ENV:-0}`), else at least a day; at most a century,
+ * which keeps the cutoff a valid timestamp.
+ */
+const retentionDays = (fallback: number) => z.int().min(0).max(36_500).default(fallback);
+
 export const planSchema = z.strictObject({
   daily_tokens: z.int().nonnegative(),
   weekly_resets: z.int().nonnegative().default(0),
@@ -157,6 +164,16 @@ export const configSchema = z
         message: "instance_timeout_seconds must be at least 3 × heartbeat_seconds (a live process must never look dead)",
         path: ["instance_timeout_seconds"],
       }),
+    retention: z
+      .strictObject({
+        /** Days a resolved hold or an ended lease is kept before it is rolled up and deleted; 0 keeps them for ever. */
+        ledger_days: retentionDays(35),
+        /** Days a request-log row is kept before it is rolled up and deleted; 0 keeps them for ever. */
+        request_log_days: retentionDays(90),
+        /** Rows one statement of the retention deletes at most. */
+        batch_rows: z.int().positive().max(100_000).default(5000),
+      })
+      .prefault({}),
     analytics: z
       .strictObject({
         batch_size: z.int().positive().max(5000).default(500),
@@ -216,6 +233,16 @@ export const configSchema = z
         }
       });
     }
+    // Late outcomes must still find their rows: a request's hold resolves within quota.max_hold_seconds (a later
+    // settlement still posts, through its lease), so the ledger keeps more than that.
+    const { ledger_days } = cfg.retention;
+    if (ledger_days > 0 && ledger_days * 86_400 <= cfg.quota.max_hold_seconds) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["retention", "ledger_days"],
+        message: `must be 0 (keep for ever) or longer than quota.max_hold_seconds (${cfg.quota.max_hold_seconds} s)`,
+      });
+    }
     if (!cfg.pricing_groups.default) {
       ctx.addIssue({ code: "custom", path: ["pricing_groups"], message: 'a "default" pricing group is required' });
     }
@@ -231,3 +258,4 @@ export type ModelConfig = z.infer<typeof modelSchema>;
 export type PlanConfig = z.infer<typeof planSchema>;
 export type PricingGroupConfig = z.infer<typeof pricingGroupSchema>;
 export type UpstreamAnswerLimits = z.infer<typeof upstreamAnswerLimitsSchema>;
+export type RetentionConfig = Config["retention"];

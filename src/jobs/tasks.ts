@@ -1,16 +1,22 @@
 import type { Task, TaskList } from "graphile-worker";
+import { pruneRequestLogs } from "../analytics/retention-sql.js";
 import type { SessionService } from "../auth/types.js";
-import type { QuotaLedger } from "../quota/index.js";
+import type { RetentionConfig } from "../config/schema.js";
+import type { Pool } from "../db/pool.js";
+import { pruneLedger, type QuotaLedger } from "../quota/index.js";
 
 export interface JobDeps {
   sessions: SessionService;
   ledger: QuotaLedger;
+  pool: Pool;
+  retention: RetentionConfig;
 }
 
 /** Payload type of every task, declared once per task name. */
 export interface TaskPayloads {
   prune_sessions: Record<string, unknown>;
   expire_holds: Record<string, unknown>;
+  ledger_retention: Record<string, unknown>;
 }
 
 // Delivery is at least once: every task must be safe to run twice.
@@ -33,12 +39,31 @@ function expireHolds(deps: JobDeps): Task {
   };
 }
 
+// Rolls up and deletes the ledger's and the request log's history past their retention (docs/billing.md,
+// "Retention"). Running it twice is harmless: the second run finds nothing older than its cutoff, and a run cut
+// short (a batch per statement, each committed) leaves nothing half-deleted for the next to finish.
+function ledgerRetention(deps: JobDeps): Task {
+  return async (_payload, helpers) => {
+    const { ledger_days, request_log_days, batch_rows } = deps.retention;
+    const ledger = ledger_days > 0 ? await pruneLedger(deps.pool, ledger_days, batch_rows) : null;
+    const log = request_log_days > 0 ? await pruneRequestLogs(deps.pool, request_log_days, batch_rows) : null;
+    const ledgerPart = ledger
+      ? `${ledger.holds} resolved holds (rolled up) and ${ledger.leases} ended leases before ${ledger.cutoff}`
+      : "no ledger rows (ledger_days 0: kept for ever)";
+    const logPart = log ? `${log.rows} request-log rows (rolled up) before ${log.cutoff}` : "no request-log rows (request_log_days 0: kept for ever)";
+    helpers.logger.info(`retention deleted ${ledgerPart}; ${logPart}`);
+  };
+}
+
 export function taskList(deps: JobDeps): TaskList & Record<keyof TaskPayloads, Task> {
-  return { prune_sessions: pruneSessions(deps), expire_holds: expireHolds(deps) };
+  return { prune_sessions: pruneSessions(deps), expire_holds: expireHolds(deps), ledger_retention: ledgerRetention(deps) };
 }
 
 // jobKey keeps one pending run per task even when several gateway processes share the schedule.
 export const crontab = [
   "*/15 * * * * prune_sessions ?jobKey=prune_sessions&max=3",
   "* * * * * expire_holds ?jobKey=expire_holds&max=3",
+  // Daily at 03:17 UTC: night in Europe, evening in the Americas, and not on the hour, when schedules pile up.
+  // Its batches keep every statement short, so the hour matters little.
+  "17 3 * * * ledger_retention ?jobKey=ledger_retention&max=3",
 ].join("\n");

@@ -54,6 +54,9 @@ export const quotaLeases = pgTable(
   (t) => [
     index("quota_leases_status_idx").on(t.status),
     index("quota_leases_account_id_idx").on(t.accountId),
+    // The retention finds ended leases by it (retention-sql.ts); it changes only when the status does, which
+    // is indexed already, so a sync's update stays as cheap as before.
+    index("quota_leases_resolved_at_idx").on(t.resolvedAt),
     check("quota_leases_amount_nonnegative", sql`${t.amount} >= 0`),
   ],
 );
@@ -61,6 +64,7 @@ export const quotaLeases = pgTable(
 // One row per metered request: its reservation (`amount`) and how it was resolved, posted with the real
 // charge or voided, written when the request resolves in its lease's sync. And one row per durable hold (no
 // lease; durable-sql.ts): written pending when taken, then posted, voided or expired (after `expires_at`).
+// Resolved rows are deleted `retention.ledger_days` after they resolved, into quota_hold_rollups (retention-sql.ts).
 export const quotaHolds = pgTable(
   "quota_holds",
   {
@@ -83,13 +87,31 @@ export const quotaHolds = pgTable(
     expiresAt: timestamp("expires_at", { withTimezone: true }),
   },
   (t) => [
-    // Written once per request and read rarely: only the foreign keys are indexed, and the pending durable
-    // holds the expiry looks for.
+    // Written once per request and read rarely: only the foreign keys are indexed, the pending durable holds
+    // the expiry looks for, and the resolution time the retention deletes by (retention-sql.ts; without it
+    // each of its batches would scan the table). The rows of one sync share one resolved_at (the statement's
+    // now()), so their entries land together on the index's rightmost page as one deduplicated key.
     index("quota_holds_account_id_idx").on(t.accountId),
     index("quota_holds_lease_id_idx").on(t.leaseId),
+    index("quota_holds_resolved_at_idx").on(t.resolvedAt),
     index("quota_holds_durable_pending_idx").on(t.expiresAt).where(sql`${t.status} = 'pending' and ${t.leaseId} is null`),
     check("quota_holds_amounts_nonnegative", sql`${t.amount} >= 0 and (${t.charged} is null or ${t.charged} >= 0)`),
   ],
+);
+
+// What the retention deleted of an account's resolved holds (docs/billing.md, "Retention"), added in the
+// statement that deletes them (retention-sql.ts), so the account still reconciles: its posted debits are the
+// charges of its posted holds plus `charged` here. `holds` counts the rows deleted, whatever their outcome.
+export const quotaHoldRollups = pgTable(
+  "quota_hold_rollups",
+  {
+    accountId: bigint("account_id", { mode: "bigint" })
+      .primaryKey()
+      .references(() => quotaAccounts.id, { onDelete: "cascade" }),
+    holds: bigint("holds", { mode: "bigint" }).notNull(),
+    charged: bigint("charged", { mode: "bigint" }).notNull(),
+  },
+  (t) => [check("quota_hold_rollups_nonnegative", sql`${t.holds} >= 0 and ${t.charged} >= 0`)],
 );
 
 // Live gateway processes, known by their heartbeat; the pending lease of a silent process is expired.

@@ -48,6 +48,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         deps: {
           sessions: services.auth.sessions,
           ledger: services.ledger,
+          pool: db.pool,
+          retention: config.retention,
         },
       });
       cleanups.push(() => worker!.stop());

@@ -8,7 +8,7 @@ describe("background jobs", () => {
   let deps: JobDeps;
   beforeAll(async () => {
     gw = await startTestGateway();
-    deps = { sessions: gw.services.auth.sessions, ledger: gw.services.ledger };
+    deps = { sessions: gw.services.auth.sessions, ledger: gw.services.ledger, pool: gw.db.pool, retention: gw.services.config.retention };
   });
   afterAll(() => gw.close());
 

@@ -238,7 +238,7 @@ describe("quota ledger", () => {
       const { ledger: deadLedger, instance: dead } = await deadProcess();
       const h = await hold(user, 40n, {}, deadLedger);
       await lastSeen(dead.id, "25 hours");
-      const tasks = taskList({ sessions: services.auth.sessions, ledger });
+      const tasks = taskList({ sessions: services.auth.sessions, ledger, pool: db.pool, retention: services.config.retention });
       await quickAddJob({ pgPool: db.pool }, "expire_holds", {});
       await runOnce({ pgPool: db.pool, taskList: tasks });
       expect((await leaseRows(h.accountId)).map((l) => l.status)).toEqual(["expired"]);

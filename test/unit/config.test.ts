@@ -91,6 +91,30 @@ describe("config loading", () => {
     expect(err.path).toBe(expectedPath);
   });
 
+  it("keeps 35 days of the ledger and 90 of the request log by default; 0 keeps for ever", () => {
+    expect(parseConfig({}, "t").retention).toEqual({ ledger_days: 35, request_log_days: 90, batch_rows: 5000 });
+    const config = loadConfigFile(file("retention.yaml", "retention: { ledger_days: 0, request_log_days: 400, batch_rows: 1 }\n"));
+    expect(config.retention).toEqual({ ledger_days: 0, request_log_days: 400, batch_rows: 1 });
+    // The shortest ledger retention is a day, which the default quota.max_hold_seconds (6 h) is under.
+    expect(parseConfig({ retention: { ledger_days: 1 } }, "t").retention.ledger_days).toBe(1);
+    expect(parseConfig({ retention: { ledger_days: 2 }, quota: { max_hold_seconds: 86_401 } }, "t").retention.ledger_days).toBe(2);
+    // From the environment too: a whole placeholder is a number.
+    expect(loadConfigFile(file("retention-env.yaml", "retention:\n  request_log_days: ${LOG_DAYS:-0}\n"), {}).retention.request_log_days).toBe(0);
+  });
+
+  it.each([
+    ["negative", "retention: { ledger_days: -1 }", "retention.ledger_days"],
+    ["fractional", "retention: { request_log_days: 1.5 }", "retention.request_log_days"],
+    ["longer than a century", "retention: { request_log_days: 36501 }", "retention.request_log_days"],
+    ["a batch of nothing", "retention: { batch_rows: 0 }", "retention.batch_rows"],
+    ["a batch too large for one short statement", "retention: { batch_rows: 100001 }", "retention.batch_rows"],
+    ["an unknown key", "retention: { ledger_weeks: 5 }", "retention"],
+    ["not more days than quota.max_hold_seconds", "retention: { ledger_days: 1 }\nquota: { max_hold_seconds: 86400 }", "retention.ledger_days"],
+  ])("refuses a retention that is %s", (_name, text, expectedPath) => {
+    const err = failure(() => loadConfigFile(file("bad-retention.yaml", `${text}\n`)));
+    expect(err.path).toBe(expectedPath);
+  });
+
   it("reports unreadable files and broken YAML without a path", () => {
     expect(failure(() => loadConfigFile(path.join(dir, "absent.yaml"))).message).toMatch(/cannot read file \(ENOENT\)/);
     expect(failure(() => loadConfigFile(file("broken.yaml", "models: [unclosed\n"))).message).toMatch(/not valid YAML/);
