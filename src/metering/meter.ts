@@ -139,11 +139,6 @@ export class Meter {
     return this.target;
   }
 
-  /** Whether the hold was posted or voided already (the first resolution is the only one). */
-  get resolved(): boolean {
-    return this.done;
-  }
-
   /** Milliseconds spent in the gateway itself so far (before the upstream call and after its answer). */
   overheadMs(): number {
     const now = performance.now();
