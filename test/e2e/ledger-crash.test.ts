@@ -3,6 +3,7 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
+import { reconcileLedger } from "../../src/quota/index.js";
 import { gateway, tempDir } from "../helpers/cli.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
@@ -12,7 +13,7 @@ import {
   readAccounts,
   startLoad,
   startSampler,
-  withClient,
+  withPool,
   type Outcome,
 } from "../helpers/crash-cluster.js";
 
@@ -165,27 +166,27 @@ describe("the ledger with three gateway processes, a SIGKILL and cut database co
 
     // Every reserved unit comes back: the survivors' leases give back after lease_idle_ms (2 s), the killed
     // process's expire once its heartbeat is instance_timeout_seconds (3 s) old, at the next sweep (1 s).
-    let accounts = await withClient(db.url, readAccounts);
+    let accounts = await withPool(db.url, readAccounts);
     while (accounts.some((a) => a.pending !== 0n) && performance.now() - loadEnded < 15_000) {
       await sleep(100);
-      accounts = await withClient(db.url, readAccounts);
+      accounts = await withPool(db.url, readAccounts);
     }
     const settledMs = Math.round(performance.now() - loadEnded);
     const sampled = await sampler.stop();
 
-    const { holds, logs, leases, silent } = await withClient(db.url, async (c) => ({
+    const { holds, logs, leases, silent } = await withPool(db.url, async (pool) => ({
       holds: (
-        await c.query<{ request_id: string; status: string; charged: string | null; user_id: string }>(
-          "select h.request_id, h.status, h.charged::text, a.user_id::text from quota_holds h join quota_accounts a on a.id = h.account_id",
+        await pool.query<{ request_id: string; status: string; amount: string; charged: string | null; user_id: string }>(
+          "select h.request_id, h.status, h.amount::text, h.charged::text, a.user_id::text from quota_holds h join quota_accounts a on a.id = h.account_id",
         )
       ).rows,
       logs: (
-        await c.query<{ request_id: string; user_id: string; status: number; quota_charged: string; streamed: boolean }>(
+        await pool.query<{ request_id: string; user_id: string; status: number; quota_charged: string; streamed: boolean }>(
           "select request_id, user_id::text, status, quota_charged::text, streamed from request_logs",
         )
       ).rows,
       leases: (
-        await c.query<{ instance_id: string; status: string; count: number; first_resolved: number | null; last_resolved: number | null; last_created: number }>(
+        await pool.query<{ instance_id: string; status: string; count: number; first_resolved: number | null; last_resolved: number | null; last_created: number }>(
           `select instance_id::text, status, count(*)::int as count,
              (extract(epoch from min(resolved_at)) * 1000)::float8 as first_resolved,
              (extract(epoch from max(resolved_at)) * 1000)::float8 as last_resolved,
@@ -195,7 +196,7 @@ describe("the ledger with three gateway processes, a SIGKILL and cut database co
       ).rows,
       // The processes whose heartbeat stopped: only the killed one (the others stop gracefully later).
       silent: (
-        await c.query<{ id: string; last_seen: number }>(
+        await pool.query<{ id: string; last_seen: number }>(
           "select id::text, (extract(epoch from last_seen_at) * 1000)::float8 as last_seen from gateway_instances where last_seen_at < now() - interval '3 seconds'",
         )
       ).rows,
@@ -259,13 +260,13 @@ describe("the ledger with three gateway processes, a SIGKILL and cut database co
         resolvedAfterKillMs: l.first_resolved === null ? null : [Math.round(l.first_resolved - victim.killedAtWall!), Math.round(l.last_resolved! - victim.killedAtWall!)],
         ...(silent[0]?.id === l.instance_id && l.first_resolved !== null ? { resolvedAfterLastBeatMs: Math.round(l.first_resolved - silent[0].last_seen) } : {}),
       })),
-      sampler: { samples: sampled.samples, failures: sampled.failures, violations: sampled.violations.length, peakShare: Number(sampled.peakShare.toFixed(3)), peakPending: String(sampled.peakPending) },
+      sampler: { samples: sampled.samples, failures: sampled.failures, violations: sampled.violations.length, unreconciled: sampled.unreconciled.length, peakShare: Number(sampled.peakShare.toFixed(3)), peakPending: String(sampled.peakPending) },
       pendingZeroAfterMs: settledMs,
       accounts: accounts.map((a) => ({ posted: String(a.posted), pending: String(a.pending), allowance: String(a.credits + a.restored) })),
       gatewayLogs: logLines,
       stopped,
     };
-    console.log(`ledger crash (${label}):\n${JSON.stringify(report, null, 2)}`);
+    console.log(`ledger crash (${label}):\n${Object.entries(report).map(([key, value]) => `  ${key}: ${JSON.stringify(value)}`).join("\n")}`);
 
     // ---- the proof ----
     // The kill found streams under way, and the load was real on every process.
@@ -275,13 +276,17 @@ describe("the ledger with three gateway processes, a SIGKILL and cut database co
     for (let i = 0; i < PROCESSES; i++) expect(outcomes.filter((o) => o.process === i && o.completed).length).toBeGreaterThan(10);
     expect(outcomes.filter((o) => o.kind === "stream" && o.completed).length).toBeGreaterThan(5);
 
-    // Never more used or reserved than allowed, at any sample.
+    // Never more used or reserved than allowed, and the accounts reconciled with their leases, holds and request
+    // log, at every sample.
     expect(sampled.samples).toBeGreaterThan(50);
     expect(sampled.violations).toEqual([]);
+    expect(sampled.unreconciled).toEqual([]);
 
     // Every reserved unit came back within the documented expiry.
     expect(accounts).toHaveLength(USERS);
     expect(accounts.map((a) => a.pending)).toEqual(accounts.map(() => 0n));
+    expect(accounts.filter((a) => !a.logged)).toEqual([]);
+    expect(await withPool(db.url, reconcileLedger)).toEqual([]);
     expect(leases.filter((l) => l.status === "pending")).toEqual([]);
     // The killed process's leases were expired by the survivors' sweep once its last heartbeat was
     // instance_timeout_seconds (3 s) old, within about one sweep after that; no other process's were.
@@ -313,6 +318,8 @@ describe("the ledger with three gateway processes, a SIGKILL and cut database co
       .map((h) => ({ hold: h, log: logById.get(h.request_id) }));
     expect(disagreeing).toEqual([]);
     expect(holds.filter((h) => h.status !== "posted" && h.status !== "voided")).toEqual([]);
+    // As designed: no charge above its hold, so no overshoot may excuse an account over its allowance.
+    expect(holds.filter((h) => h.charged !== null && BigInt(h.charged) > BigInt(h.amount))).toEqual([]);
 
     // Every answer a surviving process gave is logged and posted, with the usage the client was shown.
     const received = outcomes.filter((o) => !fromVictim(o) && o.completed);
