@@ -37,6 +37,8 @@ export function gateway(args: string[], opts: { cwd: string; env?: Record<string
 export interface ServeProcess {
   proc: ResultPromise;
   stderr(): string;
+  /** What the process wrote to stdout (its structured pino log). */
+  stdout(): string;
   /** Resolves with the first match of `pattern` in stderr. */
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
 }
@@ -50,11 +52,13 @@ export function startServe(args: string[], opts: { cwd: string; env?: Record<str
     buffer: { stdout: false, stderr: false },
   });
   let err = "";
+  let out = "";
   proc.stderr!.on("data", (chunk: Buffer) => (err += chunk.toString()));
-  proc.stdout!.resume();
+  proc.stdout!.on("data", (chunk: Buffer) => (out += chunk.toString()));
   return {
     proc,
     stderr: () => err,
+    stdout: () => out,
     waitFor(pattern, timeoutMs = 90_000) {
       return new Promise((resolve, reject) => {
         const started = Date.now();
