@@ -8,7 +8,7 @@ import { GatewayError, errors, type ErrorCode } from "../errors.js";
 import type { Target, UsageReport } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
 import type { Clock } from "../quota/clock.js";
-import type { Hold, QuotaLedger } from "../quota/types.js";
+import type { Hold, QuotaLedger, ReserveResult } from "../quota/types.js";
 import { accountTerms } from "./account-terms.js";
 import { meteringErrors, upstreamToClient } from "./errors.js";
 import type { Pricing } from "./pricing.js";
@@ -274,7 +274,14 @@ export function createMetering(deps: MeteringDeps): Metering {
     const amount = start.hold ?? start.pricing.charge({ promptTokens, completionTokens, cachedTokens: 0 });
     const kind = start.pricing.account;
     const terms = accountTerms[kind];
-    const reserved = await ledger.reserve({ kind, userId: start.key.userId, base: terms.base(plan!), amount, requestId: start.requestId });
+    let reserved: ReserveResult;
+    try {
+      reserved = await ledger.reserve({ kind, userId: start.key.userId, base: terms.base(plan!), amount, requestId: start.requestId });
+    } catch (err) {
+      // The ledger could not answer (its database): the request still gets its row.
+      logRejected(start, err);
+      throw err;
+    }
     if (!reserved.ok) reject(terms.refused(reserved, amount, deps.clock.now()));
     return new Meter(deps, inflight, start, (reserved as { hold: Hold }).hold);
   }

@@ -4,8 +4,8 @@ import type { Pool } from "../db/pool.js";
 // processes by itself: the account row lock decides every race, so no explicit transaction is needed.
 
 // Creates the account if needed (with the stated base credits, or 0 for a balance never credited yet) and an
-// empty lease on it. `do update` (a no-op) makes RETURNING see an account another process created first. Runs
-// once per process, account and period.
+// empty lease on it. `do update` (a no-op) makes RETURNING see an account another process created first, and
+// a lease this very call created before its reply was lost. Runs once per process, account and period.
 const OPEN_LEASE = `
 with account as (
   insert into quota_accounts (user_id, kind, period, credits) values ($2::uuid, $3::text, $4::text, $5::bigint)
@@ -13,6 +13,7 @@ with account as (
   returning id
 )
 insert into quota_leases (id, account_id, instance_id) select $1::uuid, id, $6::uuid from account
+on conflict (id) do update set instance_id = quota_leases.instance_id
 returning account_id::text`;
 
 /**

@@ -266,15 +266,17 @@ export class Lease {
     let reply: SyncReply;
     const sentAt = performance.now();
     try {
-      this.accountId ??= await openLease(this.ctx.pool, {
-        leaseId: this.id,
-        userId: this.userId,
-        kind: this.ctx.kind,
-        period: this.period,
-        base: this.base,
-        instanceId: this.ctx.instanceId,
-      });
-      reply = await this.syncWithRetries(payload);
+      this.accountId ??= await this.withRetries(() =>
+        openLease(this.ctx.pool, {
+          leaseId: this.id,
+          userId: this.userId,
+          kind: this.ctx.kind,
+          period: this.period,
+          base: this.base,
+          instanceId: this.ctx.instanceId,
+        }),
+      );
+      reply = await this.withRetries(() => this.ctx.sync(this.ctx.pool, payload));
     } catch (err) {
       this.poisoned = true;
       this.ctx.retire(this);
@@ -299,12 +301,13 @@ export class Lease {
     if (this.retired && !this.ended && this.free > 0n) this.giveBackFree();
   }
 
-  private async syncWithRetries(payload: SyncLease): Promise<SyncReply> {
+  /** Both statements of a lease are idempotent (the open by the lease's id, a sync by its seq), so a retry is safe. */
+  private async withRetries<T>(statement: () => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.ctx.sync(this.ctx.pool, payload);
+        return await statement();
       } catch (err) {
-        // A lost connection may or may not have committed: the same seq again is applied at most once.
+        // A lost connection may or may not have committed: the same statement again is applied at most once.
         if (attempt >= SYNC_ATTEMPTS || err instanceof LeaseSequenceError || isDataError(err)) throw err;
         await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** attempt));
       }

@@ -80,6 +80,10 @@ describe("quota escrow", () => {
       const user = await fixture.newUser();
       const leaseId = crypto.randomUUID();
       await openLease(db.pool, { leaseId, userId: user, kind: "daily_allowance", period: "2026-11-22", base: 1000n, instanceId: live.id });
+      // Opening again (a retry after a lost reply) finds the same lease on the same account.
+      await openLease(db.pool, { leaseId, userId: user, kind: "daily_allowance", period: "2026-11-22", base: 1000n, instanceId: live.id });
+      const { rows: opened } = await db.pool.query("select count(*)::int as n from quota_leases where id = $1", [leaseId]);
+      expect(opened[0].n).toBe(1);
       const first = await syncLease(db.pool, base(leaseId, 1));
       expect(first).toEqual({ live: true, granted: 100n + 900n / 4n, posted: 0n, pending: 325n, credits: 1000n, restored: 0n });
       // The reply was lost: the same sync again has no second effect and returns the same grant.
