@@ -1,9 +1,7 @@
 import { randomBytes } from "node:crypto";
-import pg from "pg";
 import { inject } from "vitest";
-import { runMigrations } from "../../src/db/migrate.js";
 import { createPool, type Pool } from "../../src/db/pool.js";
-import { createLogger } from "../../src/server/logger.js";
+import { databaseUrl, withAdmin } from "./admin-db.js";
 
 export interface TestDatabase {
   url: string;
@@ -11,30 +9,24 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: inject("adminDatabaseUrl") });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
-
-/** A fresh, migrated database of its own, so test files never collide (also with DATABASE_URL set). */
+/**
+ * A fresh database of its own, so test files never collide (also with DATABASE_URL set): a copy of the run's
+ * template, migrated once by the global setup with the real runMigrations (global-setup.ts). With
+ * `{ migrate: false }` an empty, unmigrated one (a copy of template0), for tests of migrating itself.
+ */
 export async function createTestDatabase(options: { migrate?: boolean } = {}): Promise<TestDatabase> {
+  const adminUrl = inject("adminDatabaseUrl");
   const name = `gw_test_${randomBytes(6).toString("hex")}`;
-  await admin((c) => c.query(`create database ${name}`));
-  const url = new URL(inject("adminDatabaseUrl"));
-  url.pathname = `/${name}`;
-  const pool = createPool(url.toString(), 10, () => {});
-  if (options.migrate !== false) await runMigrations(pool, createLogger("silent"));
+  const template = options.migrate === false ? "template0" : inject("templateDatabase");
+  await withAdmin(adminUrl, (c) => c.query(`create database ${name} template ${template}`));
+  const url = databaseUrl(adminUrl, name);
+  const pool = createPool(url, 10, () => {});
   return {
-    url: url.toString(),
+    url,
     pool,
     async drop() {
       await pool.end();
-      await admin((c) => c.query(`drop database if exists ${name} with (force)`));
+      await withAdmin(adminUrl, (c) => c.query(`drop database if exists ${name} with (force)`));
     },
   };
 }
