@@ -160,8 +160,8 @@ export class Meter {
    * count fail or the pricing throw, the hold itself is posted (the safe charge: what the client was told it
    * might cost) and the row says `usage_source = hold`; a delivered request is never free and never lost.
    */
-  settle(usage: UsageReport | Promise<UsageReport>, source: UsageSource, status = 200, code: ErrorCode | null = null): Promise<bigint> {
-    if (this.done) return Promise.resolve(0n);
+  settle(usage: UsageReport | Promise<UsageReport>, source: UsageSource, status = 200, code: ErrorCode | null = null): Promise<void> {
+    if (this.done) return Promise.resolve();
     this.done = true;
     const endedAt = performance.now();
     const counted = Promise.resolve(usage).then(
@@ -174,7 +174,7 @@ export class Meter {
     return this.inflight.track(counted);
   }
 
-  private post(usage: UsageReport, source: UsageSource, status: number, code: ErrorCode | null, endedAt: number): Promise<bigint> {
+  private post(usage: UsageReport, source: UsageSource, status: number, code: ErrorCode | null, endedAt: number): Promise<void> {
     let charged: bigint;
     try {
       charged = this.start.pricing.charge(usage);
@@ -185,7 +185,7 @@ export class Meter {
     return this.resolve(charged, this.outcome(status, code, usage, charged, source, endedAt));
   }
 
-  private postHold(status: number, code: ErrorCode | null, endedAt: number): Promise<bigint> {
+  private postHold(status: number, code: ErrorCode | null, endedAt: number): Promise<void> {
     const charged = this.hold.amount;
     return this.resolve(charged, this.outcome(status, code, null, charged, "hold", endedAt));
   }
@@ -200,8 +200,7 @@ export class Meter {
     if (this.done) return Promise.resolve();
     this.done = true;
     const clientStatus = status ?? (code === "client_closed_request" ? 499 : err instanceof UpstreamError ? this.toClient(err).status : err instanceof GatewayError ? err.status : 500);
-    const released = this.resolve(null, this.outcome(clientStatus, code, null, 0n, "none", performance.now()));
-    return released.then(() => undefined);
+    return this.inflight.track(this.resolve(null, this.outcome(clientStatus, code, null, 0n, "none", performance.now())));
   }
 
   private outcome(status: number, code: ErrorCode | null, usage: UsageReport | null, charged: bigint, source: UsageSource, endedAt: number): RowOutcome {
@@ -222,23 +221,18 @@ export class Meter {
 
   /**
    * Posts `charged` (null: voids) with the request's row, which commits in the same statement. The ledger
-   * retries transient faults itself; what still fails is reported loudly, never silently free.
+   * retries transient faults itself; what still fails is reported loudly, never silently free. The caller
+   * tracks the promise (settle() tracks its count with it, fail() this alone).
    */
-  private resolve(charged: bigint | null, outcome: RowOutcome): Promise<bigint> {
+  private resolve(charged: bigint | null, outcome: RowOutcome): Promise<void> {
     const record = encodeRow(requestRow(this.start, outcome));
     const { ledger, logger } = this.deps;
     const holdId = this.hold.id;
     const requestId = this.start.requestId;
     const resolution = charged === null ? ledger.release(holdId, record) : ledger.settle(holdId, charged, record);
-    return this.inflight.track(
-      resolution.then(
-        () => charged ?? 0n,
-        (err: unknown) => {
-          logger.error({ err, hold_id: holdId, charged: charged === null ? null : String(charged), req_id: requestId }, charged === null ? "RELEASE_FAILED" : "SETTLEMENT_FAILED");
-          return charged ?? 0n;
-        },
-      ),
-    );
+    return resolution.catch((err: unknown) => {
+      logger.error({ err, hold_id: holdId, charged: charged === null ? null : String(charged), req_id: requestId }, charged === null ? "RELEASE_FAILED" : "SETTLEMENT_FAILED");
+    });
   }
 }
 
