@@ -24,10 +24,22 @@ export interface OpenDatabaseOptions {
 export async function openDatabase(opts: OpenDatabaseOptions): Promise<OpenDatabase> {
   const external = opts.env.DATABASE_URL || opts.config.database.url;
   const poolSize = opts.poolSize ?? opts.config.database.pool_size;
-  const onPoolError = (err: Error) => opts.logger.warn({ err: err.message }, "idle database connection lost");
+  let closing = false;
+  // Once we close, the connections' last words (the embedded server's 57P01 "terminating connection due to
+  // administrator command", arriving after pool.end() returned but before the sockets closed) are expected.
+  const onPoolError = (err: Error) => {
+    if (!closing) opts.logger.warn({ err: err.message }, "idle database connection lost");
+  };
   if (external) {
     const pool = createPool(external, poolSize, onPoolError);
-    return { pool, source: "external", close: () => pool.end() };
+    return {
+      pool,
+      source: "external",
+      close: () => {
+        closing = true;
+        return pool.end();
+      },
+    };
   }
   const embedded: EmbeddedPostgres = await startEmbeddedPostgres({
     dataDir: opts.dataDir,
@@ -40,6 +52,7 @@ export async function openDatabase(opts: OpenDatabaseOptions): Promise<OpenDatab
     pool,
     source: "embedded",
     async close() {
+      closing = true;
       await pool.end();
       await embedded.stop();
     },
