@@ -79,6 +79,7 @@ export const ERROR_CODES = {
   internal_error: { status: 500, type: "api_error", class: "internal" },
   unavailable: { status: 503, type: "api_error", class: "unavailable" },
   body_budget_exhausted: { status: 503, type: "api_error", class: "unavailable" },
+  database_unavailable: { status: 503, type: "api_error", class: "unavailable" },
   // The upstream's doing, told by status only (the upstream's own text never leaves the adapter).
   upstream_invalid_request: upstream(400, "invalid_request_error"),
   upstream_request_too_large: upstream(413, "invalid_request_error"),

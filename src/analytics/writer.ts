@@ -1,6 +1,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
-import type { Pool } from "../db/pool.js";
+import { isTransientDbError } from "../db/faults.js";
+import type { DatabaseHealth } from "../db/health.js";
+import type { Pool, TimedQuery } from "../db/pool.js";
 import { batchParameter, encodeRow, INSERT_ROWS } from "./row-json.js";
 import type { RequestLogWriter } from "./types.js";
 
@@ -12,6 +14,10 @@ export interface RequestLogWriterOptions {
   flushIntervalMs: number;
   /** Rows held in memory at most (besides the batch in flight); more are dropped and counted. */
   maxBuffered: number;
+  /** A batch whose answer takes longer is abandoned and retried (it is idempotent by request id). */
+  statementTimeoutMs?: number;
+  /** Transient failures are reported here, once per outage, instead of a warning per failed flush. */
+  health?: DatabaseHealth;
 }
 
 const DROP_WARN_INTERVAL_MS = 10_000;
@@ -64,14 +70,17 @@ export function createRequestLogWriter(opts: RequestLogWriterOptions): RequestLo
   async function insert(rows: string[]): Promise<boolean> {
     const count = rows.length;
     try {
-      await pool.query({ name: "request_logs_insert", text: INSERT_ROWS, values: [batchParameter(rows)] });
+      const query: TimedQuery = { name: "request_logs_insert", text: INSERT_ROWS, values: [batchParameter(rows)], query_timeout: opts.statementTimeoutMs };
+      await pool.query(query);
       written += count;
+      opts.health?.ok();
       return true;
     } catch (err) {
       failedFlushes++;
       const code = (err as { code?: unknown }).code;
       // A driver error's message can quote the offending value; the SQLSTATE (or errno) is enough to act on.
-      log.warn({ code: code ?? "unknown", rows: count, failed_flushes: failedFlushes }, "request log flush failed");
+      if (opts.health && isTransientDbError(err)) opts.health.failed(err, "request log");
+      else log.warn({ code: code ?? "unknown", rows: count, failed_flushes: failedFlushes }, "request log flush failed");
       if (isPoison(code)) {
         drop(count, "batch rejected by the database");
         return true;

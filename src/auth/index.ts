@@ -4,6 +4,7 @@ import type { Config } from "../config/schema.js";
 import type { Pool } from "../db/pool.js";
 import { createApiKeyService } from "./api-keys.js";
 import { loadJwtSecret } from "./jwt-secret.js";
+import type { DatabaseHealth } from "../db/health.js";
 import { createApiKeyAuthenticator } from "./key-authenticator.js";
 import { createSessionService } from "./sessions.js";
 import type { AuthServices } from "./types.js";
@@ -16,6 +17,7 @@ export interface AuthServiceOptions {
   env: NodeJS.ProcessEnv;
   /** False for admin commands: no LISTEN connection, and therefore no key cache. */
   listen: boolean;
+  health?: DatabaseHealth;
 }
 
 export async function createAuthServices(opts: AuthServiceOptions): Promise<AuthServices> {
@@ -26,7 +28,7 @@ export async function createAuthServices(opts: AuthServiceOptions): Promise<Auth
   const users = createUserService(db, config);
   const botToken = env.SUPPORT_BOT_TOKEN || undefined;
   if (botToken && botToken.length < 32) logger.warn("SUPPORT_BOT_TOKEN is shorter than 32 characters; use a long random token");
-  const keyAuth = await createApiKeyAuthenticator({ pool, config, logger, listen: opts.listen });
+  const keyAuth = await createApiKeyAuthenticator({ pool, config, logger, listen: opts.listen, health: opts.health });
   return {
     users,
     apiKeys: createApiKeyService({ db, config, users, onChanged: (hash) => keyAuth.forget(hash) }),

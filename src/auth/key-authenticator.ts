@@ -1,6 +1,8 @@
 import pg from "pg";
 import type { Logger } from "pino";
 import type { Config } from "../config/schema.js";
+import { isTransientDbError, readRetryingOnce, withinDeadline } from "../db/faults.js";
+import type { DatabaseHealth } from "../db/health.js";
 import type { Pool } from "../db/pool.js";
 import type { ApiKeyPrincipal } from "../server/context.js";
 import { API_KEY_CHANNEL } from "./api-keys.js";
@@ -41,6 +43,8 @@ export interface KeyAuthenticatorOptions {
   logger: Logger;
   /** Without LISTEN nothing would tell this process about revocations, so the cache stays off. */
   listen: boolean;
+  /** Where a lost LISTEN connection is reported when the database is away (one line per outage, not per retry). */
+  health?: DatabaseHealth;
 }
 
 /** The authenticator as the key service in the same process sees it. */
@@ -53,9 +57,12 @@ export interface LocalKeyCache extends ApiKeyAuthenticator {
 }
 
 /**
- * Resolves API keys with a per-process positive cache. The cache is only trusted while a LISTEN connection is
- * up: every revocation in any process NOTIFYs the key's hash, and losing the connection drops the whole cache
- * until it is back, so a revocation is never missed.
+ * Resolves API keys with a per-process positive cache. Every revocation in any process NOTIFYs the key's hash
+ * on a LISTEN connection. While that connection is down nothing new is cached, and what is cached keeps serving
+ * until its TTL (`auth.key_cache_ttl_seconds`): requests of known keys go on through a database outage, during
+ * which no revocation can commit anyway. When the connection is back the whole cache is dropped, so a revocation
+ * made while it was down (the database up, only the listener cut) is honoured at once then, and never later
+ * than the TTL.
  */
 class CachedKeyAuthenticator implements LocalKeyCache {
   private readonly cache = new Map<string, CacheEntry>();
@@ -90,7 +97,12 @@ class CachedKeyAuthenticator implements LocalKeyCache {
       this.cache.delete(hash);
     }
     const generation = this.generation;
-    const { rows } = await this.opts.pool.query<KeyRow>(extended(LOOKUP, { values: [hash] }));
+    // A key this process does not know needs the database: a dead pooled connection is retried once, and the
+    // whole lookup waits at most database.request_timeout_ms (then 503 database_unavailable, never 500).
+    const { pool, config } = this.opts;
+    const { rows } = await withinDeadline(config.database.request_timeout_ms, () =>
+      readRetryingOnce(() => pool.query<KeyRow>(extended(LOOKUP, { values: [hash] }))),
+    );
     const row = rows[0];
     if (!row) return null;
     const principal: ApiKeyPrincipal = {
@@ -138,7 +150,10 @@ class CachedKeyAuthenticator implements LocalKeyCache {
     this.lastTouched.set(keyId, now);
     this.opts.pool
       .query("update api_keys set last_used_at = now() where id = $1", [keyId])
-      .catch((err: unknown) => this.opts.logger.warn({ err, key_id: keyId }, "recording api key last use failed"));
+      .catch((err: unknown) => {
+        if (this.opts.health && isTransientDbError(err)) this.opts.health.failed(err, "api key last use");
+        else this.opts.logger.warn({ err, key_id: keyId }, "recording api key last use failed");
+      });
   }
 
   private async connect(): Promise<void> {
@@ -161,20 +176,23 @@ class CachedKeyAuthenticator implements LocalKeyCache {
       await client.end().catch(() => {});
       return;
     }
-    // Revocations while we were deaf were missed: anything read before this point must not be cached.
-    this.generation++;
+    // Revocations while we were deaf were missed: nothing read before this point may be served from the cache.
+    this.invalidateAll();
     this.listening = true;
     this.retryMs = RETRY_MIN_MS;
+    this.opts.health?.ok();
   }
 
   private lost(client: pg.Client, err: Error) {
     if (this.listener !== client) return;
     this.listener = null;
+    // What is cached serves until its TTL; nothing new is cached until the connection is back (connect()).
     this.listening = false;
-    this.invalidateAll();
+    this.generation++;
     client.end().catch(() => {});
     if (this.closed) return;
-    this.opts.logger.warn({ err, retry_ms: this.retryMs }, "api key cache disabled: LISTEN connection lost");
+    if (this.opts.health && isTransientDbError(err)) this.opts.health.failed(err, "api key cache LISTEN");
+    else this.opts.logger.warn({ err, retry_ms: this.retryMs }, "api key cache: LISTEN connection lost; nothing new is cached until it is back");
     this.retryTimer = setTimeout(() => void this.connect(), this.retryMs);
     this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
   }

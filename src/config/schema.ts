@@ -123,6 +123,12 @@ export const configSchema = z
         url: z.string().optional(),
         pool_size: z.int().positive().default(10),
         embedded_port: z.int().min(0).max(65535).default(0),
+        /** A request that needs the database waits at most this long, then gets 503 database_unavailable. */
+        request_timeout_ms: z.int().positive().max(60_000).default(2000),
+        /** Opening a connection (or waiting for a free one) gives up after this long. */
+        connect_timeout_ms: z.int().positive().max(60_000).default(2000),
+        /** A statement whose answer takes longer is abandoned on this side (a stalled network), and retried where it may be. */
+        query_timeout_ms: z.int().positive().max(600_000).default(15_000),
       })
       .prefault({}),
     auth: z
@@ -158,6 +164,10 @@ export const configSchema = z
         lease_idle_ms: z.int().positive().default(2000),
         /** How long a settlement waits for others to share its commit. */
         settle_linger_ms: z.int().nonnegative().max(1000).default(50),
+        /** Above this many settlements not yet written (the database is away), the process admits nothing. */
+        max_unsynced_settlements: z.int().positive().default(10_000),
+        /** At shutdown, how long unwritten settlements keep being retried before they are given up (and logged). */
+        shutdown_grace_seconds: z.int().nonnegative().default(30),
       })
       .prefault({})
       .refine((q) => q.instance_timeout_seconds >= 3 * q.heartbeat_seconds, {
@@ -178,7 +188,8 @@ export const configSchema = z
       .strictObject({
         batch_size: z.int().positive().max(5000).default(500),
         flush_interval_ms: z.int().positive().default(100),
-        max_buffered: z.int().positive().default(20_000),
+        /** Rows held while the database is away (each about half a kilobyte): 100,000 is 100 s at 1,000 refused requests a second. */
+        max_buffered: z.int().positive().default(100_000),
       })
       .prefault({}),
     systemone: z

@@ -1,8 +1,10 @@
 import { randomUUID } from "node:crypto";
+import { DatabaseUnavailableError } from "../db/faults.js";
+import type { DatabaseHealth } from "../db/health.js";
 import type { Pool } from "../db/pool.js";
 import { accountAt, kindSpec } from "./account-kinds.js";
 import type { Clock } from "./clock.js";
-import type { SyncLeaseFn } from "./lease-sql.js";
+import type { DirectPostFn, SyncLeaseFn } from "./lease-sql.js";
 import { Lease, type LeaseContext, type Waiter } from "./lease.js";
 import { HoldResolvedError, type AccountKind, type Instance, type ReserveInput, type ReserveResult } from "./types.js";
 
@@ -17,6 +19,18 @@ export interface EscrowOptions {
   clock: Clock;
   instance: Instance;
   sync: SyncLeaseFn;
+  directPost: DirectPostFn;
+  health: DatabaseHealth;
+  /** Shared by every escrow of the process: shutdown's grace ran out. */
+  givingUp(): boolean;
+  /** Shared by every escrow of the process: settlements not yet committed. */
+  unsynced: { count: number };
+  /** Above this many unsynced settlements the process admits nothing (a bound on what a kill could lose). */
+  maxUnsynced: number;
+  /** A reservation that waits for the database longer than this gets 503 database_unavailable. */
+  admissionTimeoutMs: number;
+  /** A ledger statement whose answer takes longer is abandoned and retried. */
+  statementTimeoutMs: number | undefined;
   maxHoldSeconds: number;
   /** A lease without reservations for this long gives its units back and closes. */
   idleMs: number;
@@ -63,7 +77,12 @@ export function createEscrow(opts: EscrowOptions): Escrow {
     kind: opts.kind,
     instanceId: instance.id,
     sync: opts.sync,
+    directPost: opts.directPost,
+    health: opts.health,
+    givingUp: opts.givingUp,
+    unsynced: opts.unsynced,
     lingerMs: opts.lingerMs,
+    statementTimeoutMs: opts.statementTimeoutMs,
     fresh: () => instance.fresh(),
     beaten: (sentAt) => instance.beaten(sentAt),
     resetsAt: (now) => spec.periodEnd(now),
@@ -110,11 +129,33 @@ export function createEscrow(opts: EscrowOptions): Escrow {
     // The usual case, spelled out rather than through accountAt(): no object per request.
     const base = spec.base === "caller" ? input.base : null;
     if (spec.base === "caller" && base === null) return Promise.reject(new TypeError(`an account of kind ${opts.kind} needs its base credits`));
+    // Settlements piling up unwritten (the database is away): what a kill of this process could lose is bounded.
+    if (opts.unsynced.count > opts.maxUnsynced) return Promise.reject(new DatabaseUnavailableError());
     const lease = leaseFor(input.userId, base, spec.period(now), nowMs);
     if (lease.base === base && lease.tryTake(input.amount, nowMs)) {
       return Promise.resolve({ ok: true, hold: record(lease, input, now) });
     }
-    return new Promise((resolve, reject) => enqueue(input, now, { input, now, resolve, reject }));
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        input,
+        now,
+        cancelled: false,
+        resolve(result) {
+          clearTimeout(deadline);
+          resolve(result);
+        },
+        reject(err) {
+          clearTimeout(deadline);
+          reject(err);
+        },
+      };
+      // Only a reservation that needs the database waits for it, and not for longer than this.
+      const deadline = setTimeout(() => {
+        waiter.cancelled = true;
+        reject(new DatabaseUnavailableError());
+      }, opts.admissionTimeoutMs);
+      enqueue(input, now, waiter);
+    });
   }
 
   function resolve(holdId: string, charged: bigint | null, journalRecord: string | null): Promise<void> {
@@ -124,10 +165,8 @@ export function createEscrow(opts: EscrowOptions): Escrow {
     const { lease, amount, requestId, reservedAt } = reservation;
     const resolution = { holdId, requestId, amount, charged, reservedAt, record: journalRecord };
     if (!lease.poisoned) return lease.resolve(resolution, reservation.expired);
-    // Its lease can no longer sync: post through the account's current lease (its units stay held in the
-    // database until this process stops and the lease expires: conservative, never free).
-    const current = leaseFor(lease.userId, lease.base, lease.period, clock.now().getTime());
-    return current.resolve(resolution, true);
+    // Its lease can no longer sync (and was ended, its units returned): the charge posts straight to the account.
+    return lease.resolveDirectly(resolution);
   }
 
   function sweep() {

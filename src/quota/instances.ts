@@ -1,4 +1,6 @@
-import type { Pool } from "../db/pool.js";
+import { isTransientDbError } from "../db/faults.js";
+import type { DatabaseHealth } from "../db/health.js";
+import type { Pool, TimedQuery } from "../db/pool.js";
 import type { Instance } from "./types.js";
 
 // An upsert rather than an update: a process that was silent long enough for its row to be forgotten
@@ -11,6 +13,10 @@ export interface InstanceOptions {
   heartbeatMs: number;
   /** Another process expires this one's leases once its heartbeat is this old (quota.instance_timeout_seconds). */
   timeoutMs: number;
+  /** A beat whose answer takes longer is abandoned (the next one comes anyway). */
+  statementTimeoutMs?: number;
+  /** Transient failures of a beat are reported here (once per outage) instead of to onError. */
+  health?: DatabaseHealth;
   onError?: (err: Error) => void;
 }
 
@@ -38,11 +44,18 @@ export async function registerInstance(pool: Pool, opts: InstanceOptions): Promi
   const beat = () => {
     const at = performance.now();
     // A slow database must not pile up beats on the pool.
+    const query: TimedQuery = { name: "quota_heartbeat", text: HEARTBEAT, values: [id], query_timeout: opts.statementTimeoutMs };
     beating ??= pool
-      .query({ name: "quota_heartbeat", text: HEARTBEAT, values: [id] })
+      .query(query)
       .then(
-        () => beaten(at),
-        (err: Error) => opts.onError?.(err),
+        () => {
+          beaten(at);
+          opts.health?.ok();
+        },
+        (err: Error) => {
+          if (opts.health && isTransientDbError(err)) opts.health.failed(err, "heartbeat");
+          else opts.onError?.(err);
+        },
       )
       .finally(() => {
         beating = undefined;

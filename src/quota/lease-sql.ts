@@ -1,4 +1,4 @@
-import type { Pool } from "../db/pool.js";
+import type { Pool, TimedQuery } from "../db/pool.js";
 
 // The two statements of the escrow (escrow.ts, docs/billing.md "Escrow"). Each is atomic across gateway
 // processes by itself: the account row lock decides every race, so no explicit transaction is needed.
@@ -107,12 +107,14 @@ export interface OpenLease {
 }
 
 /** Returns the account id. */
-export async function openLease(pool: Pool, lease: OpenLease): Promise<string> {
-  const { rows } = await pool.query<{ account_id: string }>({
+export async function openLease(pool: Pool, lease: OpenLease, timeoutMs?: number): Promise<string> {
+  const query: TimedQuery = {
     name: "quota_open_lease",
     text: OPEN_LEASE,
     values: [lease.leaseId, lease.userId, lease.kind, lease.period, String(lease.base ?? 0n), lease.instanceId],
-  });
+    query_timeout: timeoutMs,
+  };
+  const { rows } = await pool.query<{ account_id: string }>(query);
   return rows[0]!.account_id;
 }
 
@@ -164,8 +166,11 @@ export class LeaseSequenceError extends Error {
 
 export type SyncLeaseFn = (pool: Pool, sync: SyncLease) => Promise<SyncReply>;
 
-/** The sync of leases whose resolutions carry journal records written by `journal` (none without one). */
-export function leaseSync(journal?: Journal): SyncLeaseFn {
+/**
+ * The sync of leases whose resolutions carry journal records written by `journal` (none without one); a sync
+ * whose answer takes longer than `timeoutMs` is abandoned (and retried: it is idempotent by its seq).
+ */
+export function leaseSync(journal?: Journal, timeoutMs?: number): SyncLeaseFn {
   const text = syncStatement(journal);
   const name = journal ? "quota_sync_lease_journal" : "quota_sync_lease";
   return async (pool, sync) => {
@@ -188,11 +193,8 @@ export function leaseSync(journal?: Journal): SyncLeaseFn {
       sync.touch,
     ];
     if (journal) values.push(recordsOf(sync.resolutions));
-    const { rows } = await pool.query<{ seq: number; status: string; granted: string; posted: string; pending: string; credits: string; restored: string }>({
-      name,
-      text,
-      values,
-    });
+    const query: TimedQuery = { name, text, values, query_timeout: timeoutMs };
+    const { rows } = await pool.query<{ seq: number; status: string; granted: string; posted: string; pending: string; credits: string; restored: string }>(query);
     const row = rows[0];
     // At `seq` whether this call applied it or an earlier attempt did.
     if (!row || row.seq !== sync.seq) throw new LeaseSequenceError(sync.leaseId, sync.seq, row?.seq ?? null);
@@ -212,4 +214,63 @@ function recordsOf(resolutions: readonly Resolution[]): string {
   let out = "";
   for (const r of resolutions) if (r.record !== null) out += out === "" ? r.record : `,${r.record}`;
   return `[${out}]`;
+}
+
+// The way out of a lease whose sync got a definitive answer (a data error, a sequence it cannot be at): the
+// lease ends (expired, its units back to the account, as the expiry of a dead process's would) and its
+// requests' charges post straight to the account. Exactly once by the hold's id: only the rows this statement
+// inserts are booked, so a retry after a lost reply, or a resolution already written by a sync, books nothing
+// again. The journal's rows are written with them (their request ids are their own key). Locks: the lease, then
+// its account, as a sync.
+function directStatement(journal: Journal | undefined): string {
+  return `
+with lease as (
+  select id, account_id, status, amount from quota_leases where id = $1::uuid for update
+), ended as (
+  update quota_leases l set status = 'expired', resolved_at = now() from lease
+  where l.id = lease.id and lease.status = 'pending'
+  returning lease.amount
+), resolved as (
+  insert into quota_holds (id, account_id, lease_id, amount, charged, status, request_id, instance_id, created_at, resolved_at)
+  select r.id, lease.account_id, lease.id, r.amount, r.charged, case when r.charged is null then 'voided' else 'posted' end,
+    r.request_id, $7::uuid, r.created_at, now()
+  from lease
+  cross join unnest($2::uuid[], $3::bigint[], $4::bigint[], $5::text[], $6::timestamptz[]) as r(id, amount, charged, request_id, created_at)
+  on conflict (id) do nothing
+  returning charged
+), account as (
+  select a.id from quota_accounts a join lease on a.id = lease.account_id for no key update of a
+), booked as (
+  update quota_accounts a
+  set debits_posted = a.debits_posted + coalesce((select sum(charged) from resolved), 0),
+      debits_pending = a.debits_pending - coalesce((select amount from ended), 0),
+      updated_at = now()
+  from account where a.id = account.id
+)${journal ? `, journal as (
+${journal("$8::json")}
+)` : ""}
+select (select count(*) from resolved)::int as booked, exists (select from lease) as found`;
+}
+
+export type DirectPostFn = (pool: Pool, leaseId: string, instanceId: string, resolutions: readonly Resolution[], withRecords: boolean) => Promise<void>;
+
+/** The direct posting of a lease's resolutions (and its end), with journal records written by `journal`. */
+export function leaseDirectPost(journal?: Journal, timeoutMs?: number): DirectPostFn {
+  const text = directStatement(journal);
+  const name = journal ? "quota_direct_post_journal" : "quota_direct_post";
+  return async (pool, leaseId, instanceId, resolutions, withRecords) => {
+    const values: unknown[] = [
+      leaseId,
+      resolutions.map((r) => r.holdId),
+      resolutions.map((r) => String(r.amount)),
+      resolutions.map((r) => (r.charged === null ? null : String(r.charged))),
+      resolutions.map((r) => r.requestId),
+      resolutions.map((r) => r.reservedAt),
+      instanceId,
+    ];
+    if (journal) values.push(withRecords ? recordsOf(resolutions) : "[]");
+    const query: TimedQuery = { name, text, values, query_timeout: timeoutMs };
+    const { rows } = await pool.query<{ booked: number; found: boolean }>(query);
+    if (!rows[0]?.found) throw new Error(`lease ${leaseId} is not in the ledger`);
+  };
 }

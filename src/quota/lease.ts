@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
+import { isDataError, isTransientDbError } from "../db/faults.js";
+import type { DatabaseHealth } from "../db/health.js";
 import type { Pool } from "../db/pool.js";
-import { LeaseSequenceError, openLease, type Resolution, type SyncLease, type SyncLeaseFn, type SyncReply } from "./lease-sql.js";
+import { openLease, type DirectPostFn, type Resolution, type SyncLease, type SyncLeaseFn, type SyncReply } from "./lease-sql.js";
 import type { AccountKind, ReserveInput, ReserveResult } from "./types.js";
 
 // One process's escrow on one account (docs/billing.md, "Escrow"). In memory:
@@ -16,6 +18,8 @@ export interface Waiter {
   now: Date;
   resolve: (result: ReserveResult) => void;
   reject: (err: unknown) => void;
+  /** The caller stopped waiting (its deadline passed): skipped when a grant comes, never admitted. */
+  cancelled: boolean;
 }
 
 interface Settling {
@@ -29,8 +33,18 @@ export interface LeaseContext {
   kind: AccountKind;
   instanceId: string;
   sync: SyncLeaseFn;
+  /** Posts the resolutions of a lease that cannot sync any more, and ends it (lease-sql.ts). */
+  directPost: DirectPostFn;
+  /** Where transient faults are reported (they are retried for as long as the process lives). */
+  health: DatabaseHealth;
+  /** Shutdown's grace ran out: stop retrying, what is still unwritten is lost (and logged). */
+  givingUp(): boolean;
+  /** Settlements of this process not yet committed, over every lease; admission stops above a bound. */
+  unsynced: { count: number };
   /** How long a settlement may wait for others to share its sync. */
   lingerMs: number;
+  /** A statement whose answer takes longer is abandoned and retried. */
+  statementTimeoutMs: number | undefined;
   /** Whether this process's heartbeat is recent enough to admit from free units (instances.ts, "Fencing"). */
   fresh(): boolean;
   /** A sync that renewed the heartbeat, sent at `sentAt` (performance.now()), committed. */
@@ -46,10 +60,11 @@ export interface LeaseContext {
   onSyncError(err: unknown, lease: Lease): void;
 }
 
-const SYNC_ATTEMPTS = 5;
 const DEMAND_WINDOW_MS = 1000;
-const isDataError = (err: unknown) =>
-  typeof err === "object" && err !== null && /^2[23]/.test(String((err as { code?: unknown }).code));
+/** Retries of a transient fault back off exponentially from this, capped, with jitter. */
+const RETRY_MIN_MS = 50;
+const RETRY_MAX_MS = 2000;
+const backoffMs = (attempt: number) => Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.min(attempt, 10)) * (0.5 + Math.random() / 2);
 
 export class Lease {
   readonly id = randomUUID();
@@ -61,7 +76,10 @@ export class Lease {
   /** No new reservations (retired); `ended` once the database says the lease is over. */
   retired = false;
   ended = false;
-  /** The sync of this lease failed for good: its outstanding requests post through another lease. */
+  /**
+   * The database answered this lease's sync with a definitive error: the lease was ended and its settlements
+   * post straight to the account (postDirect), now and for its requests still outstanding.
+   */
   poisoned = false;
   lastUsedMs: number;
 
@@ -130,6 +148,7 @@ export class Lease {
     }
     if (this.retired) this.giveBackFree();
     return new Promise((resolve, reject) => {
+      this.ctx.unsynced.count++;
       this.settling.push({ resolution, resolve, reject });
       this.schedule(false);
     });
@@ -229,8 +248,8 @@ export class Lease {
   }
 
   private async syncOnce(): Promise<void> {
-    if (this.poisoned) return this.failQueued(new Error(`lease ${this.id} is out of service`));
-    const waiters = this.waiters.splice(0);
+    if (this.poisoned) return this.postQueued();
+    const waiters = this.waiters.splice(0).filter((w) => !w.cancelled);
     const settling = this.settling.splice(0);
     const need = waiters.reduce((sum, w) => sum + w.input.amount, 0n);
     const close = this.retired && !this.ended && this.outstanding === 0n && waiters.length === 0;
@@ -266,23 +285,24 @@ export class Lease {
     let reply: SyncReply;
     const sentAt = performance.now();
     try {
-      this.accountId ??= await this.withRetries(() =>
-        openLease(this.ctx.pool, {
-          leaseId: this.id,
-          userId: this.userId,
-          kind: this.ctx.kind,
-          period: this.period,
-          base: this.base,
-          instanceId: this.ctx.instanceId,
-        }),
-      );
+      if (this.accountId === undefined) {
+        const opening = { leaseId: this.id, userId: this.userId, kind: this.ctx.kind, period: this.period, base: this.base, instanceId: this.ctx.instanceId };
+        this.accountId = await this.withRetries(() => openLease(this.ctx.pool, opening, this.ctx.statementTimeoutMs));
+      }
       reply = await this.withRetries(() => this.ctx.sync(this.ctx.pool, payload));
     } catch (err) {
+      // A definitive answer (a data error, a sequence this lease cannot be at), or shutdown's grace ran out.
       this.poisoned = true;
       this.ctx.retire(this);
       this.ctx.onSyncError(err, this);
-      for (const s of settling) s.reject(err);
-      for (const w of waiters) w.reject(err);
+      // Never a charge rejected for good: they post straight to the account, and the lease ends.
+      if (settling.length > 0) await this.postDirectly(settling);
+      // A lease that never opened cannot take requests; one that did is replaced by a new lease.
+      for (const w of waiters) {
+        if (w.cancelled) continue;
+        if (this.accountId === undefined) w.reject(err);
+        else this.ctx.retry(w);
+      }
       return;
     }
     this.seq = payload.seq;
@@ -295,29 +315,73 @@ export class Lease {
     } else {
       this.free += reply.granted;
     }
+    this.ctx.unsynced.count -= settling.length;
     for (const s of settling) s.resolve();
     this.admitWaiters(waiters, reply);
     // Retired while this sync was in flight: what it granted beyond its waiters is not this lease's to keep.
     if (this.retired && !this.ended && this.free > 0n) this.giveBackFree();
   }
 
-  /** Both statements of a lease are idempotent (the open by the lease's id, a sync by its seq), so a retry is safe. */
+  /**
+   * Every statement of a lease is idempotent (the open by the lease's id, a sync by its seq, a direct post by
+   * its holds' ids), so a transient fault (a dropped connection, an outage, a timeout) is retried with capped
+   * exponential backoff and jitter for as long as the process lives; only a definitive answer, or shutdown's
+   * grace running out, ends the attempts.
+   */
   private async withRetries<T>(statement: () => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await statement();
+        const result = await statement();
+        this.ctx.health.ok();
+        return result;
       } catch (err) {
-        // A lost connection may or may not have committed: the same statement again is applied at most once.
-        if (attempt >= SYNC_ATTEMPTS || err instanceof LeaseSequenceError || isDataError(err)) throw err;
-        await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** attempt));
+        if (!isTransientDbError(err) || this.ctx.givingUp()) throw err;
+        this.ctx.health.failed(err, "lease sync");
+        await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt)));
       }
     }
+  }
+
+  /**
+   * Posts settlements straight to the account (and ends this lease, once): for a lease whose sync got a
+   * definitive answer, and for its requests resolved afterwards. A journal record the database refuses (a data
+   * error) is dropped so that the charge still posts. Rejects only when shutdown's grace ran out.
+   */
+  async postDirectly(settling: Settling[]): Promise<void> {
+    const resolutions = settling.map((s) => s.resolution);
+    const post = (withRecords: boolean) =>
+      this.withRetries(() => this.ctx.directPost(this.ctx.pool, this.id, this.ctx.instanceId, resolutions, withRecords));
+    try {
+      try {
+        await post(true);
+      } catch (err) {
+        if (!isDataError(err)) throw err;
+        this.ctx.onSyncError(err, this);
+        await post(false);
+      }
+    } catch (err) {
+      this.ctx.unsynced.count -= settling.length;
+      for (const s of settling) s.reject(err);
+      return;
+    }
+    this.ctx.unsynced.count -= settling.length;
+    for (const s of settling) s.resolve();
+  }
+
+  /** A request of this (poisoned) lease resolved: its charge posts straight to the account. */
+  resolveDirectly(resolution: Resolution): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.ctx.unsynced.count++;
+      void this.postDirectly([{ resolution, resolve, reject }]);
+    });
   }
 
   /** In arrival order; after the first refusal the later ones are refused too (a refused caller is not overtaken). */
   private admitWaiters(waiters: Waiter[], reply: SyncReply) {
     let refused = false;
     for (const w of waiters) {
+      // Its caller has its answer (the deadline's 503); the units stay free for the next one.
+      if (w.cancelled) continue;
       if (this.ended) {
         this.ctx.retry(w);
         continue;
@@ -343,10 +407,11 @@ export class Lease {
     this.outstanding += amount;
   }
 
-  /** What a poisoned lease still had queued: settlements go elsewhere, waiters reserve again. */
-  private failQueued(err: Error): void {
-    for (const w of this.waiters.splice(0)) this.ctx.retry(w);
-    for (const s of this.settling.splice(0)) s.reject(err);
+  /** What a poisoned lease still had queued: waiters reserve again, settlements post straight to the account. */
+  private async postQueued(): Promise<void> {
+    for (const w of this.waiters.splice(0)) if (!w.cancelled) this.ctx.retry(w);
+    const settling = this.settling.splice(0);
+    if (settling.length > 0) await this.postDirectly(settling);
   }
 }
 

@@ -1,3 +1,5 @@
+import { pino } from "pino";
+import { createDatabaseHealth, type DatabaseHealth } from "../db/health.js";
 import type { Pool } from "../db/pool.js";
 import { accountAt, accountKinds, kindSpec } from "./account-kinds.js";
 import { ensureAccount, readAccount, type AccountKey, type AccountRow } from "./account-sql.js";
@@ -5,7 +7,7 @@ import { systemClock, type Clock } from "./clock.js";
 import { readDurableRow, reserveDurableRow, resolveDurableRow, type DurableRow } from "./durable-sql.js";
 import { createEscrow, type Escrow } from "./escrow.js";
 import { expireRows } from "./expire-sql.js";
-import { leaseSync, type Journal } from "./lease-sql.js";
+import { leaseDirectPost, leaseSync, type Journal } from "./lease-sql.js";
 import { creditResellerRow } from "./reseller.js";
 import { earlierRestoration, restoreRow } from "./restore-sql.js";
 import {
@@ -41,15 +43,32 @@ export interface LedgerOptions {
   settleLingerMs?: number;
   /** Commits each request's record with its resolution (the request log). */
   journal?: Journal;
+  /** Where transient database faults are reported (one line when the database goes away, one when it is back). */
+  health?: DatabaseHealth;
+  /** A reservation that needs the database waits at most this long, then gets 503 (database.request_timeout_ms). */
+  admissionTimeoutMs?: number;
+  /** Above this many settlements not yet written, the process admits nothing (quota.max_unsynced_settlements). */
+  maxUnsyncedSettlements?: number;
+  /** At close, how long unwritten settlements keep being retried before they are given up (and logged). */
+  shutdownGraceMs?: number;
+  /** A background statement (sync, direct post, expiry) whose answer takes longer is abandoned and retried. */
+  statementTimeoutMs?: number;
   onSyncError?: (err: unknown, leaseId: string) => void;
 }
 
 const SWEEP_MS = 1000;
 
+
 export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger {
   const clock = opts.clock ?? systemClock;
   const instanceTimeoutSeconds = opts.instanceTimeoutSeconds ?? 90;
-  const sync = leaseSync(opts.journal);
+  const sync = leaseSync(opts.journal, opts.statementTimeoutMs);
+  const directPost = leaseDirectPost(opts.journal, opts.statementTimeoutMs);
+  // Without a monitor (tests, tools) faults are still retried, just not reported.
+  const health = opts.health ?? createDatabaseHealth(pino({ enabled: false }));
+  const unsynced = { count: 0 };
+  health.watch("settlements_waiting", () => unsynced.count);
+  let givingUp = false;
   const escrows = new Map<AccountKind, Escrow>();
   if (opts.instance) {
     for (const kind of accountKinds) {
@@ -61,6 +80,13 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
           clock,
           instance: opts.instance,
           sync,
+          directPost,
+          health,
+          givingUp: () => givingUp,
+          unsynced,
+          maxUnsynced: opts.maxUnsyncedSettlements ?? 10_000,
+          admissionTimeoutMs: opts.admissionTimeoutMs ?? 2000,
+          statementTimeoutMs: opts.statementTimeoutMs,
           maxHoldSeconds: opts.maxHoldSeconds,
           idleMs: opts.leaseIdleMs ?? 2000,
           lingerMs: opts.settleLingerMs ?? 50,
@@ -196,7 +222,14 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
     },
     close: async () => {
       if (timer) clearInterval(timer);
-      await Promise.all(all.map((e) => e.close()));
+      // With the database away, unwritten settlements are retried for the grace, then given up (each logged
+      // by the meter as SETTLEMENT_FAILED with its charge): shutdown cannot wait for ever.
+      const grace = setTimeout(() => (givingUp = true), opts.shutdownGraceMs ?? 30_000);
+      try {
+        await Promise.all(all.map((e) => e.close()));
+      } finally {
+        clearTimeout(grace);
+      }
     },
     sweep,
     expire: () => expireRows(pool, instanceTimeoutSeconds, clock.now()),

@@ -24,6 +24,7 @@ export interface OpenDatabaseOptions {
 export async function openDatabase(opts: OpenDatabaseOptions): Promise<OpenDatabase> {
   const external = opts.env.DATABASE_URL || opts.config.database.url;
   const poolSize = opts.poolSize ?? opts.config.database.pool_size;
+  const timeouts = { connectTimeoutMs: opts.config.database.connect_timeout_ms };
   let closing = false;
   // Once we close, the connections' last words (the embedded server's 57P01 "terminating connection due to
   // administrator command", arriving after pool.end() returned but before the sockets closed) are expected.
@@ -31,7 +32,7 @@ export async function openDatabase(opts: OpenDatabaseOptions): Promise<OpenDatab
     if (!closing) opts.logger.warn({ err: err.message }, "idle database connection lost");
   };
   if (external) {
-    const pool = createPool(external, poolSize, onPoolError);
+    const pool = createPool(external, poolSize, onPoolError, timeouts);
     return {
       pool,
       source: "external",
@@ -47,7 +48,7 @@ export async function openDatabase(opts: OpenDatabaseOptions): Promise<OpenDatab
     mode: opts.mode,
     log: (line) => opts.logger.info(line),
   });
-  const pool = createPool(embedded.url, poolSize, onPoolError);
+  const pool = createPool(embedded.url, poolSize, onPoolError, timeouts);
   return {
     pool,
     source: "embedded",

@@ -1,4 +1,6 @@
 import type { Logger } from "pino";
+import { isTransientDbError } from "../db/faults.js";
+import type { DatabaseHealth } from "../db/health.js";
 import type { QuotaLedger } from "../quota/types.js";
 
 /**
@@ -7,16 +9,20 @@ import type { QuotaLedger } from "../quota/types.js";
  * still come back. Several processes running it at once is harmless (expire-sql.ts skips what another locked).
  * The first run is jittered so that processes started together do not run it in step.
  */
-export function startExpirySweep(ledger: QuotaLedger, intervalMs: number, logger: Logger): { stop(): Promise<void> } {
+export function startExpirySweep(ledger: QuotaLedger, intervalMs: number, logger: Logger, health: DatabaseHealth): { stop(): Promise<void> } {
   let running: Promise<void> | undefined;
   const run = () => {
     running ??= ledger
       .expire()
       .then(
         ({ leases, durable }) => {
+          health.ok();
           if (leases + durable > 0) logger.info({ leases, durable }, "expired abandoned leases and durable holds");
         },
-        (err: Error) => logger.warn({ err: err.message }, "ledger expiry failed; it runs again"),
+        (err: Error) => {
+          if (isTransientDbError(err)) health.failed(err, "ledger expiry");
+          else logger.warn({ err: err.message }, "ledger expiry failed; it runs again");
+        },
       )
       .finally(() => {
         running = undefined;

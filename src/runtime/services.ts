@@ -14,6 +14,7 @@ import { createProviders } from "../providers/registry.js";
 import { systemClock, type Clock } from "../quota/clock.js";
 import { createQuotaLedger } from "../quota/ledger.js";
 import { registerInstance } from "../quota/instances.js";
+import { createDatabaseHealth } from "../db/health.js";
 import { createBodyBudget } from "../server/body-budget.js";
 import { startExpirySweep } from "./expiry-sweep.js";
 
@@ -42,13 +43,16 @@ export interface ServiceOptions {
 export async function createServices(opts: ServiceOptions): Promise<Services> {
   const { config, pool, logger } = opts;
   const serving = opts.serving ?? true;
-  const auth = await createAuthServices({ pool, config, logger, env: opts.env ?? process.env, listen: serving });
+  const health = createDatabaseHealth(logger);
+  const auth = await createAuthServices({ pool, config, logger, env: opts.env ?? process.env, listen: serving, health });
   const clock = opts.clock ?? systemClock;
-  const { quota } = config;
+  const { quota, database } = config;
   const instance = serving
     ? await registerInstance(pool, {
         heartbeatMs: quota.heartbeat_seconds * 1000,
         timeoutMs: quota.instance_timeout_seconds * 1000,
+        statementTimeoutMs: database.query_timeout_ms,
+        health,
         onError: (err) => logger.warn({ err: err.message }, "instance heartbeat failed"),
       })
     : undefined;
@@ -61,16 +65,24 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
     settleLingerMs: quota.settle_linger_ms,
     // A metered request's log row commits in the statement that posts or voids its hold.
     journal: insertRows,
+    health,
+    admissionTimeoutMs: database.request_timeout_ms,
+    statementTimeoutMs: database.query_timeout_ms,
+    maxUnsyncedSettlements: quota.max_unsynced_settlements,
+    shutdownGraceMs: quota.shutdown_grace_seconds * 1000,
     onSyncError: (err, leaseId) => logger.error({ err, lease_id: leaseId }, "LEASE_SYNC_FAILED"),
   });
-  const expiry = serving ? startExpirySweep(ledger, quota.expiry_sweep_seconds * 1000, logger) : undefined;
+  const expiry = serving ? startExpirySweep(ledger, quota.expiry_sweep_seconds * 1000, logger, health) : undefined;
   const requestLog = createRequestLogWriter({
     pool,
     logger,
     batchSize: config.analytics.batch_size,
     flushIntervalMs: config.analytics.flush_interval_ms,
     maxBuffered: config.analytics.max_buffered,
+    statementTimeoutMs: database.query_timeout_ms,
+    health,
   });
+  health.watch("log_rows_waiting", () => requestLog.stats().buffered);
   const providers = createProviders(config);
   const catalog = createCatalog(config);
   for (const unpriced of serving ? unpricedEvaluators(catalog, config) : []) {
@@ -80,6 +92,7 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
   return {
     config,
     pool,
+    health,
     logger,
     auth,
     catalog,

@@ -5,6 +5,7 @@ import { adminAuth, apiKeyAuth, botAuth, sessionAuth } from "../auth/middleware.
 import { adminRoutes, authRoutes, internalRoutes, userRoutes } from "../auth/routes.js";
 import type { Catalog } from "../catalog/catalog.js";
 import type { Config } from "../config/schema.js";
+import type { DatabaseHealth } from "../db/health.js";
 import type { Pool } from "../db/pool.js";
 import { userRequestRoutes } from "../analytics/routes.js";
 import { chatRoutes } from "../inference/chat-route.js";
@@ -29,6 +30,8 @@ import { requestContext } from "./request-id.js";
 export interface AppDeps {
   config: Config;
   pool: Pool;
+  /** What the code that retries reports of database faults; /readyz reads it. */
+  health: DatabaseHealth;
   logger: Logger;
   auth: AuthServices;
   catalog: Catalog;
@@ -53,7 +56,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.onError(handleError);
   app.notFound(notFoundOrMethodNotAllowed(app));
 
-  app.route("/", healthRoutes(deps.pool));
+  app.route("/", healthRoutes(deps.pool, deps.health));
 
   app.use("/v1/*", apiKeyAuth(auth.keyAuth));
   app.use("/native/*", apiKeyAuth(auth.keyAuth));

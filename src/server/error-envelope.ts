@@ -1,4 +1,5 @@
 import type { Context } from "hono";
+import { DatabaseUnavailableError, isTransientDbError } from "../db/faults.js";
 import { GatewayError, errors } from "../errors.js";
 import type { AppEnv } from "./context.js";
 import { requestLog } from "./request-id.js";
@@ -16,9 +17,13 @@ export function errorResponse(c: Context<AppEnv>, err: GatewayError): Response {
   return c.json(errorBody(err, c.get("requestId") ?? null), err.status as 400, err.headers);
 }
 
-/** app.onError: typed errors map to their status; anything else is logged and becomes a bare 500. */
+/**
+ * app.onError: typed errors map to their status; a database that did not answer (a dead connection, an outage)
+ * is 503 database_unavailable with Retry-After, never a 500; anything else is logged and becomes a bare 500.
+ */
 export function handleError(err: Error, c: Context<AppEnv>): Response {
   if (err instanceof GatewayError) return errorResponse(c, err);
+  if (isTransientDbError(err)) return errorResponse(c, new DatabaseUnavailableError());
   requestLog(c)?.error({ err }, "unhandled error");
   return errorResponse(c, errors.internal());
 }

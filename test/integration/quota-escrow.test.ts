@@ -145,24 +145,31 @@ describe("quota escrow", () => {
     await ledger.close();
   });
 
-  it("a lease whose sync fails for good fails its callers, and the account's next request starts a new lease", async () => {
+  it("a lease whose sync gets a definitive answer ends: its charges still post, once, straight to the account, its units come back", async () => {
     const user = await fixture.newUser();
     const errors: string[] = [];
     const ledger = ledgerWith({ onSyncError: (_err, id) => errors.push(id) });
     const first = await hold(ledger, user, 100n);
+    const late = await hold(ledger, user, 40n);
     const [broken] = await leases(first);
     // Someone else moved the lease on: this process's next sync cannot be applied.
     await db.pool.query("update quota_leases set seq = seq + 5 where id = $1", [broken!.id]);
-    await expect(ledger.settle(first.id, 50n)).rejects.toBeInstanceOf(LeaseSequenceError);
+    await ledger.settle(first.id, 50n);
     expect(errors).toEqual([broken!.id]);
+    // The lease ended (expired, its units back); a request still held on it posts straight to the account too.
+    await ledger.settle(late.id, 30n);
     const next = await hold(ledger, user, 100n);
-    await ledger.settle(next.id, 30n);
+    await ledger.settle(next.id, 20n);
     await ledger.flush();
     const rows = await leases(next);
-    expect(rows.map((l) => l.status)).toEqual(["pending", "pending"]);
-    // The broken lease keeps its units held (until its process stops and it expires); the charge of the
-    // failed settlement is lost and was reported; the new lease posted its own.
-    expect(await account(next)).toEqual({ posted: 30n, pending: BigInt(rows[0]!.amount) });
+    expect(rows.map((l) => l.status)).toEqual(["expired", "pending"]);
+    expect(await account(next)).toEqual({ posted: 100n, pending: 0n });
+    const holds = await db.pool.query("select status, charged::text from quota_holds where account_id = $1 order by charged", [next.accountId]);
+    expect(holds.rows).toEqual([
+      { status: "posted", charged: "20" },
+      { status: "posted", charged: "30" },
+      { status: "posted", charged: "50" },
+    ]);
     await ledger.close();
   });
 
