@@ -1,7 +1,7 @@
 import pg from "pg";
 import type { Logger } from "pino";
 import type { Config } from "../config/schema.js";
-import { isTransientDbError, readRetryingOnce, withinDeadline } from "../db/faults.js";
+import { isTransientDbError, readWithinDeadline } from "../db/faults.js";
 import type { DatabaseHealth } from "../db/health.js";
 import type { Pool } from "../db/pool.js";
 import type { ApiKeyPrincipal } from "../server/context.js";
@@ -75,6 +75,7 @@ class CachedKeyAuthenticator implements LocalKeyCache {
   private retryMs = RETRY_MIN_MS;
   private retryTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  private readonly onFault = (err: unknown) => this.opts.health?.failed(err, "api key lookup");
 
   constructor(private readonly opts: KeyAuthenticatorOptions) {
     this.ttlMs = opts.config.auth.key_cache_ttl_seconds * 1000;
@@ -97,12 +98,15 @@ class CachedKeyAuthenticator implements LocalKeyCache {
       this.cache.delete(hash);
     }
     const generation = this.generation;
-    // A key this process does not know needs the database: a dead pooled connection is retried once, and the
-    // whole lookup waits at most database.request_timeout_ms (then 503 database_unavailable, never 500).
+    // A key this process does not know needs the database: a dead pooled connection is retried, and the whole
+    // lookup waits at most database.request_timeout_ms (then 503 database_unavailable, never 500).
     const { pool, config } = this.opts;
-    const { rows } = await withinDeadline(config.database.request_timeout_ms, () =>
-      readRetryingOnce(() => pool.query<KeyRow>(extended(LOOKUP, { values: [hash] }))),
+    const { rows } = await readWithinDeadline(
+      config.database.request_timeout_ms,
+      () => pool.query<KeyRow>(extended(LOOKUP, { values: [hash] })),
+      this.onFault,
     );
+    this.opts.health?.ok();
     const row = rows[0];
     if (!row) return null;
     const principal: ApiKeyPrincipal = {

@@ -129,6 +129,8 @@ export const configSchema = z
         connect_timeout_ms: z.int().positive().max(60_000).default(2000),
         /** A statement whose answer takes longer is abandoned on this side (a stalled network), and retried where it may be. */
         query_timeout_ms: z.int().positive().max(600_000).default(15_000),
+        /** `serve` waits this long for an external database that does not answer at start (0: fail at once). */
+        startup_timeout_seconds: z.int().nonnegative().max(3600).default(60),
       })
       .prefault({}),
     auth: z

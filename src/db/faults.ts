@@ -1,4 +1,6 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { GatewayError } from "../errors.js";
+import type { Pool } from "./pool.js";
 
 // Which database errors are transient: the database, or the road to it, failed, and the same statement may
 // succeed on a fresh connection in a moment (docs/architecture.md, "Database faults"). Everything else is an
@@ -20,6 +22,9 @@ export function isTransientDbError(err: unknown): boolean {
   return typeof message === "string" && TRANSIENT_MESSAGES.test(message);
 }
 
+/** What a log line may say of a database error: its code, never its message (which can quote a statement's parameters). */
+export const faultCode = (err: unknown) => String((err as { code?: unknown } | null)?.code ?? (err as Error | null)?.name ?? "unknown");
+
 /** SQLSTATE classes 22 (data exception) and 23 (constraint violation): the same statement would fail again. */
 export function isDataError(err: unknown): boolean {
   return typeof err === "object" && err !== null && /^2[23]/.test(String((err as { code?: unknown }).code));
@@ -39,9 +44,9 @@ export class DatabaseUnavailableError extends GatewayError {
 /**
  * Runs a database step of a request under a deadline: past `ms`, the request gets 503 database_unavailable
  * (the step goes on in the background; each such step is a read or idempotent). A transient failure within the
- * deadline is the same 503, never a 500.
+ * deadline is the same 503, never a 500. `onFault` hears of both (a stalled database fails no statement).
  */
-export async function withinDeadline<T>(ms: number, step: () => Promise<T>): Promise<T> {
+export async function withinDeadline<T>(ms: number, step: () => Promise<T>, onFault?: (err: unknown) => void): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new DatabaseUnavailableError()), ms);
@@ -52,18 +57,54 @@ export async function withinDeadline<T>(ms: number, step: () => Promise<T>): Pro
   try {
     return await Promise.race([running, timeout]);
   } catch (err) {
-    throw isTransientDbError(err) ? new DatabaseUnavailableError() : err;
+    if (!isTransientDbError(err)) throw err;
+    onFault?.(err);
+    throw err instanceof DatabaseUnavailableError ? err : new DatabaseUnavailableError();
   } finally {
     clearTimeout(timer);
   }
 }
 
-/** An idempotent read retried once on a fresh connection when its pooled connection turned out dead. */
-export async function readRetryingOnce<T>(read: () => Promise<T>): Promise<T> {
-  try {
-    return await read();
-  } catch (err) {
-    if (!isTransientDbError(err)) throw err;
-    return read();
+const READ_RETRY_MS = 25;
+
+/**
+ * An idempotent read of a request, under the request's deadline: a dead pooled connection is retried at once
+ * (the pool has dropped it by then), further transient faults with a short backoff, until the deadline.
+ */
+export function readWithinDeadline<T>(ms: number, read: () => Promise<T>, onFault?: (err: unknown) => void): Promise<T> {
+  const deadline = performance.now() + ms;
+  return withinDeadline(
+    ms,
+    async () => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await read();
+        } catch (err) {
+          const left = deadline - performance.now();
+          if (!isTransientDbError(err) || left <= 0) throw err;
+          await sleep(Math.min(left, attempt === 0 ? 0 : READ_RETRY_MS * 2 ** attempt));
+        }
+      }
+    },
+    onFault,
+  );
+}
+
+/**
+ * Waits until the database answers, retrying transient faults with capped backoff for at most `timeoutMs`
+ * (a process restarted during an outage starts once it is over instead of exiting). `onWaiting` is called once,
+ * at the first failure. A definitive error (a wrong password, a missing database) is thrown at once.
+ */
+export async function waitForDatabase(pool: Pool, opts: { timeoutMs: number; onWaiting(err: unknown): void }): Promise<void> {
+  const deadline = performance.now() + opts.timeoutMs;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await pool.query("select 1");
+      return;
+    } catch (err) {
+      if (!isTransientDbError(err) || performance.now() >= deadline) throw err;
+      if (attempt === 0) opts.onWaiting(err);
+      await sleep(Math.min(2_000, 100 * 2 ** attempt, Math.max(0, deadline - performance.now())));
+    }
   }
 }

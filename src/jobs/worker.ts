@@ -17,6 +17,8 @@ export async function startWorker(opts: {
   logger: Logger;
   concurrency: number;
   deps: JobDeps;
+  /** The worker's own connection faults (it retries them) are reported here rather than logged each time. */
+  onFault?: (err: unknown) => void;
 }): Promise<BackgroundWorker> {
   const runner: Runner = await run({
     pgPool: opts.pool,
@@ -25,7 +27,7 @@ export async function startWorker(opts: {
     pollInterval: 2_000,
     taskList: taskList(opts.deps),
     crontab,
-    logger: workerLogger(opts.logger),
+    logger: workerLogger(opts.logger, opts.onFault),
   });
   return { stop: () => runner.stop() };
 }

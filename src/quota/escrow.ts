@@ -83,6 +83,7 @@ export function createEscrow(opts: EscrowOptions): Escrow {
     unsynced: opts.unsynced,
     lingerMs: opts.lingerMs,
     statementTimeoutMs: opts.statementTimeoutMs,
+    slowMs: opts.admissionTimeoutMs,
     fresh: () => instance.fresh(),
     beaten: (sentAt) => instance.beaten(sentAt),
     resetsAt: (now) => spec.periodEnd(now),
@@ -130,7 +131,11 @@ export function createEscrow(opts: EscrowOptions): Escrow {
     const base = spec.base === "caller" ? input.base : null;
     if (spec.base === "caller" && base === null) return Promise.reject(new TypeError(`an account of kind ${opts.kind} needs its base credits`));
     // Settlements piling up unwritten (the database is away): what a kill of this process could lose is bounded.
-    if (opts.unsynced.count > opts.maxUnsynced) return Promise.reject(new DatabaseUnavailableError());
+    if (opts.unsynced.count > opts.maxUnsynced) {
+      const err = new DatabaseUnavailableError();
+      opts.health.failed(err, "settlements waiting");
+      return Promise.reject(err);
+    }
     const lease = leaseFor(input.userId, base, spec.period(now), nowMs);
     if (lease.base === base && lease.tryTake(input.amount, nowMs)) {
       return Promise.resolve({ ok: true, hold: record(lease, input, now) });
@@ -152,7 +157,10 @@ export function createEscrow(opts: EscrowOptions): Escrow {
       // Only a reservation that needs the database waits for it, and not for longer than this.
       const deadline = setTimeout(() => {
         waiter.cancelled = true;
-        reject(new DatabaseUnavailableError());
+        const err = new DatabaseUnavailableError();
+        // A stalled database fails no statement; a deadline missed is how the operator hears of it.
+        opts.health.failed(err, "reservation");
+        reject(err);
       }, opts.admissionTimeoutMs);
       enqueue(input, now, waiter);
     });

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { isDataError, isTransientDbError } from "../db/faults.js";
+import { DatabaseUnavailableError, isDataError, isTransientDbError } from "../db/faults.js";
 import type { DatabaseHealth } from "../db/health.js";
 import type { Pool } from "../db/pool.js";
 import { openLease, type DirectPostFn, type Resolution, type SyncLease, type SyncLeaseFn, type SyncReply } from "./lease-sql.js";
@@ -45,6 +45,8 @@ export interface LeaseContext {
   lingerMs: number;
   /** A statement whose answer takes longer is abandoned and retried. */
   statementTimeoutMs: number | undefined;
+  /** A statement still unanswered after this long is reported as a fault (a stalled database fails nothing). */
+  slowMs: number;
   /** Whether this process's heartbeat is recent enough to admit from free units (instances.ts, "Fencing"). */
   fresh(): boolean;
   /** A sync that renewed the heartbeat, sent at `sentAt` (performance.now()), committed. */
@@ -330,6 +332,7 @@ export class Lease {
    */
   private async withRetries<T>(statement: () => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
+      const slow = setTimeout(() => this.ctx.health.failed(new DatabaseUnavailableError(), "lease sync"), this.ctx.slowMs);
       try {
         const result = await statement();
         this.ctx.health.ok();
@@ -338,6 +341,8 @@ export class Lease {
         if (!isTransientDbError(err) || this.ctx.givingUp()) throw err;
         this.ctx.health.failed(err, "lease sync");
         await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt)));
+      } finally {
+        clearTimeout(slow);
       }
     }
   }

@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { Config } from "../config/schema.js";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "../db/embedded.js";
+import { faultCode } from "../db/faults.js";
 import { createPool, type Pool } from "../db/pool.js";
 
 export interface OpenDatabase {
@@ -28,8 +29,10 @@ export async function openDatabase(opts: OpenDatabaseOptions): Promise<OpenDatab
   let closing = false;
   // Once we close, the connections' last words (the embedded server's 57P01 "terminating connection due to
   // administrator command", arriving after pool.end() returned but before the sockets closed) are expected.
+  // An idle connection lost is not news by itself (the pool opens another when asked); a fault that lasts is
+  // logged once by the database health (src/db/health.ts), so this stays at debug, not a warning per connection.
   const onPoolError = (err: Error) => {
-    if (!closing) opts.logger.warn({ err: err.message }, "idle database connection lost");
+    if (!closing) opts.logger.debug({ code: faultCode(err) }, "idle database connection lost");
   };
   if (external) {
     const pool = createPool(external, poolSize, onPoolError, timeouts);

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Config } from "../config/schema.js";
+import { faultCode, waitForDatabase } from "../db/faults.js";
 import { runMigrations } from "../db/migrate.js";
 import { startWorker, type BackgroundWorker } from "../jobs/worker.js";
 import { createApp } from "../server/app.js";
@@ -36,6 +37,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   try {
     const db = await openDatabase({ config, env: opts.env, dataDir: opts.dataDir, logger, mode: "own" });
     cleanups.push(() => db.close());
+    await waitForDatabase(db.pool, {
+      timeoutMs: config.database.startup_timeout_seconds * 1000,
+      onWaiting: (err) =>
+        logger.warn(
+          { code: faultCode(err), timeout_seconds: config.database.startup_timeout_seconds },
+          "DATABASE_UNREACHABLE at start: waiting for it",
+        ),
+    });
     await runMigrations(db.pool, logger);
     const services = await createServices({ config, pool: db.pool, logger, env: opts.env });
     cleanups.push(() => services.close());
@@ -45,6 +54,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         pool: db.pool,
         logger,
         concurrency: config.worker.concurrency,
+        onFault: (err) => services.health.failed(err, "background worker"),
         deps: {
           sessions: services.auth.sessions,
           ledger: services.ledger,

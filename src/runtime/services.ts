@@ -7,7 +7,7 @@ import type { RequestLogWriter } from "../analytics/types.js";
 import { createAuthServices } from "../auth/index.js";
 import { createCatalog } from "../catalog/catalog.js";
 import type { Config } from "../config/schema.js";
-import type { Pool } from "../db/pool.js";
+import type { Pool, TimedQuery } from "../db/pool.js";
 import { createMetering } from "../metering/meter.js";
 import { unpricedEvaluators } from "../metering/pricing.js";
 import { createProviders } from "../providers/registry.js";
@@ -43,7 +43,8 @@ export interface ServiceOptions {
 export async function createServices(opts: ServiceOptions): Promise<Services> {
   const { config, pool, logger } = opts;
   const serving = opts.serving ?? true;
-  const health = createDatabaseHealth(logger);
+  const probe: TimedQuery = { text: "select 1", query_timeout: config.database.query_timeout_ms };
+  const health = createDatabaseHealth(logger, { probe: () => pool.query(probe) });
   const auth = await createAuthServices({ pool, config, logger, env: opts.env ?? process.env, listen: serving, health });
   const clock = opts.clock ?? systemClock;
   const { quota, database } = config;

@@ -36,9 +36,10 @@ export class GatewayCluster {
 
   constructor(private readonly opts: ClusterOptions) {}
 
-  async start(index: number, port = 0): Promise<GatewayProcess> {
+  /** Starts `gateway serve` as process `index`; `databaseUrl` replaces the cluster's (a process behind a fault proxy). */
+  async start(index: number, port = 0, databaseUrl = this.opts.databaseUrl): Promise<GatewayProcess> {
     const args = ["--config", this.opts.configFile, "--port", String(port), ...(this.opts.worker ? [] : ["--no-worker"])];
-    const serve = startServe(args, { cwd: this.opts.cwd, env: { DATABASE_URL: this.opts.databaseUrl } });
+    const serve = startServe(args, { cwd: this.opts.cwd, env: { DATABASE_URL: databaseUrl } });
     const generation = this.all.filter((p) => p.index === index).length;
     const entry: GatewayProcess = { index, generation, port, url: "", serve };
     this.all.push(entry);
@@ -122,6 +123,9 @@ export interface Outcome {
   completed: boolean;
   /** The usage the client was shown (prompt + completion tokens), when it saw it. */
   usageTotal: number | null;
+  /** An error answer's envelope code and Retry-After header. */
+  errorCode?: string | null;
+  retryAfter?: string | null;
   error?: string;
 }
 
@@ -136,6 +140,8 @@ export interface LoadOptions {
   maxTokens: number;
   /** Pause between two requests of one client. */
   pauseMs: number;
+  /** Which process a client's requests go to; by default, each kind round-robin over the cluster. */
+  route?: (client: number) => number;
 }
 
 export interface Load {
@@ -164,7 +170,7 @@ export function startLoad(opts: LoadOptions): Load {
 
   async function one(client: number, n: number): Promise<void> {
     const kind = opts.streams(client) ? "stream" : "json";
-    const index = turns[kind]++ % opts.cluster.current.length;
+    const index = opts.route ? opts.route(client) : turns[kind]++ % opts.cluster.current.length;
     const target = opts.cluster.current[index]!;
     const user = client % opts.keys.length;
     const api = sdk(target.url, opts.keys[user]!);
@@ -217,6 +223,8 @@ export function startLoad(opts: LoadOptions): Load {
         out.status = err.status;
         out.answeredAt ??= performance.now();
         out.requestId ??= err.headers?.get("x-request-id") ?? null;
+        out.errorCode = typeof err.code === "string" ? err.code : null;
+        out.retryAfter = err.headers?.get("retry-after") ?? null;
       }
       out.error = err instanceof Error ? `${err.constructor.name}: ${err.message}` : String(err);
     } finally {

@@ -1,0 +1,366 @@
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
+import { reconcileLedger } from "../../src/quota/index.js";
+import { gateway, tempDir } from "../helpers/cli.js";
+import { GatewayCluster, readAccounts, startLoad, startSampler, withPool, type Outcome } from "../helpers/crash-cluster.js";
+import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
+import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
+import { startPgFaultProxy, type PgFaultProxy } from "../helpers/pg-fault-proxy.js";
+
+// An operator's bad day (docs/architecture.md, "Database faults"): a real `gateway serve` process (FAULTED)
+// reaches PostgreSQL through a TCP proxy that cuts, refuses and stalls; a second one (DIRECT) uses the same
+// database directly throughout, and a sampler reads the ledger on its own connection. Eight clients (half of
+// them streaming) send chat completions for at least nine seconds while the fault happens. Afterwards: every
+// 200 a client received is charged exactly once and has exactly one request-log row, the ledger's used equals
+// the log, nothing stays reserved past the documented bound, the faulted process answered only 200 or a 503
+// envelope during the fault and only 200 outside it, the direct one only 200, and no connection was dropped
+// without an answer. A SIGKILL during an outage loses at most what its documented bound allows.
+
+const FAULTED = 0;
+const DIRECT = 1;
+const USERS = 2;
+const CLIENTS = 8;
+/** Clients 0-5 use the faulted process, 6-7 the direct one; odd clients stream. */
+const route = (client: number) => (client < 6 ? FAULTED : DIRECT);
+const streams = (client: number) => client % 2 === 1;
+const CHUNK_DELAY_MS = 25;
+const MAX_TOKENS = 200;
+/** Far above what a run spends: the only refusals allowed are the database's. */
+const DAILY_TOKENS = 50_000_000;
+/** database.request_timeout_ms: how long a request that needs the database waits for it. */
+const REQUEST_TIMEOUT_MS = 2_000;
+/**
+ * After a fault ends, a request that started before then may still get its 503: one sync backoff (at most 2 s,
+ * src/quota/lease.ts) plus the request deadline. Requests started later than this after the end get 200.
+ */
+const RECOVERY_MS = 2_000 + REQUEST_TIMEOUT_MS;
+/**
+ * docs/architecture.md, "Database faults": reserved units return within lease_idle_ms (2 s) plus one sync
+ * backoff once the load stops and the database answers; a killed process's within instance_timeout_seconds
+ * (3 s here) plus one expiry sweep (1 s). With room for a loaded CI machine.
+ */
+const RESERVED_BOUND_MS = 15_000;
+const MAX_UNSYNCED = 500;
+
+interface Window {
+  start: number;
+  end: number;
+}
+
+interface Timeline {
+  /** Waits until `ms` after the load started. */
+  at(ms: number): Promise<void>;
+  /** Marks a fault from now until the returned function is called. */
+  begin(): () => void;
+  cluster: GatewayCluster;
+  proxy: PgFaultProxy;
+}
+
+describe("gateway serve through database faults", () => {
+  let work: Awaited<ReturnType<typeof tempDir>>;
+  let mock: MockUpstream;
+  let upstream: FaultProxy;
+  const clusters: GatewayCluster[] = [];
+  const proxies: PgFaultProxy[] = [];
+  const databases: TestDatabase[] = [];
+  const running: { stop(): Promise<unknown> }[] = [];
+
+  beforeAll(async () => {
+    work = await tempDir("gateway-e2e-dbfaults-");
+    mock = await startMockUpstream({ apiKey: "mock-key" });
+    upstream = await startFaultProxy(mock.url);
+  });
+
+  afterAll(async () => {
+    const stopping = running.map((r) => r.stop().catch(() => {}));
+    for (const proxy of proxies) proxy.up();
+    for (const cluster of clusters) cluster.killAll();
+    await Promise.all(stopping);
+    await Promise.all(clusters.flatMap((c) => c.all.map((p) => p.serve.proc.catch(() => {}))));
+    for (const proxy of proxies) await proxy.close();
+    await upstream?.close();
+    await mock?.close();
+    for (const db of databases) await db.drop().catch(() => {});
+    await work?.remove();
+  });
+
+  function writeConfig(name: string): string {
+    const file = path.join(work.dir, `${name}.yaml`);
+    const config = {
+      server: { host: "127.0.0.1", drain_timeout_ms: 3_000 },
+      database: { pool_size: 8, request_timeout_ms: REQUEST_TIMEOUT_MS },
+      logging: { level: "info" },
+      providers: {
+        mock: { protocol: "openai", base_url: upstream.baseUrl({ "x-mock-chunk-delay-ms": CHUNK_DELAY_MS }), api_key: "mock-key" },
+      },
+      models: { "faults-chat": { kind: "chat", upstream: "mock-gpt-small", targets: ["mock"] } },
+      plans: { faults: { daily_tokens: DAILY_TOKENS, context_limit: 128_000 } },
+      default_plan: "faults",
+      quota: { heartbeat_seconds: 1, instance_timeout_seconds: 3, expiry_sweep_seconds: 1, max_unsynced_settlements: MAX_UNSYNCED },
+    };
+    writeFileSync(file, JSON.stringify(config, null, 2));
+    return file;
+  }
+
+  async function cli(args: string[], configFile: string, db: TestDatabase): Promise<Record<string, string>> {
+    const result = await gateway([...args, "--config", configFile, "--json"], { cwd: work.dir, env: { DATABASE_URL: db.url } });
+    if (result.exitCode !== 0) throw new Error(`gateway ${args.join(" ")} failed: ${result.stderr}`);
+    return JSON.parse(result.stdout) as Record<string, string>;
+  }
+
+  interface ScenarioOptions {
+    name: string;
+    /** The load runs at least this long. */
+    loadMs: number;
+    fault(t: Timeline): Promise<void>;
+    /** The faulted process is SIGKILLed (generation 0) and restarted (generation 1). */
+    kills?: boolean;
+  }
+
+  async function scenario(opts: ScenarioOptions) {
+    const db = await createTestDatabase();
+    databases.push(db);
+    const proxy = await startPgFaultProxy(db.url);
+    proxies.push(proxy);
+    const configFile = writeConfig(opts.name);
+    const emails = Array.from({ length: USERS }, (_, i) => `faults-${opts.name}-${i}@example.test`);
+    for (const email of emails) await cli(["users", "create", "--email", email, "--password", "correct horse"], configFile, db);
+    const keys = await Promise.all(emails.map((email) => cli(["keys", "create", "--user", email], configFile, db)));
+
+    const cluster = new GatewayCluster({ cwd: work.dir, configFile, databaseUrl: db.url, worker: true });
+    clusters.push(cluster);
+    await cluster.start(FAULTED, 0, proxy.url);
+    await cluster.start(DIRECT);
+
+    const sampler = startSampler(db.url, 100);
+    running.push(sampler);
+    const load = startLoad({ cluster, keys: keys.map((k) => k.key!), model: "faults-chat", clients: CLIENTS, streams, maxTokens: MAX_TOKENS, pauseMs: 5, route });
+    running.push(load);
+    const t0 = performance.now();
+    const windows: Window[] = [];
+    const timeline: Timeline = {
+      at: (ms) => sleep(Math.max(0, t0 + ms - performance.now())),
+      begin() {
+        const window = { start: performance.now(), end: Infinity };
+        windows.push(window);
+        return () => void (window.end = performance.now());
+      },
+      cluster,
+      proxy,
+    };
+    await opts.fault(timeline);
+    await timeline.at(opts.loadMs);
+    await load.stop();
+    const loadEnded = performance.now();
+
+    let accounts = await withPool(db.url, readAccounts);
+    while (accounts.some((a) => a.pending !== 0n) && performance.now() - loadEnded < RESERVED_BOUND_MS) {
+      await sleep(100);
+      accounts = await withPool(db.url, readAccounts);
+    }
+    const reservedZeroAfterMs = Math.round(performance.now() - loadEnded);
+    const sampled = await sampler.stop();
+    const { holds, logs } = await withPool(db.url, async (pool) => ({
+      holds: (
+        await pool.query<{ request_id: string; status: string; charged: string | null; user_id: string }>(
+          "select h.request_id, h.status, h.charged::text, a.user_id::text from quota_holds h join quota_accounts a on a.id = h.account_id",
+        )
+      ).rows,
+      logs: (
+        await pool.query<{ request_id: string; user_id: string; status: number; quota_charged: string }>(
+          "select request_id, user_id::text, status, quota_charged::text from request_logs",
+        )
+      ).rows,
+    }));
+    const stopped = await cluster.stop();
+    const keep = process.env.DATABASE_FAULTS_LOGS;
+    if (keep) for (const p of cluster.all) writeFileSync(path.join(keep, `${opts.name}-${p.index}.${p.generation}.log`), p.serve.stdout());
+
+    // ---- what happened, printed whatever the outcome ----
+    const outcomes = load.outcomes;
+    const since = (t: number) => Math.round(t - t0);
+    const killedAt = cluster.all.find((p) => p.killedAt !== undefined)?.killedAt;
+    const restarted = cluster.all.find((p) => p.index === FAULTED && p.generation === 1);
+    /** A request overlapping a fault, or started within RECOVERY_MS of its end. */
+    const duringFault = (o: Outcome) => windows.some((w) => o.endedAt >= w.start && o.startedAt <= w.end + RECOVERY_MS);
+    /** Requests the SIGKILL took: in flight on the victim at the kill. */
+    const killed = (o: Outcome) => killedAt !== undefined && o.process === FAULTED && o.generation === 0 && o.endedAt >= killedAt;
+    const count = (list: Outcome[]) => {
+      const counts: Record<string, number> = {};
+      for (const o of list) {
+        const key = `${o.process === FAULTED ? "faulted" : "direct"} ${o.kind} ${o.status}${o.errorCode ? ` ${o.errorCode}` : ""}${o.status === 200 && !o.completed ? " incomplete" : ""}`;
+        counts[key] = (counts[key] ?? 0) + 1;
+      }
+      return counts;
+    };
+    const logById = new Map(logs.map((l) => [l.request_id, l]));
+    const holdsById = new Map<string, typeof holds>();
+    for (const h of holds) holdsById.set(h.request_id, [...(holdsById.get(h.request_id) ?? []), h]);
+    const received = outcomes.filter((o) => o.completed);
+    const unaccounted = received.filter((o) => {
+      const log = logById.get(o.requestId!);
+      const hold = holdsById.get(o.requestId!);
+      return !log || log.status !== 200 || hold?.length !== 1 || hold[0]!.status !== "posted" || hold[0]!.charged !== String(o.usageTotal);
+    });
+    const faultedLines = cluster.logSummary(30).filter((l) => l.process.startsWith(`${FAULTED}.`) && /DATABASE_/.test(l.msg));
+    const report = {
+      requests: outcomes.length,
+      outcomes: count(outcomes),
+      duringFault: count(outcomes.filter(duringFault)),
+      windows: windows.map((w) => [since(w.start), since(w.end)]),
+      kill: killedAt === undefined ? null : { atMs: since(killedAt), restarted: restarted !== undefined, lost: unaccounted.length },
+      proxy: proxy.stats(),
+      holds: holds.length,
+      logRows: logs.length,
+      reservedZeroAfterMs,
+      sampler: { samples: sampled.samples, failures: sampled.failures, violations: sampled.violations.length, unreconciled: sampled.unreconciled.length },
+      databaseLines: faultedLines,
+      warnings: cluster.logSummary(40).filter((l) => !/DATABASE_/.test(l.msg)),
+      stopped,
+    };
+    console.log(`database faults (${opts.name}):\n${Object.entries(report).map(([k, v]) => `  ${k}: ${JSON.stringify(v)}`).join("\n")}`);
+
+    // ---- the proof ----
+    // Real load on both processes, streams and JSON, before, during and after the fault.
+    expect(windows.length).toBeGreaterThan(0);
+    expect(windows.every((w) => w.end !== Infinity)).toBe(true);
+    for (const p of [FAULTED, DIRECT]) {
+      for (const kind of ["json", "stream"] as const) expect(received.filter((o) => o.process === p && o.kind === kind).length).toBeGreaterThan(5);
+    }
+    expect(received.filter((o) => o.process === FAULTED && o.startedAt > windows.at(-1)!.end).length).toBeGreaterThan(5);
+
+    // Answers: the direct process only 200, complete; the faulted one a 503 envelope only during a fault, 200
+    // otherwise; no connection dropped without an answer (but what the SIGKILL took, and the restart's gap).
+    const restartGap = (o: Outcome) => killedAt !== undefined && o.process === FAULTED && o.generation === 0 && o.startedAt >= killedAt;
+    const wrong = outcomes.filter((o) => {
+      if (killed(o) || restartGap(o)) return false;
+      if (o.status === 200) return !o.completed;
+      const envelope503 = o.status === 503 && o.errorCode === "database_unavailable" && o.retryAfter !== null;
+      return !(envelope503 && o.process === FAULTED && duringFault(o));
+    });
+    expect(wrong).toEqual([]);
+
+    // The ledger: never above the allowance, always reconciled with its rows and the request log; used equals
+    // the log's sum, user by user; no request charged twice; every 200 charged once with the usage shown.
+    expect(sampled.samples).toBeGreaterThan(20);
+    expect(sampled.violations).toEqual([]);
+    expect(sampled.unreconciled).toEqual([]);
+    expect(accounts).toHaveLength(USERS);
+    for (const account of accounts) {
+      const logged = logs.filter((l) => l.user_id === account.userId).reduce((sum, l) => sum + BigInt(l.quota_charged), 0n);
+      expect({ user: account.userId, used: account.posted }).toEqual({ user: account.userId, used: logged });
+    }
+    expect([...holdsById].filter(([, list]) => list.length > 1)).toEqual([]);
+    expect(new Set(logs.map((l) => l.request_id)).size).toBe(logs.length);
+    expect(await withPool(db.url, reconcileLedger)).toEqual([]);
+    const lost = unaccounted.filter((o) => !(opts.kills && o.process === FAULTED && o.generation === 0));
+    expect(lost).toEqual([]);
+    if (opts.kills) {
+      // docs/billing.md, "Crashes": a process killed while the database is away loses at most the settlements
+      // it could not write, which admission caps at quota.max_unsynced_settlements (plus those in flight).
+      expect(unaccounted.length).toBeLessThanOrEqual(MAX_UNSYNCED + CLIENTS);
+      expect(unaccounted.every((o) => o.endedAt >= windows[0]!.start - 1_000 && o.endedAt <= killedAt!)).toBe(true);
+    }
+
+    // Nothing stays reserved.
+    expect(accounts.map((a) => a.pending)).toEqual(accounts.map(() => 0n));
+    expect(stopped.map((s) => s.exitCode)).toEqual(stopped.map(() => 0));
+    return { report, faultedLines, outcomes, windows };
+  }
+
+  /** The faulted process logged each outage once: one warning when it began, one line when it ended. */
+  function expectOneLinePerOutage(lines: { msg: string; count: number }[], outages: number) {
+    const warned = lines.filter((l) => l.msg.startsWith("DATABASE_UNREACHABLE")).reduce((n, l) => n + l.count, 0);
+    const back = lines.filter((l) => l.msg.startsWith("DATABASE_BACK")).reduce((n, l) => n + l.count, 0);
+    expect({ warned, back }).toEqual({ warned: outages, back: outages });
+  }
+
+  it("a 3 s outage: every connection dropped, new ones refused", async () => {
+    const { faultedLines, outcomes, windows } = await scenario({
+      name: "outage-3s",
+      loadMs: 9_000,
+      async fault(t) {
+        await t.at(2_500);
+        const end = t.begin();
+        t.proxy.down();
+        await t.at(5_500);
+        t.proxy.up();
+        end();
+      },
+    });
+    expectOneLinePerOutage(faultedLines, 1);
+    // Leased units and cached keys kept serving: the outage did not turn every request away.
+    const [outage] = windows;
+    expect(outcomes.some((o) => o.process === FAULTED && o.status === 200 && o.startedAt > outage!.start && o.startedAt < outage!.end)).toBe(true);
+  }, 120_000);
+
+  it("connections cut every 400 ms for 6 s with the database up: no client sees an error", async () => {
+    const { outcomes } = await scenario({
+      name: "cuts",
+      loadMs: 10_000,
+      async fault(t) {
+        await t.at(2_000);
+        const end = t.begin();
+        await t.proxy.cutEvery(400, 6_000);
+        end();
+      },
+    });
+    expect(outcomes.filter((o) => o.status !== 200)).toEqual([]);
+  }, 120_000);
+
+  it("a 5 s stall: connections open, no byte moves", async () => {
+    const { faultedLines } = await scenario({
+      name: "stall",
+      loadMs: 10_000,
+      async fault(t) {
+        await t.at(2_000);
+        const end = t.begin();
+        t.proxy.stall();
+        await t.at(7_000);
+        t.proxy.resume();
+        end();
+      },
+    });
+    expectOneLinePerOutage(faultedLines, 1);
+  }, 120_000);
+
+  it("SIGKILL of the faulted process during an outage, then a restart that waits for the database", async () => {
+    await scenario({
+      name: "kill",
+      loadMs: 12_000,
+      kills: true,
+      async fault(t) {
+        await t.at(2_000);
+        const end = t.begin();
+        t.proxy.down();
+        await t.at(4_000);
+        const victim = await t.cluster.kill(FAULTED);
+        // The restart finds the database away and waits for it (database.startup_timeout_seconds).
+        const restart = t.cluster.start(FAULTED, victim.port, t.proxy.url);
+        await t.at(7_000);
+        t.proxy.up();
+        end();
+        await restart;
+      },
+    });
+  }, 120_000);
+
+  it("a 30 s outage", async () => {
+    const { faultedLines } = await scenario({
+      name: "outage-30s",
+      loadMs: 36_000,
+      async fault(t) {
+        await t.at(2_000);
+        const end = t.begin();
+        t.proxy.down();
+        await t.at(32_000);
+        t.proxy.up();
+        end();
+      },
+    });
+    expectOneLinePerOutage(faultedLines, 1);
+  }, 180_000);
+});
