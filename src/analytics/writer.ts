@@ -18,11 +18,14 @@ export interface RequestLogWriterOptions {
   statementTimeoutMs?: number;
   /** Transient failures are reported here, once per outage, instead of a warning per failed flush. */
   health?: DatabaseHealth;
+  /** close() keeps retrying a database that does not answer for this long before it drops what is left. */
+  closeGraceMs?: number;
 }
 
 const DROP_WARN_INTERVAL_MS = 10_000;
-const CLOSE_RETRIES = 3;
+const CLOSE_GRACE_MS = 700;
 const CLOSE_BACKOFF_MS = 100;
+const CLOSE_BACKOFF_MAX_MS = 2_000;
 
 /** SQLSTATE classes 22 (data exception) and 23 (constraint violation): the same batch would fail again. */
 const isPoison = (code: unknown) => typeof code === "string" && /^2[23]/.test(code);
@@ -148,8 +151,9 @@ export function createRequestLogWriter(opts: RequestLogWriterOptions): RequestLo
   async function shutdown() {
     clearInterval(timer);
     await flush();
-    for (let attempt = 1; attempt <= CLOSE_RETRIES && buffer.length > 0; attempt++) {
-      await sleep(CLOSE_BACKOFF_MS * 2 ** (attempt - 1));
+    const giveUpAt = performance.now() + (opts.closeGraceMs ?? CLOSE_GRACE_MS);
+    for (let attempt = 1; buffer.length > 0 && performance.now() < giveUpAt; attempt++) {
+      await sleep(Math.min(CLOSE_BACKOFF_MAX_MS, CLOSE_BACKOFF_MS * 2 ** (attempt - 1), Math.max(0, giveUpAt - performance.now())));
       await flush();
     }
     if (buffer.length > 0) {

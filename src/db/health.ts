@@ -26,6 +26,8 @@ export interface DatabaseHealthStats {
   /** Milliseconds of the current fault (0 when up) and of all outages. */
   downMs: number;
   totalDownMs: number;
+  /** The watched numbers now (settlements_waiting, log_rows_waiting). */
+  readings: Record<string, number>;
 }
 
 export interface DatabaseHealthOptions {
@@ -99,6 +101,7 @@ export function createDatabaseHealth(logger: Logger, opts: DatabaseHealthOptions
       blips,
       downMs: downSince === null ? 0 : Math.round(performance.now() - downSince),
       totalDownMs,
+      readings: readings(),
     }),
   };
   return health;

@@ -82,6 +82,7 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
     maxBuffered: config.analytics.max_buffered,
     statementTimeoutMs: database.query_timeout_ms,
     health,
+    closeGraceMs: quota.shutdown_grace_seconds * 1000,
   });
   health.watch("log_rows_waiting", () => requestLog.stats().buffered);
   const providers = createProviders(config);
