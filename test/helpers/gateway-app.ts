@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import { parseConfig } from "../../src/config/load.js";
 import type { ConfigInput } from "../../src/config/schema.js";
+import type { Pool } from "../../src/db/pool.js";
 import { createServices, type Services } from "../../src/runtime/services.js";
 import { createApp } from "../../src/server/app.js";
 import { listen } from "../../src/server/listen.js";
@@ -24,13 +25,16 @@ export const testConfig = (overrides: Partial<ConfigInput> = {}) =>
     "test config",
   );
 
-/** The real app on a real HTTP port and a fresh database of its own. */
+/**
+ * The real app on a real HTTP port and a fresh database of its own. With `pool`, the services use that pool (one
+ * through a fault proxy, say; the caller ends it) while `db.pool` stays a direct road for the test's own reads.
+ */
 export async function startTestGateway(
-  opts: { config?: Partial<ConfigInput>; env?: NodeJS.ProcessEnv; db?: TestDatabase; logger?: Logger } = {},
+  opts: { config?: Partial<ConfigInput>; env?: NodeJS.ProcessEnv; db?: TestDatabase; pool?: Pool; logger?: Logger } = {},
 ): Promise<TestGateway> {
   const db = opts.db ?? (await createTestDatabase());
   const config = testConfig(opts.config);
-  const services = await createServices({ config, pool: db.pool, logger: opts.logger ?? createLogger("silent"), env: opts.env ?? {} });
+  const services = await createServices({ config, pool: opts.pool ?? db.pool, logger: opts.logger ?? createLogger("silent"), env: opts.env ?? {} });
   const http = await listen(createApp(services), "127.0.0.1", 0);
   return {
     url: http.url,
