@@ -66,6 +66,8 @@ const DEMAND_WINDOW_MS = 1000;
 /** Retries of a transient fault back off exponentially from this, capped, with jitter. */
 const RETRY_MIN_MS = 50;
 const RETRY_MAX_MS = 2000;
+/** The longest pause of a retry while a request waits for the sync (see pause()). */
+const WAITING_RETRY_MS = 250;
 const backoffMs = (attempt: number) => Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.min(attempt, 10)) * (0.5 + Math.random() / 2);
 
 export class Lease {
@@ -95,6 +97,8 @@ export class Lease {
   private again = false;
   private urgent = false;
   private wake: (() => void) | undefined;
+  /** Cuts short the pause of a sync retrying a transient fault (see pause()). */
+  private hurry: (() => void) | undefined;
   private windowStartMs: number;
   private windowSum = 0n;
   private lastWindowSum = 0n;
@@ -127,6 +131,7 @@ export class Lease {
 
   wait(waiter: Waiter): void {
     this.waiters.push(waiter);
+    this.hurry?.();
     this.schedule();
   }
 
@@ -340,11 +345,36 @@ export class Lease {
       } catch (err) {
         if (!isTransientDbError(err) || this.ctx.givingUp()) throw err;
         this.ctx.health.failed(err, "lease sync");
-        await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt)));
       } finally {
         clearTimeout(slow);
       }
+      await this.pause(backoffMs(attempt));
     }
+  }
+
+  /**
+   * The pause before a retry. A request that starts waiting for this lease meanwhile cuts it short (to
+   * WAITING_RETRY_MS after the fault): otherwise, once the database is back, the first reservations would wait
+   * out the rest of a pause of up to RETRY_MAX_MS, and be refused 503 at database.request_timeout_ms although
+   * the database answers. Not shorter, so that a stream of requests during an outage is not a stream of
+   * attempts. Without waiting requests (settlements only) the backoff runs its course.
+   */
+  private pause(ms: number): Promise<void> {
+    const faultAt = performance.now();
+    return new Promise((resolve) => {
+      const done = () => {
+        this.hurry = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.hurry = () => {
+        this.hurry = undefined;
+        const left = WAITING_RETRY_MS - (performance.now() - faultAt);
+        if (WAITING_RETRY_MS >= ms) return;
+        clearTimeout(timer);
+        setTimeout(done, Math.max(0, left));
+      };
+    });
   }
 
   /**
