@@ -65,11 +65,15 @@ export async function withinDeadline<T>(ms: number, step: () => Promise<T>, onFa
   }
 }
 
-const READ_RETRY_MS = 25;
+/** The first pause between attempts of a request's read; it doubles up to the maximum. */
+const READ_RETRY_MIN_MS = 5;
+const READ_RETRY_MAX_MS = 200;
 
 /**
- * An idempotent read of a request, under the request's deadline: a dead pooled connection is retried at once
- * (the pool has dropped it by then), further transient faults with a short backoff, until the deadline.
+ * An idempotent read of a request, under the request's deadline, retried on a transient fault after a short
+ * pause that doubles, until the deadline. Not at once: a cut (a failover, a pooler restart) kills every pooled
+ * connection together, and the pool learns that an idle one is dead only once its socket's error is read, so an
+ * immediate retry tends to take the next dead connection.
  */
 export function readWithinDeadline<T>(ms: number, read: () => Promise<T>, onFault?: (err: unknown) => void): Promise<T> {
   const deadline = performance.now() + ms;
@@ -82,7 +86,7 @@ export function readWithinDeadline<T>(ms: number, read: () => Promise<T>, onFaul
         } catch (err) {
           const left = deadline - performance.now();
           if (!isTransientDbError(err) || left <= 0) throw err;
-          await sleep(Math.min(left, attempt === 0 ? 0 : READ_RETRY_MS * 2 ** attempt));
+          await sleep(Math.min(left, READ_RETRY_MAX_MS, READ_RETRY_MIN_MS * 2 ** attempt));
         }
       }
     },

@@ -89,7 +89,7 @@ describe("request deadlines", () => {
     await expect(withinDeadline(500, () => Promise.reject(definitive))).rejects.toBe(definitive);
   });
 
-  it("readWithinDeadline retries a dead connection at once, then backs off, and succeeds within the deadline", async () => {
+  it("readWithinDeadline retries a dead connection after a short pause that doubles, and succeeds within the deadline", async () => {
     const read = vi.fn().mockRejectedValueOnce(pgError("ECONNRESET")).mockRejectedValueOnce(pgError("57P01")).mockResolvedValue("row");
     const result = readWithinDeadline(2_000, read);
     await vi.advanceTimersByTimeAsync(200);
