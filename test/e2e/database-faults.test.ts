@@ -33,10 +33,11 @@ const DAILY_TOKENS = 50_000_000;
 /** database.request_timeout_ms: how long a request that needs the database waits for it. */
 const REQUEST_TIMEOUT_MS = 2_000;
 /**
- * After a fault ends, a request that started before then may still get its 503: one sync backoff (at most 2 s,
- * src/quota/lease.ts) plus the request deadline. Requests started later than this after the end get 200.
+ * After a fault ends, a request that started before then may still get its 503 (its deadline ran out first), and
+ * one that starts right after waits for the retry in progress: at most 250 ms for a reservation (src/quota/lease.ts,
+ * pause()) or 200 ms for a key lookup (src/db/faults.ts). Requests started later than this after the end get 200.
  */
-const RECOVERY_MS = 2_000 + REQUEST_TIMEOUT_MS;
+const RECOVERY_MS = 1_000;
 /**
  * docs/architecture.md, "Database faults": reserved units return within lease_idle_ms (2 s) plus one sync
  * backoff once the load stops and the database answers; a killed process's within instance_timeout_seconds

@@ -72,7 +72,7 @@ function countLookups(pool: Pool): () => number {
 }
 
 /** A gateway whose every database connection goes through a fault proxy of its own; closed after the test. */
-async function faultyGateway(database: NonNullable<ConfigInput["database"]> = {}): Promise<FaultyGateway> {
+async function faultyGateway(database: NonNullable<ConfigInput["database"]> = {}, quota: NonNullable<ConfigInput["quota"]> = {}): Promise<FaultyGateway> {
   const proxy = await startPgFaultProxy(db.url);
   cleanups.push(() => proxy.close());
   const timeouts = { request_timeout_ms: 500, connect_timeout_ms: 500, ...database };
@@ -91,7 +91,7 @@ async function faultyGateway(database: NonNullable<ConfigInput["database"]> = {}
       default_plan: "basic",
       database: timeouts,
       // A lease keeps its free units between the requests of a scenario (by default it gives them back after 2 s idle).
-      quota: { lease_idle_ms: 60_000 },
+      quota: { lease_idle_ms: 60_000, ...quota },
     },
   });
   // The database must be back for the shutdown to write what waits (else it retries for the grace).
@@ -208,6 +208,29 @@ describe("a database outage", () => {
     const row = s.logs.find((l) => l.request_id === refused.headers.get("x-request-id"));
     expect(row).toMatchObject({ status: 503, error_code: "database_unavailable", quota_charged: "0" });
     expect(s.holds.map((h) => h.request_id)).not.toContain(row!.request_id);
+  });
+
+  it("above quota.max_unsynced_settlements settlements waiting, the process admits nothing (what a kill could lose is bounded); once they post, it admits again", async () => {
+    const faulty = await faultyGateway({}, { max_unsynced_settlements: 2 });
+    const { gw, proxy } = faulty;
+    const user = await freshUser(gw);
+    const before = await warmUp(faulty, user);
+    proxy.down();
+    const waiting = () => gw.services.health.stats().readings.settlements_waiting;
+    for (let i = 1; i <= 3; i++) {
+      const res = await chat(gw, user.key);
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+      await expect.poll(waiting, { interval: 10, timeout: 5_000 }).toBe(i);
+    }
+    // Three settlements wait (more than two): the lease's free units would cover this one, admission does not.
+    await expectDatabaseUnavailable(await chat(gw, user.key));
+    expect(waiting()).toBe(3);
+    proxy.up();
+    await expect.poll(waiting, { interval: 25, timeout: 10_000 }).toBe(0);
+    expect((await chat(gw, user.key)).status).toBe(200);
+    const s = await settled([gw], user.id, before + 4);
+    expect(s.holds.filter((h) => h.status === "posted")).toHaveLength(before + 4);
   });
 
   it("/readyz answers 503 while the database is down and 200 once it is back; /healthz answers 200 throughout", async () => {
