@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import { z } from "zod";
+import type { RequestRead } from "../db/faults.js";
 import type { Pool } from "../db/pool.js";
 import { validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
@@ -18,9 +19,9 @@ const listQuery = z.object({
 });
 
 /** Mounted under /api/v1/user (session auth): a user's own request log, with the quota charged per request. */
-export function userRequestRoutes(deps: { pool: Pool }) {
+export function userRequestRoutes(deps: { pool: Pool; read: RequestRead }) {
   return new Hono<AppEnv>().get("/requests", async (c) => {
     const query = validate(listQuery, c.req.query());
-    return c.json(await listUserRequests(deps.pool, c.get("session").userId, query));
+    return c.json(await deps.read(() => listUserRequests(deps.pool, c.get("session").userId, query)));
   });
 }

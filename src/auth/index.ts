@@ -1,6 +1,7 @@
 import { drizzle } from "drizzle-orm/node-postgres";
 import type { Logger } from "pino";
 import type { Config } from "../config/schema.js";
+import { requestRead } from "../db/faults.js";
 import type { Pool } from "../db/pool.js";
 import { createApiKeyService } from "./api-keys.js";
 import { loadJwtSecret } from "./jwt-secret.js";
@@ -32,7 +33,7 @@ export async function createAuthServices(opts: AuthServiceOptions): Promise<Auth
   return {
     users,
     apiKeys: createApiKeyService({ db, config, users, onChanged: (hash) => keyAuth.forget(hash) }),
-    sessions: createSessionService({ db, config, secret }),
+    sessions: createSessionService({ db, config, secret, read: requestRead(config.database.request_timeout_ms, (err) => opts.health?.failed(err, "session lookup")) }),
     keyAuth,
     botToken,
   };

@@ -3,6 +3,7 @@ import { and, eq, isNull, lt, or, sql } from "drizzle-orm";
 import type { NodePgDatabase } from "drizzle-orm/node-postgres";
 import { jwtVerify, SignJWT } from "jose";
 import type { Config } from "../config/schema.js";
+import type { RequestRead } from "../db/faults.js";
 import { GatewayError, errors } from "../errors.js";
 import type { SessionPrincipal } from "../server/context.js";
 import { hashPassword, verifyPassword } from "./passwords.js";
@@ -19,13 +20,15 @@ export interface SessionServiceOptions {
   db: NodePgDatabase;
   config: Config;
   secret: Uint8Array;
+  /** The session lookup of every user and admin request: retried on a dead connection, under the request's deadline. */
+  read: RequestRead;
 }
 
 /**
  * Sessions are a signed JWT naming a row in `sessions`. The signature keeps forged tokens away from the
  * database; the row makes logout and revocation immediate and supplies role and plan fresh on every request.
  */
-export function createSessionService({ db, config, secret }: SessionServiceOptions): SessionService {
+export function createSessionService({ db, config, secret, read }: SessionServiceOptions): SessionService {
   const ttlSeconds = config.auth.session_ttl_seconds;
   // Verified against when the email is unknown, so the response time does not reveal which emails exist.
   let dummyHash: Promise<string> | undefined;
@@ -99,14 +102,16 @@ export function createSessionService({ db, config, secret }: SessionServiceOptio
       return null;
     }
     if (typeof sid !== "string" || typeof sub !== "string" || !isUuid(sid) || !isUuid(sub)) return null;
-    const [row] = await db
-      .select({ expiresAt: sessions.expiresAt, email: users.email, role: users.role, plan: users.plan })
-      .from(sessions)
-      .innerJoin(users, eq(users.id, sessions.userId))
-      .where(
-        and(eq(sessions.id, sid), eq(sessions.userId, sub), isNull(sessions.revokedAt), sql`${sessions.expiresAt} > now()`),
-      )
-      .limit(1);
+    const [row] = await read(async () =>
+      db
+        .select({ expiresAt: sessions.expiresAt, email: users.email, role: users.role, plan: users.plan })
+        .from(sessions)
+        .innerJoin(users, eq(users.id, sessions.userId))
+        .where(
+          and(eq(sessions.id, sid), eq(sessions.userId, sub), isNull(sessions.revokedAt), sql`${sessions.expiresAt} > now()`),
+        )
+        .limit(1),
+    );
     if (!row) return null;
     return { sessionId: sid, userId: sub, email: row.email, role: row.role, plan: row.plan, expiresAt: row.expiresAt };
   }

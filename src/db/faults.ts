@@ -13,7 +13,23 @@ const TRANSIENT_ERRNOS = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMED
 /** What node-postgres and its pool say, without a code, when a connection ends, times out or is unusable. */
 const TRANSIENT_MESSAGES = /Connection terminated|connection timeout|timeout exceeded when trying to connect|Query read timeout|not queryable|Connection closed|Client was closed/i;
 
-export function isTransientDbError(err: unknown): boolean {
+/**
+ * The driver's error under the wrappers around it (drizzle's DrizzleQueryError carries the pg error as its
+ * `cause`): the one that has a code, or the innermost.
+ */
+function driverError(err: unknown): unknown {
+  let current = err;
+  for (let depth = 0; depth < 5; depth++) {
+    if (current === null || typeof current !== "object" || (current as { code?: unknown }).code !== undefined) return current;
+    const cause = (current as { cause?: unknown }).cause;
+    if (cause === undefined) return current;
+    current = cause;
+  }
+  return current;
+}
+
+export function isTransientDbError(error: unknown): boolean {
+  const err = driverError(error);
   if (err === null || typeof err !== "object") return false;
   if (err instanceof DatabaseUnavailableError) return true;
   const code = (err as { code?: unknown }).code;
@@ -23,10 +39,14 @@ export function isTransientDbError(err: unknown): boolean {
 }
 
 /** What a log line may say of a database error: its code, never its message (which can quote a statement's parameters). */
-export const faultCode = (err: unknown) => String((err as { code?: unknown } | null)?.code ?? (err as Error | null)?.name ?? "unknown");
+export function faultCode(error: unknown): string {
+  const err = driverError(error) as { code?: unknown; name?: unknown } | null;
+  return String(err?.code ?? err?.name ?? "unknown");
+}
 
 /** SQLSTATE classes 22 (data exception) and 23 (constraint violation): the same statement would fail again. */
-export function isDataError(err: unknown): boolean {
+export function isDataError(error: unknown): boolean {
+  const err = driverError(error);
   return typeof err === "object" && err !== null && /^2[23]/.test(String((err as { code?: unknown }).code));
 }
 
@@ -92,6 +112,13 @@ export function readWithinDeadline<T>(ms: number, read: () => Promise<T>, onFaul
     },
     onFault,
   );
+}
+
+/** Runs a request's idempotent read under the request's deadline (readWithinDeadline, bound once). */
+export type RequestRead = <T>(read: () => Promise<T>) => Promise<T>;
+
+export function requestRead(ms: number, onFault?: (err: unknown) => void): RequestRead {
+  return (read) => readWithinDeadline(ms, read, onFault);
 }
 
 /**

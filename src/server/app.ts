@@ -5,6 +5,7 @@ import { adminAuth, apiKeyAuth, botAuth, sessionAuth } from "../auth/middleware.
 import { adminRoutes, authRoutes, internalRoutes, userRoutes } from "../auth/routes.js";
 import type { Catalog } from "../catalog/catalog.js";
 import type { Config } from "../config/schema.js";
+import { requestRead } from "../db/faults.js";
 import type { DatabaseHealth } from "../db/health.js";
 import type { Pool } from "../db/pool.js";
 import { userRequestRoutes } from "../analytics/routes.js";
@@ -81,8 +82,10 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route("/", systemoneRoutes(inference, deps.bodyBudget));
   app.route("/api/v1/auth", authRoutes({ sessions: auth.sessions, config, bodyLimit }));
   app.route("/api/v1/user", userRoutes());
-  app.route("/api/v1/user", userRequestRoutes({ pool: deps.pool }));
-  app.route("/api/v1/user", userQuotaRoutes({ ledger: deps.ledger, config }));
+  // A user's views are reads: a dead connection is retried, and they wait for the database no longer than a request.
+  const read = requestRead(config.database.request_timeout_ms, (err) => deps.health.failed(err, "user view"));
+  app.route("/api/v1/user", userRequestRoutes({ pool: deps.pool, read }));
+  app.route("/api/v1/user", userQuotaRoutes({ ledger: deps.ledger, config, read }));
   app.route("/api/v1/user", resellerUserRoutes({ accounts: deps.resellers }));
   app.route("/api/v1/admin", adminRoutes({ users: auth.users, apiKeys: auth.apiKeys, bodyLimit }));
   app.route("/api/v1/admin", resellerAdminRoutes({ accounts: deps.resellers, bodyLimit }));

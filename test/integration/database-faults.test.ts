@@ -278,6 +278,37 @@ describe("a database outage", () => {
 });
 
 describe("connection cuts and stalls", () => {
+  it("connections cut every 100 ms while users read their views: every session lookup and view answers 200", async () => {
+    const { gw, proxy } = await faultyGateway({ request_timeout_ms: 2000, connect_timeout_ms: 2000 });
+    await freshUser(gw);
+    const login = await fetch(`${gw.url}/api/v1/auth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ email: `faults-${users}@example.test`, password: "password-123" }),
+    });
+    expect(login.status).toBe(200);
+    const { token } = (await login.json()) as { token: string };
+    const view = (path: string) => fetch(`${gw.url}/api/v1/user/${path}`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(HANG_MS) });
+    const cutsBefore = proxy.stats().cut;
+    const cutting = proxy.cutEvery(100, 2000);
+    const statuses: number[] = [];
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        for (let i = 0; i < 10; i++) {
+          for (const path of ["quota", "requests"]) {
+            const res = await view(path);
+            statuses.push(res.status);
+            await res.arrayBuffer();
+          }
+        }
+      }),
+    );
+    await cutting;
+    expect(proxy.stats().cut - cutsBefore).toBeGreaterThan(5);
+    expect(statuses).toHaveLength(80);
+    expect(statuses.filter((s) => s !== 200)).toEqual([]);
+  });
+
   it("connections cut every 100 ms during a burst of 50 chat requests: every answer 200, each charged and logged once", async () => {
     const { gw, proxy } = await faultyGateway({ request_timeout_ms: 2000, connect_timeout_ms: 2000 });
     const burstUsers = [await freshUser(gw), await freshUser(gw)];

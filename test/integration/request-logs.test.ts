@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { RequestLogRow } from "../../src/analytics/types.js";
 import { createRequestLogWriter, type RequestLogWriterOptions } from "../../src/analytics/writer.js";
 import { userRequestRoutes } from "../../src/analytics/routes.js";
+import { requestRead } from "../../src/db/faults.js";
 import { freePort } from "../../src/db/free-port.js";
 import { createPool } from "../../src/db/pool.js";
 import type { AppEnv } from "../../src/server/context.js";
@@ -224,7 +225,7 @@ describe("GET /api/v1/user/requests", () => {
       c.set("session", { sessionId: randomUUID(), userId, email: "u@example.test", role: "user", plan: "free", expiresAt: new Date() });
       await next();
     });
-    app.route("/api/v1/user", userRequestRoutes({ pool: db.pool }));
+    app.route("/api/v1/user", userRequestRoutes({ pool: db.pool, read: requestRead(2_000) }));
     http = await listen(app, "127.0.0.1", 0);
 
     // Two pairs share a created_at: only the request id orders them.

@@ -42,6 +42,7 @@ describe("isTransientDbError", () => {
     ["a query read timeout", new Error("Query read timeout")],
     ["a client no longer queryable", new Error("Client has encountered a connection error and is not queryable")],
     ["the gateway's own 503", new DatabaseUnavailableError()],
+    ["a pg error wrapped by drizzle (DrizzleQueryError's cause)", Object.assign(new Error("Failed query: select 1"), { cause: pgError("ECONNRESET") })],
   ])("%s is transient", (_name, err) => {
     expect(isTransientDbError(err)).toBe(true);
   });
@@ -55,6 +56,7 @@ describe("isTransientDbError", () => {
     ["a TypeError", new TypeError("x is undefined")],
     ["a string", "Connection terminated"],
     ["null", null],
+    ["a data error wrapped by drizzle", Object.assign(new Error("Failed query: insert"), { cause: pgError("23505") })],
   ])("%s is definitive", (_name, err) => {
     expect(isTransientDbError(err)).toBe(false);
   });
