@@ -7,6 +7,7 @@ import type { AppEnv } from "../server/context.js";
 import { SESSION_COOKIE, sessionAuth } from "./middleware.js";
 import type { ApiKeyService, SessionService, UserService } from "./types.js";
 import { extended } from "../objects.js";
+import type { RequestRead } from "../db/faults.js";
 
 // Bodies are checked for shape here; the services own the business rules (email format, password length,
 // known plans and models) so the CLI gets the same checks.
@@ -52,17 +53,17 @@ export function userRoutes() {
   });
 }
 
-export function adminRoutes(deps: { users: UserService; apiKeys: ApiKeyService; bodyLimit: number }) {
-  const { users, apiKeys, bodyLimit } = deps;
+export function adminRoutes(deps: { users: UserService; apiKeys: ApiKeyService; bodyLimit: number; read: RequestRead }) {
+  const { users, apiKeys, bodyLimit, read } = deps;
   return new Hono<AppEnv>()
-    .get("/users", async (c) => c.json({ users: await users.list() }))
+    .get("/users", async (c) => c.json({ users: await read(() => users.list()) }))
     .post("/users", async (c) => {
       const body = await readValidJson(c, createUserBody, bodyLimit);
       return c.json(await users.create(body), 201);
     })
     .get("/keys", async (c) => {
       const user = c.req.query("user");
-      return c.json({ keys: await apiKeys.list(user ? { user } : undefined) });
+      return c.json({ keys: await read(() => apiKeys.list(user ? { user } : undefined)) });
     })
     .post("/keys", async (c) => {
       const body = await readValidJson(c, createKeyBody, bodyLimit);

@@ -80,15 +80,15 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route("/compatible", generateContentRoutes(inference));
   app.route("/native", nativeModelListRoutes(deps.catalog, config));
   app.route("/", systemoneRoutes(inference, deps.bodyBudget));
+  // The views are reads: a dead connection is retried, and they wait for the database no longer than a request.
+  const read = requestRead(config.database.request_timeout_ms, (err) => deps.health.failed(err, "view"));
   app.route("/api/v1/auth", authRoutes({ sessions: auth.sessions, config, bodyLimit }));
   app.route("/api/v1/user", userRoutes());
-  // A user's views are reads: a dead connection is retried, and they wait for the database no longer than a request.
-  const read = requestRead(config.database.request_timeout_ms, (err) => deps.health.failed(err, "user view"));
   app.route("/api/v1/user", userRequestRoutes({ pool: deps.pool, read }));
   app.route("/api/v1/user", userQuotaRoutes({ ledger: deps.ledger, config, read }));
-  app.route("/api/v1/user", resellerUserRoutes({ accounts: deps.resellers }));
-  app.route("/api/v1/admin", adminRoutes({ users: auth.users, apiKeys: auth.apiKeys, bodyLimit }));
-  app.route("/api/v1/admin", resellerAdminRoutes({ accounts: deps.resellers, bodyLimit }));
+  app.route("/api/v1/user", resellerUserRoutes({ accounts: deps.resellers, read }));
+  app.route("/api/v1/admin", adminRoutes({ users: auth.users, apiKeys: auth.apiKeys, bodyLimit, read }));
+  app.route("/api/v1/admin", resellerAdminRoutes({ accounts: deps.resellers, bodyLimit, read }));
   app.route("/api/v1/internal", internalRoutes());
 
   return app;
