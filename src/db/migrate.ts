@@ -4,7 +4,7 @@ import { drizzle } from "drizzle-orm/node-postgres";
 import { migrate } from "drizzle-orm/node-postgres/migrator";
 import { runMigrations as runWorkerMigrations } from "graphile-worker";
 import type { Logger } from "pino";
-import type { Pool } from "./pool.js";
+import { migrationConnection, type Pool } from "./pool.js";
 import { workerLogger } from "./worker-logger.js";
 
 import { packageRoot } from "../package-root.js";
@@ -22,7 +22,9 @@ const MIGRATION_LOCK = 7_410_221;
  * transaction (`select graphile_worker.add_job(...)`) on a fresh database.
  */
 export async function runMigrations(pool: Pool, logger: Logger): Promise<void> {
-  const client = await pool.connect();
+  // A connection of its own, without the pool's statement timeout: a migration may take as long as it takes.
+  const client = migrationConnection(pool);
+  await client.connect();
   try {
     await client.query("select pg_advisory_lock($1)", [MIGRATION_LOCK]);
     try {
@@ -31,7 +33,7 @@ export async function runMigrations(pool: Pool, logger: Logger): Promise<void> {
       await client.query("select pg_advisory_unlock($1)", [MIGRATION_LOCK]);
     }
   } finally {
-    client.release();
+    await client.end();
   }
   // After our lock is released: graphile-worker takes a connection of its own from the pool (under our lock a
   // pool of one would wait for ever), and it guards its migrations against concurrent processes itself.

@@ -8,18 +8,28 @@ export type PoolClient = pg.PoolClient;
 
 /**
  * A statement with its own answer timeout (node-postgres reads `query_timeout` per query): past it the statement
- * is abandoned on this side and its connection dropped, so a stalled network is noticed. Only statements that
- * are retried (the ledger's, the heartbeat, the request log's) get one: a migration may take as long as it takes.
+ * is abandoned on this side and its connection dropped, so a stalled network is noticed.
  */
 export type TimedQuery = pg.QueryConfig & { query_timeout?: number };
 
-export function createPool(url: string, max: number, onError: (err: Error) => void, timeouts: { connectTimeoutMs?: number } = {}): pg.Pool {
+export interface PoolTimeouts {
+  /** Opening a connection, or waiting for a free one. */
+  connectTimeoutMs?: number;
+  /**
+   * Every statement's answer timeout (a stalled network answers nothing): past it the statement is abandoned on
+   * this side, its connection dropped, and the request answered 503. Migrations run on a connection without it
+   * (migrationConnection): they may take as long as they take.
+   */
+  queryTimeoutMs?: number;
+}
+
+export function createPool(url: string, max: number, onError: (err: Error) => void, timeouts: PoolTimeouts = {}): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
     max,
     idleTimeoutMillis: 30_000,
-    // Opening a connection, or waiting for a free one.
     connectionTimeoutMillis: timeouts.connectTimeoutMs ?? 10_000,
+    query_timeout: timeouts.queryTimeoutMs,
     // A peer that vanished without a FIN (a failover, a partition) is noticed by the kernel, not never.
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
@@ -29,4 +39,11 @@ export function createPool(url: string, max: number, onError: (err: Error) => vo
   pool.on("error", onError);
   pool.on("connect", (client) => client.on("error", onError));
   return pool;
+}
+
+/** A connection like the pool's, without its statement timeout (the migrations'). */
+export function migrationConnection(pool: pg.Pool): pg.Client {
+  const client = new pg.Client({ ...pool.options, query_timeout: undefined });
+  client.on("error", () => {});
+  return client;
 }

@@ -25,7 +25,7 @@ export interface OpenDatabaseOptions {
 export async function openDatabase(opts: OpenDatabaseOptions): Promise<OpenDatabase> {
   const external = opts.env.DATABASE_URL || opts.config.database.url;
   const poolSize = opts.poolSize ?? opts.config.database.pool_size;
-  const timeouts = { connectTimeoutMs: opts.config.database.connect_timeout_ms };
+  const timeouts = { connectTimeoutMs: opts.config.database.connect_timeout_ms, queryTimeoutMs: opts.config.database.query_timeout_ms };
   let closing = false;
   // Once we close, the connections' last words (the embedded server's 57P01 "terminating connection due to
   // administrator command", arriving after pool.end() returned but before the sockets closed) are expected.

@@ -76,7 +76,8 @@ async function faultyGateway(database: NonNullable<ConfigInput["database"]> = {}
   const proxy = await startPgFaultProxy(db.url);
   cleanups.push(() => proxy.close());
   const timeouts = { request_timeout_ms: 500, connect_timeout_ms: 500, ...database };
-  const pool = createPool(proxy.url, 10, () => {}, { connectTimeoutMs: timeouts.connect_timeout_ms });
+  // As `gateway serve` opens it (src/runtime/database.ts): every statement under the query timeout.
+  const pool = createPool(proxy.url, 10, () => {}, { connectTimeoutMs: timeouts.connect_timeout_ms, queryTimeoutMs: timeouts.query_timeout_ms });
   cleanups.push(() => pool.end());
   const lookups = countLookups(pool);
   const { logger, lines } = capturingLogger();
@@ -352,10 +353,18 @@ describe("connection cuts and stalls", () => {
     // What needs no database goes on: a cached key, a reservation its lease covers.
     const covered = await chat(gw, user.key);
     expect(covered.status).toBe(200);
-    const [unknownKey, uncovered, ready] = await Promise.all([chat(gw, stranger.key), chat(gw, user.key, BIG), probe(gw, "/readyz")]);
+    // A login is a write nothing retries: its statement times out at query_timeout_ms and it is 503 too.
+    const login = fetch(`${gw.url}/api/v1/auth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ email: `faults-${users}@example.test`, password: "password-123" }),
+      signal: AbortSignal.timeout(HANG_MS),
+    });
+    const [unknownKey, uncovered, ready, loggingIn] = await Promise.all([chat(gw, stranger.key), chat(gw, user.key, BIG), probe(gw, "/readyz"), login]);
     await expectDatabaseUnavailable(unknownKey);
     await expectDatabaseUnavailable(uncovered);
     expect(ready.status).toBe(503);
+    await expectDatabaseUnavailable(loggingIn);
     await sleep(Math.max(0, 1500 - (performance.now() - stalledAt)));
     proxy.resume();
     expect((await chat(gw, stranger.key)).status).toBe(200);
