@@ -263,7 +263,11 @@ describe("gateway serve through database faults", () => {
       // docs/billing.md, "Crashes": a process killed while the database is away loses at most the settlements
       // it could not write, which admission caps at quota.max_unsynced_settlements (plus those in flight).
       expect(unaccounted.length).toBeLessThanOrEqual(MAX_UNSYNCED + CLIENTS);
-      expect(unaccounted.every((o) => o.endedAt >= windows[0]!.start - 1_000 && o.endedAt <= killedAt!)).toBe(true);
+      // And they are the answers of the outage (with the sync that was on its way when it began, which a loaded
+      // machine may take a while to send), not older ones; an answer the client read just after the kill was sent
+      // before it.
+      const outside = unaccounted.filter((o) => o.endedAt < windows[0]!.start - 3_000 || o.endedAt > killedAt! + 500);
+      expect(outside.map((o) => ({ kind: o.kind, endedMs: since(o.endedAt), killMs: since(killedAt!) }))).toEqual([]);
     }
 
     // Nothing stays reserved.
