@@ -1,15 +1,16 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { validateGemini } from "../helpers/gemini-proto.js";
+import { compareWithReference, referencePath } from "../helpers/reference.js";
 
 // The vendored proto extract must be what the script makes of the reference protos. Runs where shared/ sits
-// beside the checkout (CI, developers); a lone clone skips it.
-const reference = path.resolve("..", "shared", "reference", "gemini", "google", "ai", "generativelanguage", "v1beta");
+// beside the checkout (developers) and always in CI; a lone clone skips it (test/helpers/reference.ts).
+const reference = referencePath("gemini", "google", "ai", "generativelanguage", "v1beta");
 
-describe.runIf(existsSync(reference))("test/fixtures/gemini-proto.json", () => {
+describe.runIf(compareWithReference(reference))("test/fixtures/gemini-proto.json", () => {
   it("is the extract of the reference protos", () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "gemini-proto-"));
     try {
