@@ -11,7 +11,7 @@ export interface Target {
   upstreamModel: string;
 }
 
-/** Every protocol's usage in one shape; each adapter's `convert-usage.ts` says how its fields map. */
+/** Every protocol's usage in one shape; each adapter's `convert-<vendor>-usage.ts` says how its fields map. */
 export interface UsageReport {
   /** Every input token, those read from a cache included. */
   promptTokens: number;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { convertAnthropicUsage, readAnthropicStreamUsage } from "../../src/providers/anthropic/convert-usage.js";
+import { convertAnthropicUsage, readAnthropicStreamUsage } from "../../src/providers/anthropic/convert-anthropic-usage.js";
 
 describe("convertAnthropicUsage", () => {
   it("sums the three prompt parts; only cache reads are cached", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createChatToGenerateContentStream } from "../../src/providers/gemini/chat-to-generate-content-stream.js";
 import { geminiSseRules } from "../../src/providers/gemini/generate-content.js";
-import { readGeminiStreamUsage } from "../../src/providers/gemini/convert-usage.js";
+import { readGeminiStreamUsage } from "../../src/providers/gemini/convert-gemini-usage.js";
 import type { UsageReport } from "../../src/providers/types.js";
 import { emptyContent, lengthFinish, textOnly, toolCallSplit, twoToolCalls, usageOnlyFinal } from "../fixtures/chat-stream-chunks.js";
 import { validateGemini } from "../helpers/gemini-proto.js";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { convertChatToGenerateContent } from "../../src/providers/gemini/convert-chat-to-generate-content.js";
-import { convertGeminiUsage } from "../../src/providers/gemini/convert-usage.js";
-import { mapChatFinishReason } from "../../src/providers/gemini/map-chat-finish-reason.js";
+import { convertGeminiUsage } from "../../src/providers/gemini/convert-gemini-usage.js";
+import { mapChatFinishReason } from "../../src/providers/gemini/map-gemini-finish-reason.js";
 import type { GenerateContentResponse } from "../../src/providers/gemini/response-types.js";
 import { validateGemini } from "../helpers/gemini-proto.js";
 

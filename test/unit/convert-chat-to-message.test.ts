@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { convertChatToMessage, messageIdFromChatId } from "../../src/providers/anthropic/convert-chat-to-message.js";
-import { mapChatFinishReason } from "../../src/providers/anthropic/map-chat-finish-reason.js";
+import { mapChatFinishReason } from "../../src/providers/anthropic/map-anthropic-finish-reason.js";
 import { parseToolArguments } from "../../src/providers/openai/read-chat-completion.js";
 import { validateAnthropic } from "../helpers/openapi.js";
 

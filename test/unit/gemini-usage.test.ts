@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { convertGeminiUsage, readGeminiStreamUsage } from "../../src/providers/gemini/convert-usage.js";
+import { convertGeminiUsage, readGeminiStreamUsage } from "../../src/providers/gemini/convert-gemini-usage.js";
 
 describe("convertGeminiUsage", () => {
   it("counts thoughts as output and tool-use prompts as input; cached is part of the prompt", () => {

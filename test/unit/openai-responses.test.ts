@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { convertEmbeddingsUsage, convertResponsesUsage, readResponsesStreamUsage } from "../../src/providers/openai/convert-usage.js";
+import { convertEmbeddingsUsage, convertResponsesUsage, readResponsesStreamUsage } from "../../src/providers/openai/convert-openai-usage.js";
 import { responsesSseRules } from "../../src/providers/openai/responses.js";
 
 describe("OpenAI Responses and embeddings usage", () => {

@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { countPromptTokens, countTextTokens, estimatePromptTokens } from "../../src/metering/estimate.js";
-import { convertOpenAIUsage } from "../../src/providers/openai/convert-usage.js";
+import { convertOpenAIUsage } from "../../src/providers/openai/convert-openai-usage.js";
 import { readSse } from "../../src/providers/sse.js";
 import { UpstreamError } from "../../src/providers/types.js";
 import { batchesOf, bytes } from "../helpers/async-iter.js";

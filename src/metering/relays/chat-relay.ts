@@ -1,5 +1,5 @@
 import type { StreamEvent, UsageReport } from "../../providers/types.js";
-import { convertOpenAIUsage } from "../../providers/openai/convert-usage.js";
+import { convertOpenAIUsage } from "../../providers/openai/convert-openai-usage.js";
 import { countTextTokens } from "../estimate.js";
 import { collectChoicesText } from "../../providers/openai/chat-text.js";
 import { applyEdits, findMembers, type Edit } from "../json-members.js";

@@ -1,5 +1,5 @@
 import { isFinalGeminiChunk } from "../../providers/gemini/generate-content.js";
-import { readGeminiStreamUsage } from "../../providers/gemini/convert-usage.js";
+import { readGeminiStreamUsage } from "../../providers/gemini/convert-gemini-usage.js";
 import { collectGenerateContentText } from "../../providers/gemini/response-text.js";
 import { withPublicModelIn } from "../deliver.js";
 import { nativeRelay } from "./relay-protocols.js";

@@ -1,4 +1,4 @@
-import { isFinalAnthropicUsageEvent, readAnthropicStreamUsage } from "../../providers/anthropic/convert-usage.js";
+import { isFinalAnthropicUsageEvent, readAnthropicStreamUsage } from "../../providers/anthropic/convert-anthropic-usage.js";
 import { collectMessageStreamText } from "../../providers/anthropic/message-text.js";
 import { asObject } from "../../providers/json-guards.js";
 import { nativeRelay, type DataEvent } from "./relay-protocols.js";

@@ -1,4 +1,4 @@
-import { convertOpenAIUsage } from "../../providers/openai/convert-usage.js";
+import { convertOpenAIUsage } from "../../providers/openai/convert-openai-usage.js";
 import type { StreamEvent, StreamUsageReader, UsageReport } from "../../providers/types.js";
 import { collectChoicesText } from "../../providers/openai/chat-text.js";
 import { localUsage } from "../deliver.js";

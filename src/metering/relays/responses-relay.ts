@@ -1,4 +1,4 @@
-import { readResponsesStreamUsage } from "../../providers/openai/convert-usage.js";
+import { readResponsesStreamUsage } from "../../providers/openai/convert-openai-usage.js";
 import type { StreamEvent, UsageReport } from "../../providers/types.js";
 import { localUsage } from "../deliver.js";
 import type { RelayProtocol } from "./stream-relay.js";

@@ -1,9 +1,9 @@
 import { asArray, asObject, asString } from "../json-guards.js";
-import { convertOpenAIUsage } from "../openai/convert-usage.js";
+import { convertOpenAIUsage } from "../openai/convert-openai-usage.js";
 import type { UsageReport } from "../types.js";
 import { chatText } from "../openai/read-chat-completion.js";
 import { messageIdFromChatId, toAnthropicUsage, toolUseId } from "./convert-chat-to-message.js";
-import { mapChatFinishReason } from "./map-chat-finish-reason.js";
+import { mapChatFinishReason } from "./map-anthropic-finish-reason.js";
 import type { AnthropicStopReason } from "./message-types.js";
 import { extended } from "../../objects.js";
 

@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { asArray, asObject, asString } from "../json-guards.js";
-import { convertOpenAIUsage } from "../openai/convert-usage.js";
+import { convertOpenAIUsage } from "../openai/convert-openai-usage.js";
 import { chatText, parseToolArguments } from "../openai/read-chat-completion.js";
 import type { UsageReport } from "../types.js";
-import { mapChatFinishReason } from "./map-chat-finish-reason.js";
+import { mapChatFinishReason } from "./map-anthropic-finish-reason.js";
 import type { AnthropicMessage, AnthropicTextOutput, AnthropicToolUseOutput, AnthropicUsage } from "./message-types.js";
 
 // OpenAI chat completion → Anthropic Message, for an Anthropic client served by an OpenAI-chat upstream.

@@ -4,7 +4,7 @@ import { postAndRead } from "../read-result.js";
 import type { SseRules } from "../sse.js";
 import type { CallOptions, JsonResult, StreamResult } from "../types.js";
 import { UpstreamError } from "../types.js";
-import { convertAnthropicUsage } from "./convert-usage.js";
+import { convertAnthropicUsage } from "./convert-anthropic-usage.js";
 
 /** The API version the gateway speaks; the wire shapes of src/providers/anthropic follow it. */
 const ANTHROPIC_VERSION = "2023-06-01";

@@ -1,9 +1,9 @@
 import { asArray, asObject, asString } from "../json-guards.js";
-import { convertOpenAIUsage } from "../openai/convert-usage.js";
+import { convertOpenAIUsage } from "../openai/convert-openai-usage.js";
 import { chatText } from "../openai/read-chat-completion.js";
 import type { UsageReport } from "../types.js";
 import { functionCallPart, orEmptyText, toGeminiUsage } from "./convert-chat-to-generate-content.js";
-import { mapChatFinishReason } from "./map-chat-finish-reason.js";
+import { mapChatFinishReason } from "./map-gemini-finish-reason.js";
 import type { GeminiCandidate, GenerateContentResponse } from "./response-types.js";
 
 // OpenAI chat SSE chunks → Gemini streamGenerateContent (alt=sse) chunks: one `data: {GenerateContentResponse}`

@@ -1,8 +1,8 @@
 import { asArray, asObject, asString } from "../json-guards.js";
-import { convertOpenAIUsage } from "../openai/convert-usage.js";
+import { convertOpenAIUsage } from "../openai/convert-openai-usage.js";
 import { chatText, parseToolArguments } from "../openai/read-chat-completion.js";
 import type { UsageReport } from "../types.js";
-import { mapChatFinishReason } from "./map-chat-finish-reason.js";
+import { mapChatFinishReason } from "./map-gemini-finish-reason.js";
 import type { GeminiOutputPart, GeminiUsageMetadata, GenerateContentResponse } from "./response-types.js";
 
 // OpenAI chat completion → Gemini GenerateContentResponse, for a Gemini client served by an OpenAI-chat

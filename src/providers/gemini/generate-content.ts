@@ -4,7 +4,7 @@ import { readJsonResult, readStreamResult } from "../read-result.js";
 import type { SseRules } from "../sse.js";
 import type { CallOptions, JsonResult, StreamResult } from "../types.js";
 import { UpstreamError } from "../types.js";
-import { convertGeminiUsage } from "./convert-usage.js";
+import { convertGeminiUsage } from "./convert-gemini-usage.js";
 
 export const geminiHeaders: HeadersFor = (apiKey, stream) => ({
   "content-type": "application/json",

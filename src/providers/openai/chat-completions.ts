@@ -1,7 +1,7 @@
 import type { Endpoint } from "../http.js";
 import { postAndRead } from "../read-result.js";
 import type { CallOptions, JsonResult, StreamResult } from "../types.js";
-import { convertOpenAIUsage } from "./convert-usage.js";
+import { convertOpenAIUsage } from "./convert-openai-usage.js";
 import { extended } from "../../objects.js";
 
 /** POST {base_url}/chat/completions. Streams ask for usage when the provider supports it. */

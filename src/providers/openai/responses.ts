@@ -4,7 +4,7 @@ import { postAndRead } from "../read-result.js";
 import type { SseRules } from "../sse.js";
 import type { CallOptions, JsonResult, StreamResult } from "../types.js";
 import { UpstreamError } from "../types.js";
-import { convertResponsesUsage } from "./convert-usage.js";
+import { convertResponsesUsage } from "./convert-openai-usage.js";
 
 /**
  * A Responses stream ends with response.completed or response.incomplete (usage in both). `error` and

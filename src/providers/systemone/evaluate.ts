@@ -1,7 +1,7 @@
 import { postToEndpoint, type Endpoint, type HeadersFor } from "../http.js";
 import { readJsonResult } from "../read-result.js";
 import type { CallOptions, JsonResult } from "../types.js";
-import { convertSystemOneUsage } from "./convert-usage.js";
+import { convertSystemOneUsage } from "./convert-systemone-usage.js";
 
 /** The evaluator's request headers: a bearer key; it answers JSON only. */
 export const systemOneHeaders: HeadersFor = (apiKey) => ({
