@@ -3,10 +3,13 @@ import { countTextTokens } from "./estimate.js";
 import type { JsonResult, UsageReport } from "../providers/types.js";
 import { respondStream, respondText, type PushedBody } from "../server/respond.js";
 import { errors } from "../errors.js";
-import { OVERHEAD_HEADER, clientGone } from "./client.js";
+import { clientGone } from "./client-disconnect.js";
 import { applyEdits, findMembers } from "./json-members.js";
 import { chatCompletionText } from "../providers/openai/chat-text.js";
 import type { Delivery } from "./runner.js";
+
+/** The gateway's own time on a request, in ms (like LiteLLM's x-litellm-overhead-duration-ms). */
+const OVERHEAD_HEADER = "x-gateway-overhead-ms";
 
 // How every metered route hands its answer over: the public model ID in, the overhead header on, the meter
 // settled. A route says only what its answer is.

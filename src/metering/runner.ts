@@ -11,7 +11,7 @@ import { UpstreamError } from "../providers/types.js";
 import { readJsonBody } from "../server/body.js";
 import type { BodyBudget, BodyReservation } from "../server/body-budget.js";
 import type { AppEnv } from "../server/context.js";
-import { clientDisconnect } from "./client.js";
+import { clientDisconnect } from "./client-disconnect.js";
 import { readUpstreamKey } from "./upstream-key.js";
 import { UpstreamAbort } from "../providers/upstream-abort.js";
 

@@ -26,7 +26,7 @@ import type { AppEnv } from "./context.js";
 import { handleError } from "./error-envelope.js";
 import { healthRoutes } from "./health.js";
 import { notFoundOrMethodNotAllowed } from "./not-found.js";
-import { requestContext } from "./request-id.js";
+import { requestContext } from "./request-context.js";
 
 export interface AppDeps {
   config: Config;

@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import { DatabaseUnavailableError, isTransientDbError } from "../db/faults.js";
 import { GatewayError, errors } from "../errors.js";
 import type { AppEnv } from "./context.js";
-import { requestLog } from "./request-id.js";
+import { requestLog } from "./request-context.js";
 
 /** The gateway error envelope (DESIGN.md §5); also matches the OpenAI `ErrorResponse` schema. */
 export function errorBody(err: GatewayError, requestId: string | null) {

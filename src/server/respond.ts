@@ -1,7 +1,7 @@
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Context } from "hono";
 import type { AppEnv } from "./context.js";
-import { standardHeaders } from "./request-id.js";
+import { standardHeaders } from "./request-context.js";
 
 // Responses of the hot path, built without Hono's helpers: c.json()/c.body() gather headers in a WHATWG
 // `Headers` that @hono/node-server then reads back into a plain object, and a streamed body would be a WHATWG

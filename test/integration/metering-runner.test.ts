@@ -10,7 +10,7 @@ import type { AppEnv } from "../../src/server/context.js";
 import { handleError } from "../../src/server/error-envelope.js";
 import { listen, type HttpServer } from "../../src/server/listen.js";
 import { createLogger } from "../../src/server/logger.js";
-import { requestContext } from "../../src/server/request-id.js";
+import { requestContext } from "../../src/server/request-context.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { settled } from "../helpers/metering-checks.js";

@@ -2,9 +2,6 @@ import type { Context } from "hono";
 import type { AppEnv } from "../server/context.js";
 import type { UpstreamAbort } from "../providers/upstream-abort.js";
 
-/** The gateway's own time on a request, in ms (like LiteLLM's x-litellm-overhead-duration-ms). */
-export const OVERHEAD_HEADER = "x-gateway-overhead-ms";
-
 /** Whether the client went away before its response was finished (nothing more can be delivered). */
 export function clientGone(c: Context<AppEnv>): boolean {
   const outgoing = c.env?.outgoing;
