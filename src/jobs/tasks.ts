@@ -14,13 +14,15 @@ export interface JobDeps {
 
 /** Payload type of every task, declared once per task name. */
 export interface TaskPayloads {
-  prune_sessions: Record<string, unknown>;
-  expire_holds: Record<string, unknown>;
+  prune_auth: Record<string, unknown>;
+  expire_ledger: Record<string, unknown>;
   ledger_retention: Record<string, unknown>;
 }
 
 // Delivery is at least once: every task must be safe to run twice.
-function pruneSessions(deps: JobDeps): Task {
+
+// Expired and revoked sessions, and login-attempt windows that have ended.
+function pruneAuth(deps: JobDeps): Task {
   return async (_payload, helpers) => {
     const now = new Date();
     const removed = await deps.sessions.pruneExpired(now);
@@ -32,7 +34,7 @@ function pruneSessions(deps: JobDeps): Task {
 
 // Returns the pending units of dead processes' leases and of durable holds past their expiry. Every serving
 // process also runs this on its own timer (src/runtime/expiry-sweep.ts), so it never depends on the worker.
-function expireHolds(deps: JobDeps): Task {
+function expireLedger(deps: JobDeps): Task {
   return async (_payload, helpers) => {
     const { leases, durable } = await deps.ledger.expire();
     if (leases + durable > 0) helpers.logger.info(`expired ${leases} abandoned leases and ${durable} durable holds`);
@@ -56,13 +58,13 @@ function ledgerRetention(deps: JobDeps): Task {
 }
 
 export function taskList(deps: JobDeps): TaskList & Record<keyof TaskPayloads, Task> {
-  return { prune_sessions: pruneSessions(deps), expire_holds: expireHolds(deps), ledger_retention: ledgerRetention(deps) };
+  return { prune_auth: pruneAuth(deps), expire_ledger: expireLedger(deps), ledger_retention: ledgerRetention(deps) };
 }
 
 // jobKey keeps one pending run per task even when several gateway processes share the schedule.
 export const crontab = [
-  "*/15 * * * * prune_sessions ?jobKey=prune_sessions&max=3",
-  "* * * * * expire_holds ?jobKey=expire_holds&max=3",
+  "*/15 * * * * prune_auth ?jobKey=prune_auth&max=3",
+  "* * * * * expire_ledger ?jobKey=expire_ledger&max=3",
   // Daily at 03:17 UTC: night in Europe, evening in the Americas, and not on the hour, when schedules pile up.
   // Its batches keep every statement short, so the hour matters little.
   "17 3 * * * ledger_retention ?jobKey=ledger_retention&max=3",

@@ -98,7 +98,7 @@ describe("gateway admin commands", () => {
         expect(migrated.stdout).toBe('{\n  "ok": true\n}');
         expect(migrated.stderr).toBe("");
       }
-      const { rows } = await db.pool.query("select (graphile_worker.add_job('prune_sessions', '{}'::json)).id is not null as queued");
+      const { rows } = await db.pool.query("select (graphile_worker.add_job('prune_auth', '{}'::json)).id is not null as queued");
       expect(rows).toEqual([{ queued: true }]);
     } finally {
       await db.drop();
@@ -113,7 +113,7 @@ describe("gateway admin commands", () => {
         env: { DATABASE_URL: db.url },
       });
       expect(created.exitCode).toBe(0);
-      const { rows } = await db.pool.query("select (graphile_worker.add_job('prune_sessions', '{}'::json)).id is not null as queued");
+      const { rows } = await db.pool.query("select (graphile_worker.add_job('prune_auth', '{}'::json)).id is not null as queued");
       expect(rows).toEqual([{ queued: true }]);
     } finally {
       await db.drop();

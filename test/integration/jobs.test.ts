@@ -12,7 +12,7 @@ describe("background jobs", () => {
   });
   afterAll(() => gw.close());
 
-  it("prune_sessions deletes expired and revoked sessions and keeps live ones; running it twice is harmless", async () => {
+  it("prune_auth deletes expired and revoked sessions and keeps live ones; running it twice is harmless", async () => {
     const { users, sessions } = gw.services.auth;
     await users.create({ email: "jobs@example.test", password: "password-123" });
     const live = await sessions.login("jobs@example.test", "password-123");
@@ -26,7 +26,7 @@ describe("background jobs", () => {
     await gw.db.pool.query("update sessions set revoked_at = now() - interval '1 minute' where id = $1", [revokedSid]);
 
     const run = async () => {
-      await quickAddJob({ pgPool: gw.db.pool }, "prune_sessions", {});
+      await quickAddJob({ pgPool: gw.db.pool }, "prune_auth", {});
       await runOnce({ pgPool: gw.db.pool, taskList: taskList(deps) });
     };
     await run();

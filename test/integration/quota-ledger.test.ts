@@ -231,7 +231,7 @@ describe("quota ledger", () => {
       expect(await accountOf(holds[0]!)).toMatchObject({ posted: 600n, pending: 0n });
     });
 
-    it("runs as the expire_holds task and forgets processes silent for a day", async () => {
+    it("runs as the expire_ledger task and forgets processes silent for a day", async () => {
       const logger = createLogger("silent");
       const services: Services = await createServices({ config: testConfig(), pool: db.pool, logger, env: {}, serving: false });
       const user = await newUser();
@@ -239,7 +239,7 @@ describe("quota ledger", () => {
       const h = await hold(user, 40n, {}, deadLedger);
       await lastSeen(dead.id, "25 hours");
       const tasks = taskList({ sessions: services.auth.sessions, ledger, pool: db.pool, retention: services.config.retention });
-      await quickAddJob({ pgPool: db.pool }, "expire_holds", {});
+      await quickAddJob({ pgPool: db.pool }, "expire_ledger", {});
       await runOnce({ pgPool: db.pool, taskList: tasks });
       expect((await leaseRows(h.accountId)).map((l) => l.status)).toEqual(["expired"]);
       expect(await accountOf(h)).toMatchObject({ pending: 0n });

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runMigrations } from "../../src/db/migrate.js";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { migrationsFolder, runMigrations } from "../../src/db/migrate.js";
 import { createPool } from "../../src/db/pool.js";
 import { createLogger } from "../../src/server/logger.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
@@ -33,7 +35,7 @@ describe("runMigrations and graphile-worker's schema", () => {
       try {
         await client.query("begin");
         await client.query("insert into users (email, password_hash, plan) values ($1, 'x', 'free')", [email]);
-        const job = await client.query("select (graphile_worker.add_job('prune_sessions', '{}'::json)).id");
+        const job = await client.query("select (graphile_worker.add_job('prune_auth', '{}'::json)).id");
         expect(job.rows[0].id).toEqual(expect.any(String));
         await client.query(outcome);
       } finally {
@@ -43,7 +45,7 @@ describe("runMigrations and graphile-worker's schema", () => {
     await enqueue("rollback", "rolled-back@example.test");
     await enqueue("commit", "committed@example.test");
     const jobs = await db.pool.query("select task_identifier from graphile_worker.jobs");
-    expect(jobs.rows).toEqual([{ task_identifier: "prune_sessions" }]);
+    expect(jobs.rows).toEqual([{ task_identifier: "prune_auth" }]);
     const users = await db.pool.query("select email from users");
     expect(users.rows).toEqual([{ email: "committed@example.test" }]);
   });
@@ -54,10 +56,23 @@ describe("runMigrations and graphile-worker's schema", () => {
     const pools = [1, 2, 3].map(() => createPool(fresh.url, 1, () => {}));
     try {
       await Promise.all(pools.map((pool) => runMigrations(pool, logger)));
-      const { rows } = await fresh.pool.query("select (graphile_worker.add_job('expire_holds')).id is not null as queued");
+      const { rows } = await fresh.pool.query("select (graphile_worker.add_job('expire_ledger')).id is not null as queued");
       expect(rows).toEqual([{ queued: true }]);
     } finally {
       await Promise.all(pools.map((pool) => pool.end()));
+      await fresh.drop();
+    }
+  });
+
+  it("migration 0012 removes what the renamed cron tasks' old names had queued, and nothing else", async () => {
+    const fresh = await createTestDatabase();
+    try {
+      const add = (task: string) => fresh.pool.query("select graphile_worker.add_job($1, '{}'::json, job_key := $1)", [task]);
+      for (const task of ["prune_sessions", "expire_holds", "prune_auth", "ledger_retention"]) await add(task);
+      await fresh.pool.query(readFileSync(path.join(migrationsFolder, "0012_renamed_cron_jobs.sql"), "utf8"));
+      const { rows } = await fresh.pool.query("select task_identifier from graphile_worker.jobs order by task_identifier");
+      expect(rows.map((r: { task_identifier: string }) => r.task_identifier)).toEqual(["ledger_retention", "prune_auth"]);
+    } finally {
       await fresh.drop();
     }
   });
