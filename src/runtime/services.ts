@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { AppDeps } from "../server/app.js";
-import { createResellerAccounts } from "../account/reseller.js";
+import { createResellerAccounts } from "../account/reseller-accounts.js";
 import { insertRows } from "../analytics/row-json.js";
 import { createRequestLogWriter } from "../analytics/writer.js";
 import type { RequestLogWriter } from "../analytics/types.js";

@@ -19,7 +19,8 @@ import { modelListRoutes, nativeModelListRoutes } from "../inference/models-rout
 import type { Metering } from "../metering/meter.js";
 import type { Providers } from "../providers/registry.js";
 import { userQuotaRoutes } from "../account/quota-route.js";
-import { resellerAdminRoutes, resellerUserRoutes, type ResellerAccounts } from "../account/reseller.js";
+import type { ResellerAccounts } from "../account/reseller-accounts.js";
+import { resellerAdminRoutes, resellerUserRoutes } from "../account/reseller-routes.js";
 import type { QuotaLedger } from "../quota/types.js";
 import type { BodyBudget } from "./body-budget.js";
 import type { AppEnv } from "./context.js";

@@ -1,12 +1,7 @@
-import { Hono } from "hono";
-import { z } from "zod";
 import type { UserService } from "../auth/types.js";
 import { formatUsd, parseUsd } from "../billing/usd.js";
 import { errors } from "../errors.js";
 import type { AccountBalance, QuotaLedger } from "../quota/types.js";
-import { readValidJson } from "../server/body.js";
-import type { AppEnv } from "../server/context.js";
-import type { RequestRead } from "../db/faults.js";
 
 // Reseller pay-as-you-go balances: operators credit one (`gateway reseller credit`, or the admin endpoint with
 // CSRF) and read any; a user reads their own. Amounts are exact decimal text in USD, both ways (docs/billing.md).
@@ -57,21 +52,4 @@ export function createResellerAccounts(deps: { ledger: QuotaLedger; users: UserS
       return toPublic(userId, await deps.ledger.balance({ kind: "reseller_usd", userId, base: null }));
     },
   };
-}
-
-const creditBody = z.object({ usd: z.string(), note: z.string().optional() });
-
-/** GET /api/v1/user/reseller-balance: the session user's own balance (zeros before any credit). */
-export function resellerUserRoutes(deps: { accounts: ResellerAccounts; read: RequestRead }) {
-  return new Hono<AppEnv>().get("/reseller-balance", async (c) => c.json(await deps.read(() => deps.accounts.balance(c.get("session").userId))));
-}
-
-/** Mounted under /api/v1/admin (admin session; CSRF on POST). */
-export function resellerAdminRoutes(deps: { accounts: ResellerAccounts; bodyLimit: number; read: RequestRead }) {
-  return new Hono<AppEnv>()
-    .get("/reseller-balances/:user", async (c) => c.json(await deps.read(() => deps.accounts.balance(c.req.param("user")))))
-    .post("/reseller-balances/:user/credits", async (c) => {
-      const body = await readValidJson(c, creditBody, deps.bodyLimit);
-      return c.json(await deps.accounts.credit(c.req.param("user"), body.usd, body.note), 201);
-    });
 }
