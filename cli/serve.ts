@@ -4,6 +4,7 @@ import type { Config } from "../src/config/schema.js";
 import { startMockUpstream } from "../src/mock-upstream/server.js";
 import { seedDemo, type DemoCredentials } from "../src/runtime/demo.js";
 import { startGateway } from "../src/runtime/gateway.js";
+import { shutdownSignals } from "../src/runtime/shutdown-signals.js";
 import { createLogger } from "../src/server/logger.js";
 import { builtInDemoConfig, configPathOf, dataDirOf } from "./context.js";
 import { action } from "./output.js";
@@ -24,9 +25,6 @@ export const parsePort = (value: string) => {
 };
 
 const say = (line: string) => process.stderr.write(`${line}\n`);
-
-/** A second signal this soon after the first is the same Ctrl-C, forwarded by npm. */
-const ECHO_MS = 500;
 
 function banner(url: string, creds: DemoCredentials): string {
   return [
@@ -78,20 +76,16 @@ export function serveCommand(): Command {
           throw err;
         });
 
-        let signals = 0;
-        let firstSignalAt = 0;
+        const next = shutdownSignals();
         const shutdown = async (signal: string) => {
-          // A terminal's Ctrl-C reaches npm and the gateway alike, and npm forwards it once more: a repeat within
-          // moments is that echo, not an operator asking to hurry.
-          if (signals === 1 && performance.now() - firstSignalAt < ECHO_MS) return;
-          signals += 1;
-          if (signals === 1) firstSignalAt = performance.now();
-          if (signals === 2) {
+          const step = next();
+          if (step === "ignore") return;
+          if (step === "exit") process.exit(1);
+          if (step === "hurry") {
             say(`${signal} again: cutting open connections, still stopping PostgreSQL (once more to exit at once)`);
             gateway.hurry();
             return;
           }
-          if (signals > 2) process.exit(1);
           say(`${signal}: draining requests and stopping…`);
           await gateway.stop();
           await mock?.close();
