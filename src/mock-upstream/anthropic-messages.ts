@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { messageEvents, messageObject, type Plan, usageOf } from "./anthropic-messages-output.js";
-import type { MockUpstreamEnv } from "./app.js";
+import type { MockUpstreamEnv } from "./context.js";
 import { anthropic, parseBody } from "./dialects.js";
 import { chosenFunction, digestOf, promptTokens, replyOf, TOOL_ARGUMENTS, type ToolChoice, textOf, toolCallTokens } from "./mock-text.js";
 import { playEvents } from "./sse.js";
