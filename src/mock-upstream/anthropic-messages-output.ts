@@ -1,4 +1,4 @@
-import type { MessagesRequest } from "./anthropic-messages.js";
+import type { MessagesRequest } from "./anthropic-messages-request.js";
 import { argumentSlices } from "./mock-text.js";
 import { jsonEvent, type MockEvent } from "./sse.js";
 

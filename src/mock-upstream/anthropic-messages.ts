@@ -1,7 +1,7 @@
 import { Hono } from "hono";
-import { z } from "zod";
 import { messageEvents, messageObject, type Plan, usageOf } from "./anthropic-messages-output.js";
-import type { MockUpstreamEnv } from "./app.js";
+import { type MessagesRequest, messagesRequest } from "./anthropic-messages-request.js";
+import type { MockUpstreamEnv } from "./context.js";
 import { anthropic, parseBody } from "./dialects.js";
 import { chosenFunction, digestOf, promptTokens, replyOf, TOOL_ARGUMENTS, type ToolChoice, textOf, toolCallTokens } from "./mock-text.js";
 import { playEvents } from "./sse.js";
@@ -9,34 +9,9 @@ import { playEvents } from "./sse.js";
 /**
  * Anthropic `POST /v1/messages` (the SDK appends `/v1/messages` to its base URL), deterministic like the
  * OpenAI routes: everything derives from sha256 of the model, system prompt and messages
- * (docs/mock-upstream.md). The answer's shapes, JSON and SSE, are in ./anthropic-messages-output.ts.
+ * (docs/mock-upstream.md). The request's schema is in ./anthropic-messages-request.ts, the answer's shapes, JSON
+ * and SSE, in ./anthropic-messages-output.ts.
  */
-
-/** The fields each known content block type needs; other block types (document, thinking, …) pass as sent. */
-const BLOCK_FIELDS: Record<string, string[]> = {
-  text: ["text"],
-  image: ["source"],
-  tool_use: ["id", "name", "input"],
-  tool_result: ["tool_use_id"],
-};
-
-const block = z.looseObject({ type: z.string() }).superRefine((b, ctx) => {
-  for (const field of BLOCK_FIELDS[b.type] ?? []) {
-    if (!(field in b)) ctx.addIssue({ code: "custom", message: "Field required", path: [field] });
-  }
-});
-
-const messagesRequest = z.object({
-  model: z.string().min(1),
-  max_tokens: z.number().int().min(1),
-  messages: z.array(z.looseObject({ role: z.enum(["user", "assistant"]), content: z.union([z.string(), z.array(block).min(1)]) })).min(1),
-  system: z.union([z.string(), z.array(z.looseObject({ type: z.literal("text"), text: z.string() }))]).optional(),
-  // Client tools have no type (or "custom"); server tools (web search, …) have a versioned type.
-  tools: z.array(z.looseObject({ name: z.string().min(1), type: z.string().optional() })).optional(),
-  tool_choice: z.looseObject({ type: z.enum(["auto", "any", "tool", "none"]), name: z.string().optional() }).optional(),
-  stream: z.boolean().optional(),
-});
-export type MessagesRequest = z.infer<typeof messagesRequest>;
 
 function toolChoiceOf(choice: MessagesRequest["tool_choice"]): ToolChoice {
   if (choice?.type === "tool" && choice.name) return { name: choice.name };

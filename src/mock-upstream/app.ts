@@ -1,20 +1,14 @@
-import type { HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
 import { anthropicMessagesRoute } from "./anthropic-messages.js";
+import type { MockUpstreamEnv } from "./context.js";
 import { dialectFor } from "./dialects.js";
-import { type Faults, injectFaults } from "./faults.js";
+import { injectFaults } from "./faults.js";
 import { geminiGenerateRoute } from "./gemini-generate.js";
 import { openaiChatRoute } from "./openai-chat.js";
 import { openaiEmbeddingsRoute } from "./openai-embeddings.js";
 import { openaiModelsRoute } from "./openai-models.js";
 import { openaiResponsesRoute } from "./openai-responses.js";
 import { systemoneRoute } from "./systemone.js";
-
-export type MockUpstreamEnv = {
-  // Node bindings let a route cut the TCP connection itself (the `x-mock-drop-after` fault).
-  Bindings: HttpBindings;
-  Variables: { faults: Faults };
-};
 
 /** One entry per route file; a new route adds its file here (a new vendor also adds its dialect in ./dialects.ts). */
 const routes: Hono<MockUpstreamEnv>[] = [

@@ -1,37 +1,15 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Context, MiddlewareHandler } from "hono";
 import { z } from "zod";
-import type { MockUpstreamEnv } from "./app.js";
+import type { Faults, MockUpstreamEnv } from "./context.js";
 import { dialectFor } from "./dialects.js";
-import { INVALID_ANSWERS, type InvalidAnswer } from "./systemone-evaluator.js";
+import { INVALID_ANSWERS } from "./systemone-evaluator.js";
 
 /**
  * Fault injection for the mock upstream, driven only by request headers so that request bodies stay valid
  * provider requests and each test controls its own request. A malformed header value counts as absent (a test
  * typo degrades to a normal answer instead of a confusing mock error). docs/mock-upstream.md lists them all.
  */
-export interface Faults {
-  /** `x-mock-status`: answer this status (400–599) with a provider-shaped error body. */
-  status?: number;
-  /** `x-mock-retry-after`: `Retry-After` on that error (delay seconds or an HTTP date), passed through verbatim. */
-  retryAfter?: string;
-  /** `x-mock-retry-after-ms`: `retry-after-ms` on that error (the OpenAI SDK's millisecond variant). */
-  retryAfterMs?: number;
-  /** `x-mock-delay-ms`: wait before the first byte, at most MAX_DELAY_MS. */
-  delayMs?: number;
-  /** `x-mock-chunk-delay-ms`: wait between stream chunks, at most MAX_DELAY_MS. */
-  chunkDelayMs?: number;
-  /** `x-mock-drop-after`: in a stream, send this many content chunks, then destroy the connection. */
-  dropAfter?: number;
-  /** `x-mock-omit-usage`: leave usage out of the answer (JSON and stream). */
-  omitUsage: boolean;
-  /** `x-mock-no-base64`: embeddings ignore `encoding_format: "base64"`, as a provider without it would. */
-  noBase64: boolean;
-  /** `x-mock-zero-usage`: the evaluator reports `input_tokens: 0, output_tokens: 0`. */
-  zeroUsage: boolean;
-  /** `x-mock-invalid-answer`: the evaluator spoils its first answer (missing, wrong type, out of range). */
-  invalidAnswer?: InvalidAnswer;
-}
 
 export const MAX_DELAY_MS = 60_000;
 

@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { z } from "zod";
-import type { MockUpstreamEnv } from "./app.js";
+import type { MockUpstreamEnv } from "./context.js";
 import { openai, parseBody } from "./dialects.js";
 import {
   argumentSlices,

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { Hono } from "hono";
 import { z } from "zod";
-import type { MockUpstreamEnv } from "./app.js";
+import type { MockUpstreamEnv } from "./context.js";
 import { openai, parseBody } from "./dialects.js";
 import { charTokens, digestOf } from "./mock-text.js";
 

@@ -1,5 +1,5 @@
 import { Hono } from "hono";
-import type { MockUpstreamEnv } from "./app.js";
+import type { MockUpstreamEnv } from "./context.js";
 
 /** Fixed list and fixed timestamps, so a model listing is byte-identical on every run. */
 export const MOCK_OPENAI_MODELS = [

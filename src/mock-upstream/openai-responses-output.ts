@@ -1,4 +1,4 @@
-import type { ResponsesRequest } from "./openai-responses.js";
+import type { ResponsesRequest } from "./openai-responses-request.js";
 import { jsonEvent, type MockEvent } from "./sse.js";
 
 /**

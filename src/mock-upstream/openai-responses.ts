@@ -1,6 +1,5 @@
 import { Hono } from "hono";
-import { z } from "zod";
-import type { MockUpstreamEnv } from "./app.js";
+import type { MockUpstreamEnv } from "./context.js";
 import { openai, parseBody } from "./dialects.js";
 import {
   argumentSlices,
@@ -14,33 +13,14 @@ import {
   toolCallTokens,
 } from "./mock-text.js";
 import { type Plan, responseEvents, responseObject, usageOf } from "./openai-responses-output.js";
+import { type ResponsesRequest, responsesRequest } from "./openai-responses-request.js";
 import { playEvents } from "./sse.js";
 
 /**
  * OpenAI `POST /v1/responses` (the Responses API), deterministic like the chat route: everything derives from
- * sha256 of the model, instructions and input (docs/mock-upstream.md). The answer's shapes, JSON and SSE, are
- * in ./openai-responses-output.ts.
+ * sha256 of the model, instructions and input (docs/mock-upstream.md). The request's schema is in
+ * ./openai-responses-request.ts, the answer's shapes, JSON and SSE, in ./openai-responses-output.ts.
  */
-
-const tool = z
-  .looseObject({ type: z.string(), name: z.string().min(1).optional() })
-  .refine((t) => t.type !== "function" || t.name !== undefined, { message: "a function tool needs a name", path: ["name"] });
-
-const responsesRequest = z.object({
-  model: z.string().min(1),
-  input: z.union([z.string(), z.array(z.looseObject({ role: z.string().optional(), content: z.unknown().optional() })).min(1)]),
-  instructions: z.string().nullish(),
-  // The real API's own lower bound.
-  max_output_tokens: z.number().int().min(16).nullish(),
-  stream: z.boolean().nullish(),
-  tools: z.array(tool).nullish(),
-  tool_choice: z.union([z.string(), z.looseObject({ type: z.string(), name: z.string().optional() })]).nullish(),
-  temperature: z.number().nullish(),
-  top_p: z.number().nullish(),
-  metadata: z.record(z.string(), z.string()).nullish(),
-  parallel_tool_calls: z.boolean().nullish(),
-});
-export type ResponsesRequest = z.infer<typeof responsesRequest>;
 
 type InputItem = Exclude<ResponsesRequest["input"], string>[number];
 

@@ -4,7 +4,7 @@ import type { ServerResponse } from "node:http";
 import type { HttpBindings } from "@hono/node-server";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Context } from "hono";
-import type { MockUpstreamEnv } from "./app.js";
+import type { MockUpstreamEnv } from "./context.js";
 
 /** One SSE event of a mock stream. */
 export interface MockEvent {

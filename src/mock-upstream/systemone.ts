@@ -1,5 +1,5 @@
 import { Hono, type Context } from "hono";
-import type { MockUpstreamEnv } from "./app.js";
+import type { MockUpstreamEnv } from "./context.js";
 import { openaiError } from "./dialects.js";
 import { charTokens } from "./mock-text.js";
 import { answerOf, spoil, type MockQuestion } from "./systemone-evaluator.js";
