@@ -269,6 +269,5 @@ export type ConfigInput = z.input<typeof configSchema>;
 export type ProviderConfig = z.infer<typeof providerSchema>;
 export type ModelConfig = z.infer<typeof modelSchema>;
 export type PlanConfig = z.infer<typeof planSchema>;
-export type PricingGroupConfig = z.infer<typeof pricingGroupSchema>;
 export type UpstreamAnswerLimits = z.infer<typeof upstreamAnswerLimitsSchema>;
 export type RetentionConfig = Config["retention"];
