@@ -6,7 +6,6 @@ export type ErrorType =
   | "invalid_request_error"
   | "authentication_error"
   | "permission_error"
-  | "not_found_error"
   | "conflict_error"
   | "rate_limit_error"
   | "api_error"
