@@ -6,7 +6,6 @@ export type ErrorType =
   | "invalid_request_error"
   | "authentication_error"
   | "permission_error"
-  | "not_found_error"
   | "conflict_error"
   | "rate_limit_error"
   | "api_error"
@@ -77,7 +76,6 @@ export const ERROR_CODES = {
   upstream_rate_limited: { status: 429, type: "rate_limit_error", class: "rate_limited" },
   client_closed_request: { status: 499, type: "invalid_request_error", class: "client_cancelled" },
   internal_error: { status: 500, type: "api_error", class: "internal" },
-  unavailable: { status: 503, type: "api_error", class: "unavailable" },
   body_budget_exhausted: { status: 503, type: "api_error", class: "unavailable" },
   database_unavailable: { status: 503, type: "api_error", class: "unavailable" },
   // The upstream's doing, told by status only (the upstream's own text never leaves the adapter).
@@ -93,8 +91,6 @@ export const ERROR_CODES = {
 } as const satisfies Record<string, ErrorCodeSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
-
-export const errorCodeSpec = (code: ErrorCode): ErrorCodeSpec => ERROR_CODES[code];
 
 export interface GatewayErrorInit {
   code: ErrorCode;
@@ -148,5 +144,4 @@ export const errors = {
   /** The client went away mid-request; nobody reads the answer, but the log row says what happened. */
   clientClosed: () => new GatewayError({ code: "client_closed_request", message: "The client closed the request." }),
   internal: (message = "The gateway hit an internal error. Retry later; cite the request id if it persists.") => new GatewayError({ code: "internal_error", message }),
-  unavailable: (message: string) => new GatewayError({ code: "unavailable", message }),
 };

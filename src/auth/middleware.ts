@@ -12,7 +12,7 @@ const STATE_CHANGING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 const BEARER = /^bearer +(\S+) *$/i;
 
 /** The credential of `Authorization: Bearer <credential>`; null when absent or in another scheme. */
-export function bearerToken(header: string | undefined): string | null {
+function bearerToken(header: string | undefined): string | null {
   if (!header) return null;
   return BEARER.exec(header)?.[1] ?? null;
 }

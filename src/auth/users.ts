@@ -29,7 +29,7 @@ export function driverError(err: unknown): unknown {
   return err instanceof Error && err.cause instanceof Error ? err.cause : err;
 }
 
-export const isUniqueViolation = (err: unknown) => (err as { code?: unknown }).code === "23505";
+const isUniqueViolation = (err: unknown) => (err as { code?: unknown }).code === "23505";
 
 export function createUserService(db: NodePgDatabase, config: Config): UserService {
   async function create(input: CreateUserInput): Promise<PublicUser> {

@@ -6,7 +6,7 @@ import { z } from "zod";
 const id = z.string().min(1).max(128);
 
 export const providerProtocols = ["openai", "anthropic", "gemini", "systemone", "video"] as const;
-export const modelKinds = ["chat", "embedding", "image", "video", "systemone"] as const;
+const modelKinds = ["chat", "embedding", "image", "video", "systemone"] as const;
 
 export const providerSchema = z.strictObject({
   protocol: z.enum(providerProtocols),
@@ -56,7 +56,7 @@ export const upstreamAnswerLimitsSchema = z
 
 const targetSchema = z.union([id, z.strictObject({ provider: id, model: z.string().min(1).optional() })]);
 
-export const modelSchema = z.strictObject({
+const modelSchema = z.strictObject({
   kind: z.enum(modelKinds),
   upstream: z.string().min(1),
   targets: z.array(targetSchema).min(1),
@@ -79,7 +79,7 @@ export const modelSchema = z.strictObject({
 });
 
 /** The upstream's price of one evaluator version or upstream model name, USD per million tokens. */
-export const rateCardSchema = z.strictObject({
+const rateCardSchema = z.strictObject({
   input_usd_per_million: z.number().nonnegative(),
   output_usd_per_million: z.number().nonnegative().default(0),
 });
@@ -94,7 +94,7 @@ const SYSTEMONE_KEYS = ["long_context", "reseller_price", "token_limits"] as con
  */
 const retentionDays = (fallback: number) => z.int().min(0).max(36_500).default(fallback);
 
-export const planSchema = z.strictObject({
+const planSchema = z.strictObject({
   daily_tokens: z.int().nonnegative(),
   weekly_resets: z.int().nonnegative().default(0),
   context_limit: z.int().positive(),
@@ -102,7 +102,7 @@ export const planSchema = z.strictObject({
   models: z.array(id).optional(),
 });
 
-export const pricingGroupSchema = z.strictObject({
+const pricingGroupSchema = z.strictObject({
   /** Applies to every quota charge of keys in the group (the key's global multiplier). */
   multiplier: z.number().nonnegative().default(1),
 });
@@ -269,6 +269,5 @@ export type ConfigInput = z.input<typeof configSchema>;
 export type ProviderConfig = z.infer<typeof providerSchema>;
 export type ModelConfig = z.infer<typeof modelSchema>;
 export type PlanConfig = z.infer<typeof planSchema>;
-export type PricingGroupConfig = z.infer<typeof pricingGroupSchema>;
 export type UpstreamAnswerLimits = z.infer<typeof upstreamAnswerLimitsSchema>;
 export type RetentionConfig = Config["retention"];

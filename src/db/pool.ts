@@ -4,7 +4,6 @@ import pg from "pg";
 // through a JS float. Callers convert with BigInt() where they need arithmetic.
 
 export type Pool = pg.Pool;
-export type PoolClient = pg.PoolClient;
 
 /**
  * A statement with its own answer timeout (node-postgres reads `query_timeout` per query): past it the statement

@@ -17,14 +17,14 @@ import { extended } from "../objects.js";
 /** OpenAI's own cap on inputs per request. */
 const MAX_INPUTS = 2048;
 
-export const embeddingsRequestSchema = z.looseObject({
+const embeddingsRequestSchema = z.looseObject({
   model: z.string().min(1),
   input: z.union([z.string().min(1), z.array(z.string().min(1)).min(1).max(MAX_INPUTS)], {
     error: `input must be a non-empty string or an array of 1 to ${MAX_INPUTS} non-empty strings`,
   }),
   encoding_format: z.enum(["float", "base64"]).optional(),
 });
-export type EmbeddingsRequest = z.infer<typeof embeddingsRequestSchema>;
+type EmbeddingsRequest = z.infer<typeof embeddingsRequestSchema>;
 
 const inputsOf = (body: EmbeddingsRequest): string[] => (typeof body.input === "string" ? [body.input] : body.input);
 

@@ -24,7 +24,7 @@ import { extended } from "../objects.js";
 // gets it translated to chat, and its answer translated back (docs/translation.md). Billed with the chat rule on
 // usageMetadata (docs/billing.md).
 
-export interface GenerateContentBody {
+interface GenerateContentBody {
   /** The public model ID, from the path. */
   model: string;
   request: GeminiGenerateContentRequest;

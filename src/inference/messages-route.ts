@@ -25,7 +25,7 @@ import { extended } from "../objects.js";
 // Billed with the chat rule on the normalised usage (docs/billing.md).
 
 /** The request, and its chat translation: for chat targets, and for the estimates of every target. */
-export interface MessagesBody {
+interface MessagesBody {
   request: AnthropicMessagesRequest;
   chat: ChatRequestBody;
   /** The client's anthropic-beta list, for native targets. */

@@ -14,14 +14,14 @@ import { extended } from "../objects.js";
 // else (tools, instructions, reasoning, …) forwarded untouched, as for chat. Billed like chat on the usage of
 // the answer, or of a stream's terminal event (docs/billing.md).
 
-export const responsesRequestSchema = z.looseObject({
+const responsesRequestSchema = z.looseObject({
   model: z.string().min(1),
   input: z.unknown().refine((v) => v !== undefined && v !== null && v !== "", "input is required"),
   instructions: z.string().nullish(),
   stream: z.boolean().nullish(),
   max_output_tokens: z.int().positive().nullish(),
 });
-export type ResponsesRequest = z.infer<typeof responsesRequestSchema>;
+type ResponsesRequest = z.infer<typeof responsesRequestSchema>;
 
 /** The prompt as the gateway counts it: the instructions and the input (its JSON unless it is plain text). */
 function promptText(body: ResponsesRequest): string {

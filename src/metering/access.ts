@@ -5,7 +5,7 @@ import { meteringErrors } from "./errors.js";
 import { extended } from "../objects.js";
 
 /** Why a key may not use a model: its plan's model list, or the key's own `--models` list; null = allowed. */
-export function deniedBy(config: Config, key: ApiKeyPrincipal, modelId: string): "plan" | "key" | null {
+function deniedBy(config: Config, key: ApiKeyPrincipal, modelId: string): "plan" | "key" | null {
   const planModels = config.plans[key.plan]?.models;
   if (planModels && !planModels.includes(modelId)) return "plan";
   if (key.models && !key.models.includes(modelId)) return "key";

@@ -5,7 +5,7 @@ import { z } from "zod";
 // (a failing union reports only "Invalid input" at its own path).
 
 /** A kind no schema knows yet: accepted as it is, so a newer API's additions stay valid input. */
-export type UnknownKind = { type: string; [field: string]: unknown };
+type UnknownKind = { type: string; [field: string]: unknown };
 
 type KnownKinds<T extends Record<string, z.ZodType>> = { [K in keyof T]: z.output<T[K]> }[keyof T];
 

@@ -22,7 +22,7 @@ export interface AccountKindSpec {
 
 const PERPETUAL = "balance";
 
-export const ACCOUNT_KINDS = {
+const ACCOUNT_KINDS = {
   /** The day's allowance in quota units (period: the UTC day). */
   daily_allowance: { period: utcDay, periodEnd: nextResetAt, base: "caller", unit: "quota units" },
   /** A reseller's pay-as-you-go balance in nano-dollars (one perpetual period). */

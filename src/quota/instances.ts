@@ -5,7 +5,7 @@ import type { Instance } from "./types.js";
 
 // An upsert rather than an update: a process that was silent long enough for its row to be forgotten
 // (see the expiry in expire-sql.ts) is known again on its next beat instead of staying invisible.
-export const HEARTBEAT = `
+const HEARTBEAT = `
 insert into gateway_instances (id) values ($1::uuid)
 on conflict (id) do update set last_seen_at = now()`;
 

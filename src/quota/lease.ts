@@ -181,10 +181,6 @@ export class Lease {
     this.schedule();
   }
 
-  get instanceId(): string {
-    return this.ctx.instanceId;
-  }
-
   busy(): boolean {
     return this.running !== undefined;
   }

@@ -113,10 +113,10 @@ export async function readJsonBody(c: Context<AppEnv>, limit: number, reservatio
   }
 }
 
-export const readJson = async (c: Context<AppEnv>, limit: number): Promise<unknown> => (await readJsonBody(c, limit)).value;
+const readJson = async (c: Context<AppEnv>, limit: number): Promise<unknown> => (await readJsonBody(c, limit)).value;
 
 /** `messages[0].role` style, as OpenAI reports `param`. */
-export function paramPath(path: readonly PropertyKey[]): string | null {
+function paramPath(path: readonly PropertyKey[]): string | null {
   if (path.length === 0) return null;
   return path.reduce<string>((acc, key) => {
     if (typeof key === "number") return `${acc}[${key}]`;

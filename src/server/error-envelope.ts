@@ -5,7 +5,7 @@ import type { AppEnv } from "./context.js";
 import { requestLog } from "./request-context.js";
 
 /** The gateway error envelope (DESIGN.md §5); also matches the OpenAI `ErrorResponse` schema. */
-export function errorBody(err: GatewayError, requestId: string | null) {
+function errorBody(err: GatewayError, requestId: string | null) {
   return {
     error: { message: err.message, type: err.type, code: err.code, param: err.param, request_id: requestId },
   };

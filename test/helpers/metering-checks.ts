@@ -3,8 +3,8 @@ import { expect } from "vitest";
 import type { Pool } from "../../src/db/pool.js";
 import type { TestGateway } from "./gateway-app.js";
 
-// Shared checks of the metering tests (chat-metering, chat-concurrency): SSE reading, and the "settled exactly
-// once" invariants of one user's ledger account, holds and request-log rows.
+// Shared checks of the metering tests (chat-metering, chat-concurrency): a chat chunk's text, and the "settled
+// exactly once" invariants of one user's ledger account, holds and request-log rows.
 
 export type Row = Record<string, unknown>;
 
@@ -47,26 +47,6 @@ export async function quiesce(...gateways: TestGateway[]): Promise<void> {
   for (const gw of gateways) await gw.services.metering.drain();
   for (const gw of gateways) await gw.services.ledger.flush();
   for (const gw of gateways) await gw.services.requestLog.flush();
-}
-
-/** Reads SSE events one at a time: the data of each, or null at the end of the body. */
-export function sseEvents(res: Response): () => Promise<string | null> {
-  const reader = res.body!.getReader();
-  const decoder = new TextDecoder();
-  let buffer = "";
-  return async () => {
-    for (;;) {
-      const end = buffer.indexOf("\n\n");
-      if (end >= 0) {
-        const event = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        return event.replace(/^data: /, "");
-      }
-      const { done, value } = await reader.read();
-      if (done) return null;
-      buffer += decoder.decode(value, { stream: true });
-    }
-  };
 }
 
 /** The content delta of a chat chunk's first choice ("" when none). */

@@ -5,7 +5,8 @@ import { countPromptTokens, countTextTokens, estimatePromptTokens } from "../../
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
-import { countLogWrites, deltaText, lockAccount, settled as settledOnce, sseEvents as events, type Settled } from "../helpers/metering-checks.js";
+import { countLogWrites, deltaText, lockAccount, settled as settledOnce, type Settled } from "../helpers/metering-checks.js";
+import { sseEvents as events } from "../helpers/sse-frames.js";
 
 // The metering path of POST /v1/chat/completions over real HTTP and a real database: each scenario runs as a
 // fresh user, so its ledger account, holds and log rows are its own. Faults reach the mock upstream through a
@@ -166,7 +167,7 @@ describe("GET /api/v1/user/quota", () => {
     // it (and some headroom for the next requests) within the allowance.
     const abort = new AbortController();
     const res = await chat(user.key, "stalled", longPrompt, true, abort.signal);
-    expect(await events(res)()).toContain('"role":"assistant"');
+    expect((await events(res)())?.data).toContain('"role":"assistant"');
     const hold = Number(holdAmount(longPrompt));
     const midStream = await quota();
     expect(midStream).toMatchObject({ used: 0, remaining: ALLOWANCE - (midStream.reserved as number) });
@@ -203,7 +204,7 @@ describe("upstream without usage", () => {
     const res = await chat(user.key, "omit", longPrompt, true);
     const next = events(res);
     let text = "";
-    for (let data = await next(); data !== null && data !== "[DONE]"; data = await next()) text += deltaText(data);
+    for (let event = await next(); event !== null && event.data !== "[DONE]"; event = await next()) text += deltaText(event.data);
     expect(text).toBe((await directJson(longPrompt)).choices[0]!.message.content);
     const s = await settled(user.id);
     const charged = await expectEstimated(s, longPrompt);
@@ -264,7 +265,7 @@ describe("cancelled requests", () => {
     const user = await freshUser();
     const abort = new AbortController();
     const res = await chat(user.key, "stalled", longPrompt, true, abort.signal);
-    expect(await events(res)()).toContain('"role":"assistant"');
+    expect((await events(res)())?.data).toContain('"role":"assistant"');
     abort.abort();
     const s = await settled(user.id);
     expect(await expectEstimated(s, longPrompt)).toBe(expectedCharge(await countPromptTokens(longPrompt), 0));
@@ -285,9 +286,9 @@ describe("cancelled requests", () => {
       const abort = new AbortController();
       const res = await chat(user.key, "slow", longPrompt, true, abort.signal);
       const next = events(res);
-      expect(await next()).toContain('"role":"assistant"');
+      expect((await next())?.data).toContain('"role":"assistant"');
       let received = "";
-      for (let i = 0; i < wanted; i++) received += deltaText((await next())!);
+      for (let i = 0; i < wanted; i++) received += deltaText((await next())!.data);
       const proxied = proxy.requests.length;
       abort.abort();
 
@@ -309,11 +310,11 @@ describe("settlement after delivery", () => {
     const user = await freshUser();
     const res = await chat(user.key, "slow", longPrompt, true);
     const next = events(res);
-    expect(await next()).toContain('"role":"assistant"');
+    expect((await next())?.data).toContain('"role":"assistant"');
     const lock = await lockAccount(gw.db.pool, user.id);
     const rest: string[] = [];
     const reading = (async () => {
-      for (let data = await next(); data !== null; data = await next()) rest.push(data);
+      for (let event = await next(); event !== null; event = await next()) rest.push(event.data);
     })();
     const ended = await Promise.race([reading.then(() => true), sleep(5_000).then(() => false)]).finally(lock.unlock);
     expect(rest.at(-1)).toBe("[DONE]");
@@ -359,7 +360,7 @@ describe("upstream dropping a stream midway", () => {
     expect(res.status).toBe(200);
     const next = events(res);
     const received: string[] = [];
-    for (let data = await next(); data !== null; data = await next()) received.push(data);
+    for (let event = await next(); event !== null; event = await next()) received.push(event.data);
     expect(received).toHaveLength(5); // role chunk, 3 content chunks, the error event
     expect(received).not.toContain("[DONE]");
     const error = JSON.parse(received.at(-1)!) as { error: Record<string, unknown> };

@@ -5,8 +5,8 @@ import { convertGenerateContentToChat } from "../../src/providers/gemini/convert
 import { geminiGenerateContentRequestSchema } from "../../src/providers/gemini/generate-content-request-schema.js";
 import { validateGemini } from "../helpers/gemini-proto.js";
 import { settled } from "../helpers/metering-checks.js";
-import { readSse } from "../helpers/mock-upstream-client.js";
 import { charge, MOCK_KEY, startProtocolGateway, type ProtocolGateway } from "../helpers/protocol-gateway.js";
+import { readSse } from "../helpers/sse-frames.js";
 
 // POST /compatible/v1beta/models/{model}:generateContent and :streamGenerateContent?alt=sse through the official
 // Gemini SDK (baseUrl = the gateway root + /compatible, apiVersion v1beta): native to a gemini provider and

@@ -4,9 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { convertMessagesToChat } from "../../src/providers/anthropic/convert-messages-to-chat.js";
 import { anthropicMessagesRequestSchema } from "../../src/providers/anthropic/messages-request-schema.js";
 import { settled } from "../helpers/metering-checks.js";
-import { readSse } from "../helpers/mock-upstream-client.js";
 import { validateAnthropic } from "../helpers/openapi.js";
 import { charge, MOCK_KEY, startProtocolGateway, type ProtocolGateway } from "../helpers/protocol-gateway.js";
+import { readSse } from "../helpers/sse-frames.js";
 
 // POST /messages and /v1/messages through the official Anthropic SDK (baseURL = the gateway root): JSON and the
 // event stream, native to an anthropic provider and translated to and from an openai one, with the usage billed

@@ -1,8 +1,9 @@
 import Anthropic, { AuthenticationError, NotFoundError, OverloadedError, RateLimitError } from "@anthropic-ai/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type MockUpstream, startMockUpstream } from "../../src/mock-upstream/server.js";
-import { postJson, readSse } from "../helpers/mock-upstream-client.js";
+import { postJson } from "../helpers/mock-upstream-client.js";
 import { validateAnthropic } from "../helpers/openapi.js";
+import { readSse } from "../helpers/sse-frames.js";
 
 const API_KEY = "sk-ant-mock-test";
 let mock: MockUpstream;

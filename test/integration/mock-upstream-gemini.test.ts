@@ -2,7 +2,8 @@ import { ApiError, FunctionCallingConfigMode, type GenerateContentResponse, Goog
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type MockUpstream, startMockUpstream } from "../../src/mock-upstream/server.js";
 import { geminiErrorErrors, geminiResponseErrors } from "../helpers/gemini-shapes.js";
-import { postJson, readSse } from "../helpers/mock-upstream-client.js";
+import { postJson } from "../helpers/mock-upstream-client.js";
+import { readSse } from "../helpers/sse-frames.js";
 
 const API_KEY = "AIza-mock-test";
 let mock: MockUpstream;

@@ -2,8 +2,9 @@ import OpenAI, { AuthenticationError } from "openai";
 import type { ChatCompletionChunk, ChatCompletionCreateParamsNonStreaming } from "openai/resources/chat/completions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type MockUpstream, startMockUpstream } from "../../src/mock-upstream/server.js";
-import { postJson, readSse } from "../helpers/mock-upstream-client.js";
+import { postJson } from "../helpers/mock-upstream-client.js";
 import { validateOpenAI } from "../helpers/openapi.js";
+import { readSse } from "../helpers/sse-frames.js";
 
 const API_KEY = "sk-mock-test";
 let mock: MockUpstream;

@@ -5,8 +5,9 @@ import { chatQuota } from "../../src/billing/chat-quota.js";
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
-import { countLogWrites, settled, sseEvents } from "../helpers/metering-checks.js";
+import { countLogWrites, settled } from "../helpers/metering-checks.js";
 import { validateOpenAI } from "../helpers/openapi.js";
+import { sseEvents, type SseEvent } from "../helpers/sse-frames.js";
 
 // POST /v1/responses through the official OpenAI SDK: JSON and the event stream with the public model id,
 // billing from the answer's usage or the stream's terminal event, a stream dropped midway billed for what was
@@ -100,11 +101,11 @@ describe("POST /v1/responses", () => {
     });
     expect(res.status).toBe(200);
     const next = sseEvents(res);
-    const frames: string[] = [];
-    for (let frame = await next(); frame !== null; frame = await next()) frames.push(frame);
-    const last = frames.at(-1)!;
-    expect(last).toContain("event: error");
-    expect(last).toContain("upstream_stream_interrupted");
+    const events: SseEvent[] = [];
+    for (let event = await next(); event !== null; event = await next()) events.push(event);
+    const last = events.at(-1)!;
+    expect(last.event).toBe("error");
+    expect(last.data).toContain("upstream_stream_interrupted");
     const s = await settled([gw], userId);
     expect(s.log).toMatchObject({ status: 200, error_class: "upstream_error", usage_source: "estimated" });
     expect(BigInt(s.log.quota_charged as string)).toBeGreaterThan(0n);

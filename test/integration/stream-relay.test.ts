@@ -1,8 +1,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
-import { countLogWrites, deltaText, settled, sseEvents } from "../helpers/metering-checks.js";
+import { countLogWrites, deltaText, settled } from "../helpers/metering-checks.js";
 import { sseAnswer, startRecordingUpstream, type RecordingUpstream } from "../helpers/recording-upstream.js";
+import { sseEvents } from "../helpers/sse-frames.js";
 
 // The relay under a client that does not keep up: a stream of several megabytes, far more than the sockets
 // and buffers between the upstream and the client hold, reaches a client that stops reading for a while.
@@ -50,13 +51,14 @@ describe("stream relay", () => {
     });
     expect(res.status).toBe(200);
     const next = sseEvents(res);
-    expect(await next()).toContain('"role":"assistant"');
+    expect((await next())?.data).toContain('"role":"assistant"');
     // The client stops reading while megabytes are on their way.
     await sleep(300);
     let text = "";
     let events = 1;
     let last: string | null = null;
-    for (let data = await next(); data !== null; data = await next()) {
+    for (let event = await next(); event !== null; event = await next()) {
+      const { data } = event;
       events++;
       last = data;
       if (data !== "[DONE]") {

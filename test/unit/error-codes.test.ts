@@ -51,7 +51,7 @@ describe("the error-code table", () => {
     expect(errorCodeOf(new TypeError("x"))).toBe("internal_error");
     expect(errorClassOf(new TypeError("x"))).toBe("internal");
     expect(errorClassOf(errors.internal())).toBe("internal");
-    expect(errorClassOf(errors.unavailable("db"))).toBe("unavailable");
+    expect(errorClassOf(new GatewayError({ code: "database_unavailable", message: "db" }))).toBe("unavailable");
   });
 
   it("never retries a refused output or an answer over the cap on the next target", () => {
