@@ -9,7 +9,7 @@ import { workerLogger } from "./worker-logger.js";
 
 import { packageRoot } from "../package-root.js";
 
-const migrationsFolder = path.join(packageRoot, "migrations");
+export const migrationsFolder = path.join(packageRoot, "migrations");
 
 // Any constant shared by every gateway process: two `serve` processes starting together must not both apply
 // the same migration.
