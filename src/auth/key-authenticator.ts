@@ -4,7 +4,7 @@ import type { Config } from "../config/schema.js";
 import { isTransientDbError, readWithinDeadline } from "../db/faults.js";
 import type { DatabaseHealth } from "../db/health.js";
 import type { Pool } from "../db/pool.js";
-import type { ApiKeyPrincipal } from "../server/context.js";
+import type { ApiKeyPrincipal } from "./principals.js";
 import { API_KEY_CHANNEL } from "./api-keys.js";
 import { hashApiKey, looksLikeApiKey } from "./api-key-secret.js";
 import type { ApiKeyAuthenticator } from "./types.js";

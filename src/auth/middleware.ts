@@ -2,7 +2,8 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { Context, MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
 import { errors } from "../errors.js";
-import type { AppEnv, SessionPrincipal } from "../server/context.js";
+import type { AppEnv } from "../server/context.js";
+import type { SessionPrincipal } from "./principals.js";
 import { requestHeader } from "../server/headers.js";
 import type { ApiKeyAuthenticator, SessionService } from "./types.js";
 

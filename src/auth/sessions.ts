@@ -5,7 +5,7 @@ import { jwtVerify, SignJWT } from "jose";
 import type { Config } from "../config/schema.js";
 import type { RequestRead } from "../db/faults.js";
 import { GatewayError, errors } from "../errors.js";
-import type { SessionPrincipal } from "../server/context.js";
+import type { SessionPrincipal } from "./principals.js";
 import { hashPassword, verifyPassword } from "./passwords.js";
 import { loginAttempts, sessions, users } from "./schema.js";
 import type { LoginResult, SessionService } from "./types.js";

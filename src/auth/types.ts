@@ -1,4 +1,4 @@
-import type { ApiKeyPrincipal, SessionPrincipal } from "../server/context.js";
+import type { ApiKeyPrincipal, SessionPrincipal } from "./principals.js";
 
 // The contracts the rest of the gateway sees of src/auth. Implementations live beside this file.
 

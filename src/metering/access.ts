@@ -1,6 +1,6 @@
 import type { Catalog, CatalogModel } from "../catalog/catalog.js";
 import type { Config, ModelConfig, ProviderConfig } from "../config/schema.js";
-import type { ApiKeyPrincipal } from "../server/context.js";
+import type { ApiKeyPrincipal } from "../auth/principals.js";
 import { meteringErrors } from "./errors.js";
 import { extended } from "../objects.js";
 

@@ -5,7 +5,7 @@ import type { Config } from "../config/schema.js";
 import { GatewayError } from "../errors.js";
 import type { Target, UsageReport } from "../providers/types.js";
 import type { AccountKind } from "../quota/types.js";
-import type { ApiKeyPrincipal } from "../server/context.js";
+import type { ApiKeyPrincipal } from "../auth/principals.js";
 
 // How a request is priced is the route's choice (each model kind has its formula in src/billing), and so is
 // which balance pays: the day's allowance in quota units, or a reseller's USD balance in nano-dollars. The

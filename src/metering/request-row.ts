@@ -2,7 +2,7 @@ import type { RequestLogRow, UsageSource } from "../analytics/types.js";
 import { formatUsd } from "../billing/usd.js";
 import { ERROR_CODES, type ErrorCode } from "../errors.js";
 import type { Target, UsageReport } from "../providers/types.js";
-import type { ApiKeyPrincipal } from "../server/context.js";
+import type { ApiKeyPrincipal } from "../auth/principals.js";
 import type { Pricing } from "./pricing.js";
 
 // The request-log row of a request, built in one place whether it was refused before metering, failed, or was

@@ -1,0 +1,31 @@
+// Who is calling, as established by exactly one auth middleware per route family (middleware.ts). Declared
+// here, with the auth that sets them, and added to the request context's variables by augmentation: the HTTP
+// toolkit (src/server) sits below auth and cannot name them.
+
+/** A caller with an API key (the inference routes). */
+export interface ApiKeyPrincipal {
+  keyId: string;
+  userId: string;
+  kind: "inference" | "reseller";
+  plan: string;
+  /** Public model IDs the key is limited to; null = whatever the plan allows. */
+  models: string[] | null;
+  pricingGroup: string;
+}
+
+/** A caller with a login session (the user and admin routes). */
+export interface SessionPrincipal {
+  sessionId: string;
+  userId: string;
+  email: string;
+  role: "user" | "admin";
+  plan: string;
+  expiresAt: Date;
+}
+
+declare module "../server/context.js" {
+  interface AppVariables {
+    apiKey: ApiKeyPrincipal;
+    session: SessionPrincipal;
+  }
+}
