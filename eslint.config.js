@@ -1,5 +1,6 @@
 // Lint config. Besides the usual checks it enforces the one-way import direction of DESIGN.md §3:
-//   pure (errors, billing, config) <- providers <- db/quota <- services <- {routes, jobs} <- runtime <- {cli, worker-kit}
+//   pure (errors, billing, config) <- providers <- db/quota <- server (the HTTP toolkit) <- services <- {routes, jobs}
+//   <- runtime (composition root, app assembly) <- {cli, worker-kit}
 import js from "@eslint/js";
 import globals from "globals";
 import tseslint from "typescript-eslint";
@@ -41,6 +42,23 @@ export const importLayers = [
       "no-restricted-imports": [
         "error",
         { patterns: [notCli, layer(`(^|/)(db|quota|${serviceFolders.slice(1, -1)})/`, "Providers sit below the ledger and the services.")] },
+      ],
+    },
+  },
+  {
+    // The HTTP toolkit (context, body reading, respond, the error envelope, health): every route folder imports
+    // it, so it imports none of them; the app that mounts them is assembled in src/runtime/app.ts.
+    files: ["src/server/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            notCli,
+            notRuntime,
+            layer(`(^|/)(quota|${serviceFolders.slice(1, -1).replace("server|", "")})/`, "src/server is the HTTP toolkit below every route folder: it imports none of them."),
+          ],
+        },
       ],
     },
   },

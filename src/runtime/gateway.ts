@@ -3,7 +3,7 @@ import type { Config } from "../config/schema.js";
 import { faultCode, waitForDatabase } from "../db/faults.js";
 import { runMigrations } from "../db/migrate.js";
 import { startWorker, type BackgroundWorker } from "../jobs/worker.js";
-import { createApp } from "../server/app.js";
+import { createApp } from "./app.js";
 import { listen, type HttpServer } from "../server/listen.js";
 import { openDatabase } from "./database.js";
 import { createServices, type Services } from "./services.js";

@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { AppDeps } from "../server/app.js";
+import type { AppDeps } from "./app.js";
 import { createResellerAccounts } from "../account/reseller-accounts.js";
 import { insertRows } from "../analytics/row-json.js";
 import { createRequestLogWriter } from "../analytics/writer.js";

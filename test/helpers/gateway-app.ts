@@ -3,7 +3,7 @@ import { parseConfig } from "../../src/config/load.js";
 import type { ConfigInput } from "../../src/config/schema.js";
 import type { Pool } from "../../src/db/pool.js";
 import { createServices, type Services } from "../../src/runtime/services.js";
-import { createApp } from "../../src/server/app.js";
+import { createApp } from "../../src/runtime/app.js";
 import { listen } from "../../src/server/listen.js";
 import { createLogger } from "../../src/server/logger.js";
 import { createTestDatabase, type TestDatabase } from "./db.js";

@@ -22,12 +22,12 @@ import { userQuotaRoutes } from "../account/quota-route.js";
 import type { ResellerAccounts } from "../account/reseller-accounts.js";
 import { resellerAdminRoutes, resellerUserRoutes } from "../account/reseller-routes.js";
 import type { QuotaLedger } from "../quota/types.js";
-import type { BodyBudget } from "./body-budget.js";
-import type { AppEnv } from "./context.js";
-import { handleError } from "./error-envelope.js";
-import { healthRoutes } from "./health.js";
-import { notFoundOrMethodNotAllowed } from "./not-found.js";
-import { requestContext } from "./request-context.js";
+import type { BodyBudget } from "../server/body-budget.js";
+import type { AppEnv } from "../server/context.js";
+import { handleError } from "../server/error-envelope.js";
+import { healthRoutes } from "../server/health.js";
+import { notFoundOrMethodNotAllowed } from "../server/not-found.js";
+import { requestContext } from "../server/request-context.js";
 
 export interface AppDeps {
   config: Config;
