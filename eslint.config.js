@@ -41,7 +41,9 @@ export const importLayers = [
     rules: {
       "no-restricted-imports": [
         "error",
-        { patterns: [notCli, layer(`(^|/)(db|quota|${serviceFolders.slice(1, -1)})/`, "Providers sit below the ledger and the services.")] },
+        {
+          patterns: [notCli, layer(`(^|/)(db|quota|${serviceFolders.slice(1, -1)})/`, "Providers sit below the ledger and the services.")],
+        },
       ],
     },
   },
@@ -56,7 +58,10 @@ export const importLayers = [
           patterns: [
             notCli,
             notRuntime,
-            layer(`(^|/)(quota|${serviceFolders.slice(1, -1).replace("server|", "")})/`, "src/server is the HTTP toolkit below every route folder: it imports none of them."),
+            layer(
+              `(^|/)(quota|${serviceFolders.slice(1, -1).replace("server|", "")})/`,
+              "src/server is the HTTP toolkit below every route folder: it imports none of them.",
+            ),
           ],
         },
       ],
@@ -101,11 +106,13 @@ export default tseslint.config(
         "error",
         {
           selector: ":function ObjectExpression > SpreadElement",
-          message: "No object spread in per-request code: use a literal, Object.assign on a fresh object of the gateway's own keys, or extended() from src/objects.ts.",
+          message:
+            "No object spread in per-request code: use a literal, Object.assign on a fresh object of the gateway's own keys, or extended() from src/objects.ts.",
         },
         {
           selector: ":function ObjectExpression > Property[kind=/^[gs]et$/]",
-          message: "No getter or setter in an object literal in per-request code: use a method, or a class (its accessors are defined once).",
+          message:
+            "No getter or setter in an object literal in per-request code: use a method, or a class (its accessors are defined once).",
         },
       ],
     },

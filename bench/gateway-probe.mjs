@@ -34,19 +34,28 @@ const delay = monitorEventLoopDelay({ resolution: 1 });
 new PerformanceObserver((list) => {
   if (!recording) return;
   for (const e of list.getEntries()) {
-    events.push({ kind: `gc:${GC_KINDS[e.detail?.kind] ?? "other"}`, at: String(origin + BigInt(Math.round(e.startTime * 1e6))), ms: e.duration });
+    events.push({
+      kind: `gc:${GC_KINDS[e.detail?.kind] ?? "other"}`,
+      at: String(origin + BigInt(Math.round(e.startTime * 1e6))),
+      ms: e.duration,
+    });
   }
 }).observe({ entryTypes: ["gc"] });
 
 // The gateway's pg: its Pool.query (the request log, lease syncs, the key cache) and Client.query (graphile-worker).
 const pg = createRequire(path.join(root, "package.json"))("pg");
-for (const [proto, label] of [[Object.getPrototypeOf(pg.Pool.prototype), "pool"], [pg.Client.prototype, "client"]]) {
+for (const [proto, label] of [
+  [Object.getPrototypeOf(pg.Pool.prototype), "pool"],
+  [pg.Client.prototype, "client"],
+]) {
   const original = proto.query;
   proto.query = function probedQuery(config, values, callback) {
     const at = now();
     const result = original.call(this, config, values, callback);
     if (recording) {
-      const name = String(typeof config === "string" ? config : (config?.name ?? config?.text ?? "?")).replace(/\s+/g, " ").slice(0, 40);
+      const name = String(typeof config === "string" ? config : (config?.name ?? config?.text ?? "?"))
+        .replace(/\s+/g, " ")
+        .slice(0, 40);
       events.push({ kind: `pg-call:${name}`, at: String(at), ms: Number(now() - at) / 1e6, via: label });
       if (label === "pool" && typeof result?.then === "function") {
         result.then(

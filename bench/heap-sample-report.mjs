@@ -6,7 +6,12 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 
 const { values } = parseArgs({
-  options: { profile: { type: "string" }, requests: { type: "string" }, top: { type: "string", default: "25" }, depth: { type: "string", default: "4" } },
+  options: {
+    profile: { type: "string" },
+    requests: { type: "string" },
+    top: { type: "string", default: "25" },
+    depth: { type: "string", default: "4" },
+  },
 });
 if (!values.profile || !values.requests) {
   process.stderr.write("usage: heap-sample-report.mjs --profile FILE --requests N [--top 25] [--depth 4]\n");

@@ -11,7 +11,8 @@ import path from "node:path";
 const dir = process.env.BENCH_PROBE_DIR ?? process.cwd();
 const session = new Session();
 session.connect();
-const post = (method, params) => new Promise((resolve, reject) => session.post(method, params, (err, res) => (err ? reject(err) : resolve(res))));
+const post = (method, params) =>
+  new Promise((resolve, reject) => session.post(method, params, (err, res) => (err ? reject(err) : resolve(res))));
 
 let sampling = false;
 let count = 0;
@@ -24,7 +25,11 @@ async function toggle() {
     sampling = true;
     await post("HeapProfiler.enable");
     // 256 bytes: fine enough to see objects of a few hundred bytes per request.
-    await post("HeapProfiler.startSampling", { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: false });
+    await post("HeapProfiler.startSampling", {
+      samplingInterval: 256,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: false,
+    });
     return;
   }
   sampling = false;

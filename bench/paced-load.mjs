@@ -193,7 +193,9 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     },
   });
   if (!values.url || !values.body) {
-    process.stderr.write("usage: node bench/paced-load.mjs --url URL --body JSON|@FILE [--rate N] [--duration S] [--warmup S] [--header 'k: v'] [--stream] [--json] [--trace FILE]\n");
+    process.stderr.write(
+      "usage: node bench/paced-load.mjs --url URL --body JSON|@FILE [--rate N] [--duration S] [--warmup S] [--header 'k: v'] [--stream] [--json] [--trace FILE]\n",
+    );
     process.exit(2);
   }
   const headers = {};

@@ -81,11 +81,15 @@ async function startGateway(dataDir, mockUrl) {
   registerPostmaster(path.join(pgDir, "pg", "postmaster.pid"));
   // The worker runs, as in production.
   const probeArgs = PROBE ? ["--import", path.join(root, "bench/gateway-probe.mjs")] : [];
-  const gw = await startProcess("gateway", [...probeArgs, gatewayBin, "serve", "--config", configFile, "--port", "0", "--data-dir", pgDir], {
-    ready: /gateway listening on (http:\/\/\S+)/,
-    timeoutMs: 180_000,
-    env: { ...process.env, BENCH_PROBE_DIR: dataDir },
-  });
+  const gw = await startProcess(
+    "gateway",
+    [...probeArgs, gatewayBin, "serve", "--config", configFile, "--port", "0", "--data-dir", pgDir],
+    {
+      ready: /gateway listening on (http:\/\/\S+)/,
+      timeoutMs: 180_000,
+      env: { ...process.env, BENCH_PROBE_DIR: dataDir },
+    },
+  );
   const common = ["--data-dir", pgDir, "--config", configFile, "--json"];
   await runNode("users create", [gatewayBin, "users", "create", "--email", "bench@example.com", "--password", "benchpass1", ...common]);
   const { key } = JSON.parse(await runNode("keys create", [gatewayBin, "keys", "create", "--user", "bench@example.com", ...common]));
@@ -113,21 +117,52 @@ async function probe(name, t) {
 
 async function maxThroughput(t, seconds) {
   const out = await runNode("autocannon", [
-    autocannonBin, "-j", "-n", "-c", String(CONNECTIONS), "-d", String(seconds), "-m", "POST",
-    "-H", "content-type=application/json", "-H", `authorization=Bearer ${t.key}`,
-    "-b", chatBody(t.model, false), `${t.url}/v1/chat/completions`,
+    autocannonBin,
+    "-j",
+    "-n",
+    "-c",
+    String(CONNECTIONS),
+    "-d",
+    String(seconds),
+    "-m",
+    "POST",
+    "-H",
+    "content-type=application/json",
+    "-H",
+    `authorization=Bearer ${t.key}`,
+    "-b",
+    chatBody(t.model, false),
+    `${t.url}/v1/chat/completions`,
   ]);
   const r = JSON.parse(out.trim().split("\n").at(-1));
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts + r.non2xx, total: r.requests.total };
+  return {
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    errors: r.errors + r.timeouts + r.non2xx,
+    total: r.requests.total,
+  };
 }
 
 async function paced(t, stream) {
   const trace = t.probeDir && path.join(t.probeDir, `trace-${Date.now()}.json`);
   if (trace) process.kill(t.pid, "SIGUSR2");
   const out = await runNode("paced-load", [
-    path.join(root, "bench/paced-load.mjs"), "--json", "--url", `${t.url}/v1/chat/completions`,
-    "--rate", String(RATE), "--duration", String(SECONDS), "--warmup", String(WARMUP),
-    "--header", `authorization: Bearer ${t.key}`, "--body", chatBody(t.model, stream), ...(stream ? ["--stream"] : []),
+    path.join(root, "bench/paced-load.mjs"),
+    "--json",
+    "--url",
+    `${t.url}/v1/chat/completions`,
+    "--rate",
+    String(RATE),
+    "--duration",
+    String(SECONDS),
+    "--warmup",
+    String(WARMUP),
+    "--header",
+    `authorization: Bearer ${t.key}`,
+    "--body",
+    chatBody(t.model, stream),
+    ...(stream ? ["--stream"] : []),
     ...(trace ? ["--trace", trace] : []),
   ]);
   const result = JSON.parse(out);
@@ -143,7 +178,12 @@ async function probeReport(t, trace, stream) {
     const written = readdirSync(t.probeDir).find((f) => f.startsWith(`probe-${t.pid}-`) && !before.has(f));
     if (written) {
       await new Promise((r) => setTimeout(r, 200)); // let the write finish
-      const report = tailReport(JSON.parse(readFileSync(path.join(t.probeDir, written), "utf8")), JSON.parse(readFileSync(trace, "utf8")), TARGETS.p99, stream);
+      const report = tailReport(
+        JSON.parse(readFileSync(path.join(t.probeDir, written), "utf8")),
+        JSON.parse(readFileSync(trace, "utf8")),
+        TARGETS.p99,
+        stream,
+      );
       log(formatTailReport(report));
       return report;
     }
@@ -181,7 +221,7 @@ async function main() {
   const pids = Object.fromEntries(Object.entries(active).map(([n, t]) => [n, t.pid]));
   const res = Object.fromEntries(Object.keys(active).map((n) => [n, { max: [], json: [], stream: [], other: [] }]));
   const sampleDuring = async (fn) => {
-    for (const until = Date.now() + WAIT_QUIET * 1000; Date.now() < until; ) {
+    for (const until = Date.now() + WAIT_QUIET * 1000; Date.now() < until;) {
       const probeLoad = startSampler({});
       await new Promise((r) => setTimeout(r, 1000));
       if (probeLoad().otherCpuPercent < 15) break;
@@ -202,8 +242,13 @@ async function main() {
     res[name].other.push(s.otherCpuPercent);
     for (const [n, mb] of Object.entries(s.maxRss)) maxRss[n] = Math.max(maxRss[n], mb);
     const errs = typeof r.errors === "number" ? r.errors : r.errors.total;
-    const what = kind === "max" ? `${Math.round(r.rps)} req/s` : `${kind === "stream" ? "ttfb" : "latency"} p50 ${f((kind === "stream" ? r.ttfb : r.latency)?.p50)} ms`;
-    log(`  ${name.padEnd(7)} ${kind.padEnd(6)} ${what}, CPU ${f(r.cpuUs.own, 0)} µs/req, other load ${s.otherCpuPercent}%${errs ? `, ${errs} errors ${r.errors.byKind ? JSON.stringify(r.errors.byKind) : ""}` : ""}`);
+    const what =
+      kind === "max"
+        ? `${Math.round(r.rps)} req/s`
+        : `${kind === "stream" ? "ttfb" : "latency"} p50 ${f((kind === "stream" ? r.ttfb : r.latency)?.p50)} ms`;
+    log(
+      `  ${name.padEnd(7)} ${kind.padEnd(6)} ${what}, CPU ${f(r.cpuUs.own, 0)} µs/req, other load ${s.otherCpuPercent}%${errs ? `, ${errs} errors ${r.errors.byKind ? JSON.stringify(r.errors.byKind) : ""}` : ""}`,
+    );
   };
 
   log(`warming up (autocannon ${WARMUP}s per target)…`);
@@ -245,7 +290,9 @@ function report(res, maxRss, missing) {
     ]),
   );
   const d = s.direct;
-  console.log(`\nchat completions, ${os.cpus().length} cores, Node ${process.version}; ${ROUNDS} interleaved round(s) of ${SECONDS}s per run`);
+  console.log(
+    `\nchat completions, ${os.cpus().length} cores, Node ${process.version}; ${ROUNDS} interleaved round(s) of ${SECONDS}s per run`,
+  );
   console.log(`max: autocannon, ${CONNECTIONS} connections (whole-ms percentiles); paced: ${RATE} req/s evenly spaced (µs timer)`);
   const rows = Object.fromEntries(
     Object.entries(s).map(([n, x]) => [
@@ -287,8 +334,10 @@ function report(res, maxRss, missing) {
     verdicts.push(`${n.padEnd(8)} ${parts.join(" · ")}`);
   }
   for (const line of missing) verdicts.push(`${line} (no gateway numbers)`);
-  console.log(`\nover direct (targets: p50 ≤ ${TARGETS.p50} ms, p99 ≤ ${TARGETS.p99} ms, stream ttfb p50 ≤ ${TARGETS.ttfb} ms, ` +
-    `gateway ≥ ${TARGETS.ratio * 100}% of bare throughput, RSS ≤ ${TARGETS.rssMb} MB)`);
+  console.log(
+    `\nover direct (targets: p50 ≤ ${TARGETS.p50} ms, p99 ≤ ${TARGETS.p99} ms, stream ttfb p50 ≤ ${TARGETS.ttfb} ms, ` +
+      `gateway ≥ ${TARGETS.ratio * 100}% of bare throughput, RSS ≤ ${TARGETS.rssMb} MB)`,
+  );
   for (const line of verdicts) console.log(line);
   const noisy = Object.values(s).some((x) => x.other > 20);
   // This VM wakes a sleeping thread 0.1-0.2 ms late at p50 and 1-4 ms late at p99 even when idle; only more

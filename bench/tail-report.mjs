@@ -13,7 +13,11 @@ const STALL_MS = 0.5;
 
 /** A summary of the probe's events and of the slow requests, from the two files' contents. */
 export function tailReport(probe, trace, thresholdMs = 5, ttfb = false) {
-  const events = probe.events.map((e) => ({ ...e, kind: e.kind.replace(/^(pg-call|pg-trip):(.*)$/, (_, k, n) => `${k}:${n.slice(0, 24)}`), at: Number(BigInt(e.at) / 1000n) / 1000 }));
+  const events = probe.events.map((e) => ({
+    ...e,
+    kind: e.kind.replace(/^(pg-call|pg-trip):(.*)$/, (_, k, n) => `${k}:${n.slice(0, 24)}`),
+    at: Number(BigInt(e.at) / 1000n) / 1000,
+  }));
   const byKind = {};
   for (const e of events) {
     const k = (byKind[e.kind] ??= { n: 0, totalMs: 0, maxMs: 0, over1ms: 0 });
@@ -23,7 +27,10 @@ export function tailReport(probe, trace, thresholdMs = 5, ttfb = false) {
     if (e.ms > 1) k.over1ms++;
   }
   for (const k of Object.values(byKind)) k.totalMs = Math.round(k.totalMs * 10) / 10;
-  const requests = trace.map(([sent, latencyUs, ttfbUs]) => ({ at: Number(BigInt(sent) / 1000n) / 1000, ms: (ttfb ? ttfbUs : latencyUs) / 1000 }));
+  const requests = trace.map(([sent, latencyUs, ttfbUs]) => ({
+    at: Number(BigInt(sent) / 1000n) / 1000,
+    ms: (ttfb ? ttfbUs : latencyUs) / 1000,
+  }));
   const slow = requests.filter((r) => r.ms > thresholdMs);
   const overlapping = {};
   for (const r of slow) {
@@ -37,13 +44,24 @@ export function tailReport(probe, trace, thresholdMs = 5, ttfb = false) {
     const key = kinds.size ? [...kinds].sort().join(" + ") : "nothing in-process";
     overlapping[key] = (overlapping[key] ?? 0) + 1;
   }
-  return { loop: probe.loop, byKind, requests: requests.length, slow: slow.length, thresholdMs, measure: ttfb ? "TTFB" : "latency", overlapping };
+  return {
+    loop: probe.loop,
+    byKind,
+    requests: requests.length,
+    slow: slow.length,
+    thresholdMs,
+    measure: ttfb ? "TTFB" : "latency",
+    overlapping,
+  };
 }
 
 export function formatTailReport(r) {
   const lines = [`  gateway event-loop delay p50 ${r.loop.p50} / p99 ${r.loop.p99} / p99.9 ${r.loop.p999} / max ${r.loop.max} ms`];
   for (const [kind, k] of Object.entries(r.byKind).sort()) {
-    if (kind.startsWith("gc:") || k.over1ms > 0 || kind.startsWith("pg-trip:")) lines.push(`  ${kind.padEnd(36)} ${String(k.n).padStart(5)}× total ${k.totalMs} ms, max ${k.maxMs.toFixed(2)} ms, ${k.over1ms} over 1 ms`);
+    if (kind.startsWith("gc:") || k.over1ms > 0 || kind.startsWith("pg-trip:"))
+      lines.push(
+        `  ${kind.padEnd(36)} ${String(k.n).padStart(5)}× total ${k.totalMs} ms, max ${k.maxMs.toFixed(2)} ms, ${k.over1ms} over 1 ms`,
+      );
   }
   lines.push(`  ${r.slow} of ${r.requests} requests with ${r.measure} over ${r.thresholdMs} ms; what overlapped them:`);
   for (const [key, n] of Object.entries(r.overlapping).sort((a, b) => b[1] - a[1])) lines.push(`    ${String(n).padStart(5)}  ${key}`);

@@ -15,8 +15,7 @@ export interface CommonOptions {
   json?: boolean;
 }
 
-export const dataDirOf = (opts: CommonOptions) =>
-  path.resolve(opts.dataDir ?? process.env.GATEWAY_DATA_DIR ?? ".gateway");
+export const dataDirOf = (opts: CommonOptions) => path.resolve(opts.dataDir ?? process.env.GATEWAY_DATA_DIR ?? ".gateway");
 
 /** `--config`, else GATEWAY_CONFIG, else ./gateway.yaml when it exists; undefined when there is none. */
 export function configPathOf(opts: CommonOptions): string | undefined {

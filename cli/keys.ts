@@ -22,16 +22,24 @@ export function keysCommand(): Command {
     .option("--models <ids>", "comma-separated public model IDs the key is limited to", parseModels)
     .option("--group <id>", "pricing group from the config (its multiplier applies to every charge)", "default")
     .action(
-      action(async (opts: CommonOptions & { user: string; kind: "inference" | "reseller"; name: string; models?: string[]; group: string }) => {
-        const created = await withServices(opts, (s) =>
-          s.auth.apiKeys.create({ user: opts.user, kind: opts.kind, name: opts.name, models: opts.models ?? null, pricing_group: opts.group }),
-        );
-        if (opts.json) printJson(created);
-        else {
-          process.stdout.write(`${created.key}\n`);
-          process.stderr.write(`created ${created.kind} key ${created.id} (${created.prefix}…); the secret above is shown only once\n`);
-        }
-      }),
+      action(
+        async (opts: CommonOptions & { user: string; kind: "inference" | "reseller"; name: string; models?: string[]; group: string }) => {
+          const created = await withServices(opts, (s) =>
+            s.auth.apiKeys.create({
+              user: opts.user,
+              kind: opts.kind,
+              name: opts.name,
+              models: opts.models ?? null,
+              pricing_group: opts.group,
+            }),
+          );
+          if (opts.json) printJson(created);
+          else {
+            process.stdout.write(`${created.key}\n`);
+            process.stderr.write(`created ${created.kind} key ${created.id} (${created.prefix}…); the secret above is shown only once\n`);
+          }
+        },
+      ),
     );
 
   withCommonOptions(keys.command("list").description("list API keys"))

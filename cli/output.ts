@@ -15,7 +15,11 @@ export function printTable(rows: Record<string, unknown>[], columns: string[]): 
   }
   const cell = (v: unknown) => (v === null || v === undefined ? "-" : Array.isArray(v) ? v.join(",") : String(v));
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
-  const line = (values: string[]) => values.map((v, i) => v.padEnd(widths[i]!)).join("  ").trimEnd();
+  const line = (values: string[]) =>
+    values
+      .map((v, i) => v.padEnd(widths[i]!))
+      .join("  ")
+      .trimEnd();
   process.stdout.write(`${line(columns.map((c) => c.toUpperCase()))}\n`);
   for (const row of rows) process.stdout.write(`${line(columns.map((c) => cell(row[c])))}\n`);
 }
@@ -23,10 +27,7 @@ export function printTable(rows: Record<string, unknown>[], columns: string[]): 
 /** Every CLI failure ends here: one line on stderr and a non-zero status (2 for an invalid config). */
 export function fail(err: unknown): never {
   const known =
-    err instanceof ConfigError ||
-    err instanceof GatewayError ||
-    err instanceof EmbeddedPostgresError ||
-    err instanceof ListenError;
+    err instanceof ConfigError || err instanceof GatewayError || err instanceof EmbeddedPostgresError || err instanceof ListenError;
   const message = err instanceof Error ? err.message : String(err);
   process.stderr.write(`gateway: ${message.split("\n")[0]}\n`);
   if (!known && process.env.GATEWAY_DEBUG && err instanceof Error) process.stderr.write(`${err.stack}\n`);

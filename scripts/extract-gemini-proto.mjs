@@ -20,7 +20,11 @@ for (const file of FILES) {
   // Scopes: message and enum names nest (Candidate.FinishReason); a oneof's fields belong to its message; any
   // other block (service, rpc, option values) holds nothing read here.
   const scopes = [];
-  const owner = () => scopes.filter((s) => s.kind === "message" || s.kind === "enum").map((s) => s.name).join(".");
+  const owner = () =>
+    scopes
+      .filter((s) => s.kind === "message" || s.kind === "enum")
+      .map((s) => s.name)
+      .join(".");
   for (const raw of text.split(/(?<=[{};])/)) {
     const statement = raw.trim().replace(/\s+/g, " ");
     const open = /^(message|enum|oneof) (\w+) ?\{$/.exec(statement);
@@ -43,7 +47,17 @@ for (const file of FILES) {
   }
 }
 
-const sortKeys = (o) => Object.fromEntries(Object.keys(o).sort().map((k) => [k, o[k]]));
-const out = { source: "shared/reference/gemini/google/ai/generativelanguage/v1beta", files: FILES, messages: sortKeys(messages), enums: sortKeys(enums) };
+const sortKeys = (o) =>
+  Object.fromEntries(
+    Object.keys(o)
+      .sort()
+      .map((k) => [k, o[k]]),
+  );
+const out = {
+  source: "shared/reference/gemini/google/ai/generativelanguage/v1beta",
+  files: FILES,
+  messages: sortKeys(messages),
+  enums: sortKeys(enums),
+};
 writeFileSync(process.argv[3] ?? "test/fixtures/gemini-proto.json", `${JSON.stringify(out)}\n`);
 console.log(`wrote ${Object.keys(messages).length} messages and ${Object.keys(enums).length} enums from ${dir}`);

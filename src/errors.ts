@@ -125,9 +125,11 @@ export class GatewayError extends Error {
 }
 
 export const errors = {
-  badRequest: (message: string, param: string | null = null, code: ErrorCode = "invalid_request") => new GatewayError({ code, message, param }),
+  badRequest: (message: string, param: string | null = null, code: ErrorCode = "invalid_request") =>
+    new GatewayError({ code, message, param }),
   /** The evaluation service's status for invalid input (spec "Errors"): never a reason to try another provider. */
-  unprocessable: (message: string, param: string | null = null, code: ErrorCode = "invalid_request") => new GatewayError({ code, message, param, status: 422 }),
+  unprocessable: (message: string, param: string | null = null, code: ErrorCode = "invalid_request") =>
+    new GatewayError({ code, message, param, status: 422 }),
   unauthorized: (message = "Invalid or missing credentials.") => new GatewayError({ code: "invalid_api_key", message }),
   invalidSession: (message = "Invalid or expired session.") => new GatewayError({ code: "invalid_session", message }),
   forbidden: (message: string, code: ErrorCode = "permission_denied") => new GatewayError({ code, message }),
@@ -139,9 +141,11 @@ export const errors = {
       headers: { Allow: allow.join(", ") },
     }),
   conflict: (message: string, code: ErrorCode = "conflict") => new GatewayError({ code, message }),
-  payloadTooLarge: (limitBytes: number) => new GatewayError({ code: "request_too_large", message: `Request body exceeds the limit of ${limitBytes} bytes.` }),
+  payloadTooLarge: (limitBytes: number) =>
+    new GatewayError({ code: "request_too_large", message: `Request body exceeds the limit of ${limitBytes} bytes.` }),
   unsupportedMediaType: (message: string) => new GatewayError({ code: "unsupported_media_type", message }),
   /** The client went away mid-request; nobody reads the answer, but the log row says what happened. */
   clientClosed: () => new GatewayError({ code: "client_closed_request", message: "The client closed the request." }),
-  internal: (message = "The gateway hit an internal error. Retry later; cite the request id if it persists.") => new GatewayError({ code: "internal_error", message }),
+  internal: (message = "The gateway hit an internal error. Retry later; cite the request id if it persists.") =>
+    new GatewayError({ code: "internal_error", message }),
 };

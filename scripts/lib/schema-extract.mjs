@@ -22,7 +22,11 @@ function pick(all, roots, source) {
     walk(all[name]);
   };
   roots.forEach(visit);
-  return Object.fromEntries(Object.keys(picked).sort().map((k) => [k, picked[k]]));
+  return Object.fromEntries(
+    Object.keys(picked)
+      .sort()
+      .map((k) => [k, picked[k]]),
+  );
 }
 
 /**

@@ -41,7 +41,11 @@ export function createResellerAccounts(deps: { ledger: QuotaLedger; users: UserS
     async credit(user, usd, note = "") {
       const amount = parseUsd(usd);
       if (amount === null || amount === 0n) {
-        throw errors.badRequest("usd must be a positive decimal amount of at most 1,000,000,000 with at most 9 decimals, such as 25 or 0.50.", "usd", "invalid_value");
+        throw errors.badRequest(
+          "usd must be a positive decimal amount of at most 1,000,000,000 with at most 9 decimals, such as 25 or 0.50.",
+          "usd",
+          "invalid_value",
+        );
       }
       if (note.length > MAX_NOTE) throw errors.badRequest(`note must be at most ${MAX_NOTE} characters.`, "note", "invalid_value");
       const userId = await userIdOf(user);

@@ -12,7 +12,9 @@ const creditBody = z.object({ usd: z.string(), note: z.string().optional() });
 
 /** GET /api/v1/user/reseller-balance: the session user's own balance (zeros before any credit). */
 export function resellerUserRoutes(deps: { accounts: ResellerAccounts; read: RequestRead }) {
-  return new Hono<AppEnv>().get("/reseller-balance", async (c) => c.json(await deps.read(() => deps.accounts.balance(c.get("session").userId))));
+  return new Hono<AppEnv>().get("/reseller-balance", async (c) =>
+    c.json(await deps.read(() => deps.accounts.balance(c.get("session").userId))),
+  );
 }
 
 /** Mounted under /api/v1/admin (admin session; CSRF on POST). */

@@ -52,7 +52,11 @@ with gone as (
 select count(*)::int as deleted from gone`;
 
 async function deleteRows(pool: Pool, cutoff: string, batchRows: number): Promise<number> {
-  const { rows } = await pool.query<{ deleted: number }>({ name: "request_logs_retention", text: DELETE_ROWS, values: [cutoff, batchRows] });
+  const { rows } = await pool.query<{ deleted: number }>({
+    name: "request_logs_retention",
+    text: DELETE_ROWS,
+    values: [cutoff, batchRows],
+  });
   return rows[0]!.deleted;
 }
 

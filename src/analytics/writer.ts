@@ -73,7 +73,12 @@ export function createRequestLogWriter(opts: RequestLogWriterOptions): RequestLo
   async function insert(rows: string[]): Promise<boolean> {
     const count = rows.length;
     try {
-      const query: TimedQuery = { name: "request_logs_insert", text: INSERT_ROWS, values: [batchParameter(rows)], query_timeout: opts.statementTimeoutMs };
+      const query: TimedQuery = {
+        name: "request_logs_insert",
+        text: INSERT_ROWS,
+        values: [batchParameter(rows)],
+        query_timeout: opts.statementTimeoutMs,
+      };
       await pool.query(query);
       written += count;
       opts.health?.ok();

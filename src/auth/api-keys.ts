@@ -53,8 +53,7 @@ export interface ApiKeyServiceDeps {
 }
 
 export function createApiKeyService({ db, config, users, onChanged }: ApiKeyServiceDeps): ApiKeyService {
-  const notify = (tx: Pick<NodePgDatabase, "execute">, hash: string) =>
-    tx.execute(sql`select pg_notify(${API_KEY_CHANNEL}, ${hash})`);
+  const notify = (tx: Pick<NodePgDatabase, "execute">, hash: string) => tx.execute(sql`select pg_notify(${API_KEY_CHANNEL}, ${hash})`);
 
   async function userIdOf(idOrEmail: string): Promise<string> {
     const user = await users.find(idOrEmail);

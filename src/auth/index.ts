@@ -33,7 +33,12 @@ export async function createAuthServices(opts: AuthServiceOptions): Promise<Auth
   return {
     users,
     apiKeys: createApiKeyService({ db, config, users, onChanged: (hash) => keyAuth.forget(hash) }),
-    sessions: createSessionService({ db, config, secret, read: requestRead(config.database.request_timeout_ms, (err) => opts.health?.failed(err, "session lookup")) }),
+    sessions: createSessionService({
+      db,
+      config,
+      secret,
+      read: requestRead(config.database.request_timeout_ms, (err) => opts.health?.failed(err, "session lookup")),
+    }),
     keyAuth,
     botToken,
   };

@@ -152,12 +152,10 @@ class CachedKeyAuthenticator implements LocalKeyCache {
     if (last !== undefined && now - last < TOUCH_INTERVAL_MS) return;
     if (this.lastTouched.size >= MAX_CACHED) this.lastTouched.clear();
     this.lastTouched.set(keyId, now);
-    this.opts.pool
-      .query("update api_keys set last_used_at = now() where id = $1", [keyId])
-      .catch((err: unknown) => {
-        if (this.opts.health && isTransientDbError(err)) this.opts.health.failed(err, "api key last use");
-        else this.opts.logger.warn({ err, key_id: keyId }, "recording api key last use failed");
-      });
+    this.opts.pool.query("update api_keys set last_used_at = now() where id = $1", [keyId]).catch((err: unknown) => {
+      if (this.opts.health && isTransientDbError(err)) this.opts.health.failed(err, "api key last use");
+      else this.opts.logger.warn({ err, key_id: keyId }, "recording api key last use failed");
+    });
   }
 
   private async connect(): Promise<void> {
@@ -196,7 +194,11 @@ class CachedKeyAuthenticator implements LocalKeyCache {
     client.end().catch(() => {});
     if (this.closed) return;
     if (this.opts.health && isTransientDbError(err)) this.opts.health.failed(err, "api key cache LISTEN");
-    else this.opts.logger.warn({ err, retry_ms: this.retryMs }, "api key cache: LISTEN connection lost; nothing new is cached until it is back");
+    else
+      this.opts.logger.warn(
+        { err, retry_ms: this.retryMs },
+        "api key cache: LISTEN connection lost; nothing new is cached until it is back",
+      );
     this.retryTimer = setTimeout(() => void this.connect(), this.retryMs);
     this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
   }

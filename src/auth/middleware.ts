@@ -32,7 +32,8 @@ function safeEqual(given: string, expected: string): boolean {
 export function apiKeyAuth(keyAuth: ApiKeyAuthenticator): MiddlewareHandler<AppEnv> {
   return async function apiKeyAuth(c, next) {
     const secret = bearerToken(requestHeader(c, "authorization")) ?? requestHeader(c, "x-api-key") ?? requestHeader(c, "x-goog-api-key");
-    if (!secret) throw errors.unauthorized("Missing API key; send it as 'Authorization: Bearer <key>' (or in x-api-key or x-goog-api-key).");
+    if (!secret)
+      throw errors.unauthorized("Missing API key; send it as 'Authorization: Bearer <key>' (or in x-api-key or x-goog-api-key).");
     const principal = await keyAuth.authenticate(secret);
     if (!principal) throw errors.unauthorized("Invalid or revoked API key.");
     c.set("apiKey", principal);

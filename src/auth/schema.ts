@@ -7,7 +7,9 @@ export const users = pgTable(
     id: uuid("id").primaryKey().defaultRandom(),
     email: text("email").notNull(),
     passwordHash: text("password_hash").notNull(),
-    role: text("role", { enum: ["user", "admin"] }).notNull().default("user"),
+    role: text("role", { enum: ["user", "admin"] })
+      .notNull()
+      .default("user"),
     plan: text("plan").notNull(),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   },
@@ -22,7 +24,9 @@ export const apiKeys = pgTable(
       .notNull()
       .references(() => users.id, { onDelete: "cascade" }),
     name: text("name").notNull().default(""),
-    kind: text("kind", { enum: ["inference", "reseller"] }).notNull().default("inference"),
+    kind: text("kind", { enum: ["inference", "reseller"] })
+      .notNull()
+      .default("inference"),
     // sha256 of the full secret, hex. Keys carry 256 bits of entropy, so a fast hash is enough and keeps the
     // per-request lookup cheap; the secret itself is never stored.
     secretHash: text("secret_hash").notNull(),
@@ -51,7 +55,6 @@ export const sessions = pgTable(
   },
   (t) => [index("sessions_expires_at_idx").on(t.expiresAt)],
 );
-
 
 // Login attempts per email address in the current window (docs/auth.md, "Login throttling"). Keyed by a hash of
 // the normalised address, so attempts on unknown addresses are counted without storing what was typed.

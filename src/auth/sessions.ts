@@ -107,9 +107,7 @@ export function createSessionService({ db, config, secret, read }: SessionServic
         .select({ expiresAt: sessions.expiresAt, email: users.email, role: users.role, plan: users.plan })
         .from(sessions)
         .innerJoin(users, eq(users.id, sessions.userId))
-        .where(
-          and(eq(sessions.id, sid), eq(sessions.userId, sub), isNull(sessions.revokedAt), sql`${sessions.expiresAt} > now()`),
-        )
+        .where(and(eq(sessions.id, sid), eq(sessions.userId, sub), isNull(sessions.revokedAt), sql`${sessions.expiresAt} > now()`))
         .limit(1),
     );
     if (!row) return null;

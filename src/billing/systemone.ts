@@ -49,7 +49,11 @@ const PINNED = /^\d+\.\d+\.\d+$/;
 /** The rate card of an upstream model: a configured one (by the exact name or its version) first, then a built-in one for a pinned version; null when unknown. */
 export function rateCardFor(upstream: string, configured: Readonly<Record<string, RateCard>>): RateCard | null {
   const version = systemOneVersion(upstream);
-  const own = Object.hasOwn(configured, upstream) ? configured[upstream] : Object.hasOwn(configured, version) ? configured[version] : undefined;
+  const own = Object.hasOwn(configured, upstream)
+    ? configured[upstream]
+    : Object.hasOwn(configured, version)
+      ? configured[version]
+      : undefined;
   if (own) return own;
   return PINNED.test(version) && Object.hasOwn(BUILT_IN_RATE_CARDS, version) ? BUILT_IN_RATE_CARDS[version]! : null;
 }
@@ -71,7 +75,12 @@ export function systemOneQuota(inputTokens: number, rates: SystemOneRates): bigi
 }
 
 /** A reseller's price in nano-dollars, from the model's price profile (USD per million input tokens). */
-export function systemOneResellerPrice(inputTokens: number, usdPerMillion: number, longContext: LongContext | undefined, byokRatio = 1): bigint {
+export function systemOneResellerPrice(
+  inputTokens: number,
+  usdPerMillion: number,
+  longContext: LongContext | undefined,
+  byokRatio = 1,
+): bigint {
   const price = mul(ratioOf(usdPerMillion), ratioOf(byokRatio), PER_MILLION);
   return nanoUsdOf(mul(tokens(inputTokens), longContextMultiplier(inputTokens, longContext), price));
 }

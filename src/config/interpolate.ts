@@ -36,9 +36,7 @@ export function interpolate(value: unknown, env: NodeJS.ProcessEnv, path: (strin
   }
   if (Array.isArray(value)) return value.map((item, i) => interpolate(item, env, [...path, i]));
   if (value !== null && typeof value === "object") {
-    return Object.fromEntries(
-      Object.entries(value).map(([key, item]) => [key, interpolate(item, env, [...path, key])]),
-    );
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, interpolate(item, env, [...path, key])]));
   }
   return value;
 }

@@ -113,7 +113,10 @@ export const configSchema = z
       .strictObject({
         host: z.string().min(1).default("127.0.0.1"),
         port: z.int().min(0).max(65535).default(8080),
-        max_body_bytes: z.int().positive().default(16 * 1024 * 1024),
+        max_body_bytes: z
+          .int()
+          .positive()
+          .default(16 * 1024 * 1024),
         drain_timeout_ms: z.int().nonnegative().default(10_000),
         trust_proxy: z.boolean().default(false),
       })
@@ -135,7 +138,10 @@ export const configSchema = z
       .prefault({}),
     auth: z
       .strictObject({
-        session_ttl_seconds: z.int().positive().default(12 * 3600),
+        session_ttl_seconds: z
+          .int()
+          .positive()
+          .default(12 * 3600),
         jwt_secret: z.string().min(32).optional(),
         key_cache_ttl_seconds: z.int().nonnegative().default(60),
         cookie_secure: z.boolean().default(false),
@@ -144,16 +150,17 @@ export const configSchema = z
         login_window_seconds: z.int().positive().max(86_400).default(900),
       })
       .prefault({}),
-    logging: z
-      .strictObject({ level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info") })
-      .prefault({}),
+    logging: z.strictObject({ level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info") }).prefault({}),
     worker: z.strictObject({ concurrency: z.int().positive().max(64).default(2) }).prefault({}),
     quota: z
       .strictObject({
         /** Completion tokens reserved when a request sets no max_tokens. */
         default_completion_reserve: z.int().positive().default(4096),
         /** A hold older than this is expired even if its process still looks alive. */
-        max_hold_seconds: z.int().positive().default(6 * 3600),
+        max_hold_seconds: z
+          .int()
+          .positive()
+          .default(6 * 3600),
         /** Share of the usual charge a request on the client's own upstream key pays (0: free, admission still applies). */
         byok_charge_ratio: z.number().nonnegative().default(0),
         /** How often a serving process renews its heartbeat. */
@@ -197,9 +204,15 @@ export const configSchema = z
     systemone: z
       .strictObject({
         /** The evaluation routes' own body cap (spec: 64 MiB). */
-        max_body_bytes: z.int().positive().default(64 * 1024 * 1024),
+        max_body_bytes: z
+          .int()
+          .positive()
+          .default(64 * 1024 * 1024),
         /** Bytes of evaluation bodies this process holds at once (being read or in flight); a body that does not fit gets 503. */
-        admission_budget_bytes: z.int().positive().default(256 * 1024 * 1024),
+        admission_budget_bytes: z
+          .int()
+          .positive()
+          .default(256 * 1024 * 1024),
         /** Upstream prices by evaluator version (`1.13.0`) or upstream model name; before the built-in ones. */
         rate_cards: z.record(z.string().min(1), rateCardSchema).default({}),
       })
@@ -234,7 +247,11 @@ export const configSchema = z
       model.reseller_aliases.forEach((alias, i) => {
         const taken = publicIds.get(alias);
         if (taken !== undefined) {
-          ctx.addIssue({ code: "custom", path: ["models", modelId, "reseller_aliases", i], message: `"${alias}" is already the ID or an alias of model "${taken}"` });
+          ctx.addIssue({
+            code: "custom",
+            path: ["models", modelId, "reseller_aliases", i],
+            message: `"${alias}" is already the ID or an alias of model "${taken}"`,
+          });
         }
         publicIds.set(alias, modelId);
       });

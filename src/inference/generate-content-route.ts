@@ -5,7 +5,10 @@ import { countPromptTokens, estimatePromptTokens } from "../metering/estimate.js
 import { createChatToGenerateContentStream } from "../providers/gemini/chat-to-generate-content-stream.js";
 import { convertChatToGenerateContent } from "../providers/gemini/convert-chat-to-generate-content.js";
 import { convertGenerateContentToChat } from "../providers/gemini/convert-generate-content-to-chat.js";
-import { geminiGenerateContentRequestSchema, type GeminiGenerateContentRequest } from "../providers/gemini/generate-content-request-schema.js";
+import {
+  geminiGenerateContentRequestSchema,
+  type GeminiGenerateContentRequest,
+} from "../providers/gemini/generate-content-request-schema.js";
 import { collectGenerateContentText } from "../providers/gemini/response-text.js";
 import type { ChatRequestBody } from "../providers/openai/chat-types.js";
 import { UpstreamError } from "../providers/types.js";
@@ -48,9 +51,15 @@ function generateContent(stream: boolean): RouteSpec<GenerateContentBody> {
     protocols: ["gemini", "openai"],
     parse(raw, c) {
       const { model } = splitTarget(c);
-      if (model === "") throw errors.badRequest(`The model is missing from the path: POST /compatible/v1beta/models/{model}:${method}.`, "model", "invalid_value");
+      if (model === "")
+        throw errors.badRequest(
+          `The model is missing from the path: POST /compatible/v1beta/models/{model}:${method}.`,
+          "model",
+          "invalid_value",
+        );
       // Without alt=sse Gemini streams one JSON array; its SDK always asks for SSE, the only form served here.
-      if (stream && c.req.query("alt") !== "sse") throw errors.badRequest("streamGenerateContent is served as server-sent events only: add ?alt=sse.", "alt", "invalid_value");
+      if (stream && c.req.query("alt") !== "sse")
+        throw errors.badRequest("streamGenerateContent is served as server-sent events only: add ?alt=sse.", "alt", "invalid_value");
       const request = validate(geminiGenerateContentRequestSchema, raw);
       return { model, request, chat: convertGenerateContentToChat(request, { model, stream }) };
     },
@@ -78,7 +87,8 @@ function generateContent(stream: boolean): RouteSpec<GenerateContentBody> {
     json(answer, delivery) {
       const { body, request } = delivery;
       const publicModel = body.model;
-      if (answeredIn(delivery) !== "gemini") return deliverTranslatedJson(delivery, answer, (usage) => convertChatToGenerateContent(answer.body, { publicModel, usage }));
+      if (answeredIn(delivery) !== "gemini")
+        return deliverTranslatedJson(delivery, answer, (usage) => convertChatToGenerateContent(answer.body, { publicModel, usage }));
       return deliverJson(delivery, withPublicModel(answer, publicModel, "modelVersion"), answer.usage, () => {
         const generated: string[] = [];
         collectGenerateContentText(answer.body, generated);
@@ -90,8 +100,14 @@ function generateContent(stream: boolean): RouteSpec<GenerateContentBody> {
       const protocol =
         answeredIn(delivery) === "gemini"
           ? relayNativeGenerateContent(body.model, request.countPrompt)
-          : translatedChatRelay(createChatToGenerateContentStream({ publicModel: body.model }), { countPrompt: request.countPrompt, errorFrame: generateContentErrorFrame });
-      return deliverStream(delivery, relayStream({ meter, requestId: c.get("requestId"), first: opened.first, batches: opened.batches, upstream }, protocol));
+          : translatedChatRelay(createChatToGenerateContentStream({ publicModel: body.model }), {
+              countPrompt: request.countPrompt,
+              errorFrame: generateContentErrorFrame,
+            });
+      return deliverStream(
+        delivery,
+        relayStream({ meter, requestId: c.get("requestId"), first: opened.first, batches: opened.batches, upstream }, protocol),
+      );
     },
   };
 }
@@ -105,7 +121,11 @@ export function generateContentRoutes(deps: InferenceDeps) {
   return new Hono<AppEnv>().post("/v1beta/models/:target{.+}", (c) => {
     const { method } = splitTarget(c);
     const handler = Object.hasOwn(handlers, method) ? handlers[method] : undefined;
-    if (!handler) throw errors.notFound(`Unknown route: POST ${c.req.path}; the methods served are :generateContent and :streamGenerateContent.`, "unknown_route");
+    if (!handler)
+      throw errors.notFound(
+        `Unknown route: POST ${c.req.path}; the methods served are :generateContent and :streamGenerateContent.`,
+        "unknown_route",
+      );
     return handler(c);
   });
 }

@@ -56,7 +56,10 @@ const messages: RouteSpec<MessagesBody> = {
   call(adapter, target, { request, chat, betas }, options) {
     if (target.provider.protocol === "anthropic") {
       if (!adapter.messages) throw new UpstreamError("connect", null);
-      return adapter.messages(extended(request, { model: target.upstreamModel }), betas ? extended(options, { clientHeaders: betas }) : options);
+      return adapter.messages(
+        extended(request, { model: target.upstreamModel }),
+        betas ? extended(options, { clientHeaders: betas }) : options,
+      );
     }
     if (!adapter.chatCompletions) throw new UpstreamError("connect", null);
     return adapter.chatCompletions(extended(chat, { model: target.upstreamModel }), options);
@@ -64,7 +67,8 @@ const messages: RouteSpec<MessagesBody> = {
   json(answer, delivery) {
     const { body, request } = delivery;
     const publicModel = body.request.model;
-    if (answeredIn(delivery) !== "anthropic") return deliverTranslatedJson(delivery, answer, (usage) => convertChatToMessage(answer.body, { publicModel, usage }));
+    if (answeredIn(delivery) !== "anthropic")
+      return deliverTranslatedJson(delivery, answer, (usage) => convertChatToMessage(answer.body, { publicModel, usage }));
     return deliverJson(delivery, withPublicModel(answer, publicModel), answer.usage, () => {
       const generated: string[] = [];
       collectMessageText(answer.body.content, generated);
@@ -81,7 +85,10 @@ const messages: RouteSpec<MessagesBody> = {
             countPrompt: request.countPrompt,
             errorFrame: messagesErrorFrame,
           });
-    return deliverStream(delivery, relayStream({ meter, requestId: c.get("requestId"), first: opened.first, batches: opened.batches, upstream }, protocol));
+    return deliverStream(
+      delivery,
+      relayStream({ meter, requestId: c.get("requestId"), first: opened.first, batches: opened.batches, upstream }, protocol),
+    );
   },
 };
 

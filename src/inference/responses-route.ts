@@ -55,7 +55,10 @@ const responses: RouteSpec<ResponsesRequest> = {
     return {
       modelId: body.model,
       streamed: body.stream === true,
-      estimate: { promptTokens: estimateTextTokens(prompt), completionTokens: body.max_output_tokens ?? config.quota.default_completion_reserve },
+      estimate: {
+        promptTokens: estimateTextTokens(prompt),
+        completionTokens: body.max_output_tokens ?? config.quota.default_completion_reserve,
+      },
       countPrompt: () => countTextTokens(prompt),
     };
   },
@@ -65,7 +68,9 @@ const responses: RouteSpec<ResponsesRequest> = {
   },
   json(answer, delivery) {
     const { body, request } = delivery;
-    return deliverJson(delivery, withPublicModel(answer, body.model), answer.usage, () => localUsage(request.countPrompt, outputText(answer.body.output)));
+    return deliverJson(delivery, withPublicModel(answer, body.model), answer.usage, () =>
+      localUsage(request.countPrompt, outputText(answer.body.output)),
+    );
   },
   stream(opened, delivery) {
     const { c, body, request, meter, upstream } = delivery;

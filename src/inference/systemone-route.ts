@@ -57,7 +57,10 @@ function evaluationSpec(route: string, config: Config, budget: BodyBudget): Rout
     }),
     async admit(body, model) {
       const configured = model.config.token_limits;
-      const limits = tokenLimitsFor(model.config.upstream, configured && { total: configured.total, statePlusQuestion: configured.state_plus_question });
+      const limits = tokenLimitsFor(
+        model.config.upstream,
+        configured && { total: configured.total, statePlusQuestion: configured.state_plus_question },
+      );
       if (limits) await body.tokens.check(limits);
     },
     pricing: systemOnePricing,
@@ -73,7 +76,11 @@ function evaluationSpec(route: string, config: Config, budget: BodyBudget): Rout
       const { body } = delivery;
       const answers = answer.body.answers as Record<string, Answer>;
       // Without upstream usage: the input as the tokenizer counts it, the output as the answers the client gets.
-      const usage = answer.usage ?? { promptTokens: await body.tokens.count(), completionTokens: await countTextTokens(JSON.stringify(answers)), cachedTokens: 0 };
+      const usage = answer.usage ?? {
+        promptTokens: await body.tokens.count(),
+        completionTokens: await countTextTokens(JSON.stringify(answers)),
+        cachedTokens: 0,
+      };
       const text = answerText(body.request.model, answers, usage, delivery.meter.clientCost(usage));
       return deliverJson(delivery, text, answer.usage, async () => usage);
     },

@@ -42,7 +42,10 @@ export class EvaluationTokens {
 
   constructor(request: SystemOneRequest) {
     this.state = { param: "state", texts: [typeof request.state === "string" ? request.state : JSON.stringify(request.state)] };
-    this.questions = Object.entries(request.questions).map(([id, question]) => ({ param: `questions.${id}`, texts: [id, JSON.stringify(question)] }));
+    this.questions = Object.entries(request.questions).map(([id, question]) => ({
+      param: `questions.${id}`,
+      texts: [id, JSON.stringify(question)],
+    }));
   }
 
   private *texts(): Generator<string> {
@@ -81,16 +84,23 @@ export class EvaluationTokens {
     };
     const state = await count(this.state, limits.statePlusQuestion);
     if (state > limits.statePlusQuestion) {
-      throw tooMany("state", `The state alone is over ${limits.statePlusQuestion} tokens, the limit for the state plus the longest question.`);
+      throw tooMany(
+        "state",
+        `The state alone is over ${limits.statePlusQuestion} tokens, the limit for the state plus the longest question.`,
+      );
     }
     let total = state;
     for (const question of this.questions) {
       const tokens = await count(question, Math.min(limits.statePlusQuestion - state, limits.total - total));
       if (state + tokens > limits.statePlusQuestion) {
-        throw tooMany(question.param, `The state (${state} tokens) plus this question is over the limit of ${limits.statePlusQuestion} tokens for the state plus the longest question.`);
+        throw tooMany(
+          question.param,
+          `The state (${state} tokens) plus this question is over the limit of ${limits.statePlusQuestion} tokens for the state plus the longest question.`,
+        );
       }
       total += tokens;
-      if (total > limits.total) throw tooMany("questions", `The state and the questions are over the limit of ${limits.total} tokens together.`);
+      if (total > limits.total)
+        throw tooMany("questions", `The state and the questions are over the limit of ${limits.total} tokens together.`);
     }
     this.exact = Promise.resolve(total);
   }

@@ -52,7 +52,9 @@ function ledgerRetention(deps: JobDeps): Task {
     const ledgerPart = ledger
       ? `${ledger.holds} resolved holds (rolled up) and ${ledger.leases} ended leases before ${ledger.cutoff}`
       : "no ledger rows (ledger_days 0: kept for ever)";
-    const logPart = log ? `${log.rows} request-log rows (rolled up) before ${log.cutoff}` : "no request-log rows (request_log_days 0: kept for ever)";
+    const logPart = log
+      ? `${log.rows} request-log rows (rolled up) before ${log.cutoff}`
+      : "no request-log rows (request_log_days 0: kept for ever)";
     helpers.logger.info(`retention deleted ${ledgerPart}; ${logPart}`);
   };
 }

@@ -23,7 +23,10 @@ export function visibleModels(catalog: Catalog, config: Config, key: ApiKeyPrinc
   return catalog
     .all()
     .filter((m) => deniedBy(config, key, m.id) === null)
-    .flatMap((m) => [{ id: m.id, model: m }, ...(key.kind === "reseller" ? m.config.reseller_aliases.map((alias) => ({ id: alias, model: m })) : [])]);
+    .flatMap((m) => [
+      { id: m.id, model: m },
+      ...(key.kind === "reseller" ? m.config.reseller_aliases.map((alias) => ({ id: alias, model: m })) : []),
+    ]);
 }
 
 /**

@@ -33,7 +33,12 @@ export const withPublicModel = (answer: JsonResult, publicModel: string, member 
  * Sends a JSON answer and settles it from the upstream's usage, or the local count marked estimated. A client
  * that left while the answer was on its way gets nothing, so its hold is released instead.
  */
-export function deliverJson(delivery: Delivery<unknown>, text: string, usage: UsageReport | null, counted: () => Promise<UsageReport>): Response {
+export function deliverJson(
+  delivery: Delivery<unknown>,
+  text: string,
+  usage: UsageReport | null,
+  counted: () => Promise<UsageReport>,
+): Response {
   const { c, meter } = delivery;
   if (delivery.upstream.aborted || clientGone(c)) {
     void meter.fail(errors.clientClosed());
@@ -46,7 +51,11 @@ export function deliverJson(delivery: Delivery<unknown>, text: string, usage: Us
 
 /** Sends a stream's SSE text as the relay produces it (the relay settles). */
 export function deliverStream(delivery: Delivery<unknown>, body: PushedBody): Response {
-  const headers = { "content-type": "text/event-stream; charset=utf-8", "x-accel-buffering": "no", [OVERHEAD_HEADER]: delivery.meter.overheadMs().toFixed(3) };
+  const headers = {
+    "content-type": "text/event-stream; charset=utf-8",
+    "x-accel-buffering": "no",
+    [OVERHEAD_HEADER]: delivery.meter.overheadMs().toFixed(3),
+  };
   return respondStream(delivery.c, headers, body);
 }
 
@@ -56,13 +65,18 @@ export async function localUsage(countPrompt: () => Promise<number>, generated: 
 }
 
 /** The protocol of the target that answered, which decides whether the answer is relayed or translated. */
-export const answeredIn = (delivery: Delivery<unknown>): ProviderConfig["protocol"] | undefined => delivery.meter.upstream?.provider.protocol;
+export const answeredIn = (delivery: Delivery<unknown>): ProviderConfig["protocol"] | undefined =>
+  delivery.meter.upstream?.provider.protocol;
 
 /**
  * Sends an OpenAI chat answer translated into the client's protocol by `render`, which gets the usage that is
  * billed (the upstream's, else the local count), so the client is shown what it pays for.
  */
-export async function deliverTranslatedJson(delivery: Delivery<unknown>, answer: JsonResult, render: (usage: UsageReport) => unknown): Promise<Response> {
+export async function deliverTranslatedJson(
+  delivery: Delivery<unknown>,
+  answer: JsonResult,
+  render: (usage: UsageReport) => unknown,
+): Promise<Response> {
   const usage = answer.usage ?? (await localUsage(delivery.request.countPrompt, chatCompletionText(answer.body)));
   return deliverJson(delivery, JSON.stringify(render(usage)), answer.usage, async () => usage);
 }

@@ -38,7 +38,11 @@ export const meteringErrors = {
       "upstream_key_not_accepted",
     ),
   contextLimit: (tokens: number, limit: number, param: string | null) =>
-    errors.badRequest(`The prompt is about ${tokens} tokens, over this plan's context limit of ${limit} tokens.`, param, "context_length_exceeded"),
+    errors.badRequest(
+      `The prompt is about ${tokens} tokens, over this plan's context limit of ${limit} tokens.`,
+      param,
+      "context_length_exceeded",
+    ),
   quotaExceeded: (used: bigint, allowance: bigint, resetsAt: Date, now: Date) =>
     new GatewayError({
       message: `Daily quota exhausted: ${used} of ${allowance} units used today; it resets at ${resetsAt.toISOString()} (00:00 UTC).`,
@@ -54,7 +58,8 @@ export const meteringErrors = {
 };
 
 /** With the client's own upstream key, an upstream 401 or 403 is that key's rejection. */
-const rejectsClientKey = (err: UpstreamError, byok: boolean) => byok && err.failure === "status" && (err.status === 401 || err.status === 403);
+const rejectsClientKey = (err: UpstreamError, byok: boolean) =>
+  byok && err.failure === "status" && (err.status === 401 || err.status === 403);
 
 /**
  * The client's view of an upstream failure. With the client's own upstream key (`byok`), a 401 or 403 is that
@@ -104,9 +109,13 @@ export function upstreamToClient(err: UpstreamError, byok = false): GatewayError
   if (err.failure === "timeout") {
     return new GatewayError({ message: "The upstream provider did not answer in time.", code: "upstream_timeout" });
   }
-  if (err.failure === "connect") return new GatewayError({ message: "The upstream provider could not be reached.", code: "upstream_unreachable" });
+  if (err.failure === "connect")
+    return new GatewayError({ message: "The upstream provider could not be reached.", code: "upstream_unreachable" });
   if (err.failure === "invalid_output") {
-    return new GatewayError({ message: "The upstream provider's output failed the gateway's checks; nothing more was generated for this request.", code: "upstream_invalid_output" });
+    return new GatewayError({
+      message: "The upstream provider's output failed the gateway's checks; nothing more was generated for this request.",
+      code: "upstream_invalid_output",
+    });
   }
   const what = err.failure === "status" ? `answered ${status}` : "sent an invalid response";
   return new GatewayError({ message: `The upstream provider ${what}.`, code: "upstream_error" });

@@ -39,7 +39,7 @@ function skipSpace(text: string, i: number): number {
 /** Index just after the string that opens at `i`; -1 if it never closes. */
 function stringEnd(text: string, i: number): number {
   // indexOf runs natively: on the sliced strings the SSE parser hands out it is twice as fast as a charCodeAt loop.
-  for (let from = i + 1; ; ) {
+  for (let from = i + 1; ;) {
     const quote = text.indexOf('"', from);
     if (quote < 0) return -1;
     let backslashes = 0;

@@ -122,10 +122,16 @@ export class Meter {
         this.fallbackPath.push(target.providerId);
         if (err.failure === "protocol") {
           // Why an answer was unusable names a rule, never upstream content.
-          this.deps.logger.warn({ req_id: this.start.requestId, provider: target.providerId, reason: err.message }, "UPSTREAM_INVALID_ANSWER");
+          this.deps.logger.warn(
+            { req_id: this.start.requestId, provider: target.providerId, reason: err.message },
+            "UPSTREAM_INVALID_ANSWER",
+          );
         } else if (err.failure === "too_large") {
           // The operator's cue to raise limits.upstream_answer_bytes if such answers are legitimate.
-          this.deps.logger.warn({ req_id: this.start.requestId, provider: target.providerId, reason: err.message }, "UPSTREAM_ANSWER_TOO_LARGE");
+          this.deps.logger.warn(
+            { req_id: this.start.requestId, provider: target.providerId, reason: err.message },
+            "UPSTREAM_ANSWER_TOO_LARGE",
+          );
         }
         if (!err.retryable) break;
       }
@@ -199,11 +205,26 @@ export class Meter {
   fail(err: unknown, status?: number, code: ErrorCode = errorCodeOf(err, this.start.byok)): Promise<void> {
     if (this.done) return Promise.resolve();
     this.done = true;
-    const clientStatus = status ?? (code === "client_closed_request" ? 499 : err instanceof UpstreamError ? this.toClient(err).status : err instanceof GatewayError ? err.status : 500);
+    const clientStatus =
+      status ??
+      (code === "client_closed_request"
+        ? 499
+        : err instanceof UpstreamError
+          ? this.toClient(err).status
+          : err instanceof GatewayError
+            ? err.status
+            : 500);
     return this.inflight.track(this.resolve(null, this.outcome(clientStatus, code, null, 0n, "none", performance.now())));
   }
 
-  private outcome(status: number, code: ErrorCode | null, usage: UsageReport | null, charged: bigint, source: UsageSource, endedAt: number): RowOutcome {
+  private outcome(
+    status: number,
+    code: ErrorCode | null,
+    usage: UsageReport | null,
+    charged: bigint,
+    source: UsageSource,
+    endedAt: number,
+  ): RowOutcome {
     return {
       status,
       code,
@@ -231,7 +252,10 @@ export class Meter {
     const requestId = this.start.requestId;
     const resolution = charged === null ? ledger.release(holdId, record) : ledger.settle(holdId, charged, record);
     return resolution.catch((err: unknown) => {
-      logger.error({ err, hold_id: holdId, charged: charged === null ? null : String(charged), req_id: requestId }, charged === null ? "RELEASE_FAILED" : "SETTLEMENT_FAILED");
+      logger.error(
+        { err, hold_id: holdId, charged: charged === null ? null : String(charged), req_id: requestId },
+        charged === null ? "RELEASE_FAILED" : "SETTLEMENT_FAILED",
+      );
     });
   }
 }
@@ -245,7 +269,19 @@ export function createMetering(deps: MeteringDeps): Metering {
     const status = err instanceof GatewayError ? err.status : 500;
     const now = performance.now();
     deps.requestLog.write(
-      requestRow(start, { status, code, usage: null, charged: 0n, source: "none", target: null, fallbackPath: [], pricing: null, firstByteAt: undefined, endedAt: now, now: deps.clock.now() }),
+      requestRow(start, {
+        status,
+        code,
+        usage: null,
+        charged: 0n,
+        source: "none",
+        target: null,
+        fallbackPath: [],
+        pricing: null,
+        firstByteAt: undefined,
+        endedAt: now,
+        now: deps.clock.now(),
+      }),
     );
   }
 
@@ -255,13 +291,15 @@ export function createMetering(deps: MeteringDeps): Metering {
       throw err;
     };
     const plan = config.plans[start.key.plan];
-    if (!plan) reject(errors.forbidden(`The plan '${start.key.plan}' of this account no longer exists; contact the operator.`, "plan_missing"));
+    if (!plan)
+      reject(errors.forbidden(`The plan '${start.key.plan}' of this account no longer exists; contact the operator.`, "plan_missing"));
     const limit = plan!.context_limit;
     if (start.estimate.promptTokens > limit) {
       // Far over the limit the estimate decides alone: tokenizing megabytes would stall the event loop for
       // every request of a client that sends them.
       const tokens = start.estimate.promptTokens > CERTAINLY_OVER * limit ? start.estimate.promptTokens : await start.exactPromptTokens();
-      if (tokens > limit) reject(meteringErrors.contextLimit(tokens, limit, start.promptParam === undefined ? "messages" : start.promptParam));
+      if (tokens > limit)
+        reject(meteringErrors.contextLimit(tokens, limit, start.promptParam === undefined ? "messages" : start.promptParam));
     }
     // Literals, not spreads: see src/objects.ts.
     const { promptTokens, completionTokens } = start.estimate;

@@ -26,7 +26,8 @@ export interface Pricing {
 export type PricingFor = (model: CatalogModel, key: ApiKeyPrincipal, config: Config, byok: boolean) => Pricing;
 
 /** The key's pricing-group (global) multiplier. */
-const groupMultiplier = (key: ApiKeyPrincipal, config: Config) => (config.pricing_groups[key.pricingGroup] ?? config.pricing_groups.default!).multiplier;
+const groupMultiplier = (key: ApiKeyPrincipal, config: Config) =>
+  (config.pricing_groups[key.pricingGroup] ?? config.pricing_groups.default!).multiplier;
 
 /** The share of the charge a request on the client's own upstream key pays (absent: all of it). */
 const byokRatio = (config: Config, byok: boolean) => (byok ? config.quota.byok_charge_ratio : undefined);
@@ -66,9 +67,18 @@ export const systemOnePricing: PricingFor = (model, key, config, byok) => {
       });
     }
     const price = resellerPrice.input_usd_per_million;
-    return { account: "reseller_usd", charge: (usage) => systemOneResellerPrice(usage.promptTokens, price, context, byokRatio(config, byok)), upstreamCost };
+    return {
+      account: "reseller_usd",
+      charge: (usage) => systemOneResellerPrice(usage.promptTokens, price, context, byokRatio(config, byok)),
+      upstreamCost,
+    };
   }
-  const rates = { tokenMultiplier: model.config.token_multiplier, groupMultiplier: groupMultiplier(key, config), longContext: context, byokRatio: byokRatio(config, byok) };
+  const rates = {
+    tokenMultiplier: model.config.token_multiplier,
+    groupMultiplier: groupMultiplier(key, config),
+    longContext: context,
+    byokRatio: byokRatio(config, byok),
+  };
   return { account: "daily_allowance", charge: (usage) => systemOneQuota(usage.promptTokens, rates), upstreamCost };
 };
 
@@ -77,5 +87,9 @@ export function unpricedEvaluators(catalog: Catalog, config: Config): { model: s
   return catalog
     .all()
     .filter((m) => m.config.kind === "systemone")
-    .flatMap((m) => m.targets.filter((t) => !rateCardFor(t.upstreamModel, config.systemone.rate_cards)).map((t) => ({ model: m.id, upstream: t.upstreamModel })));
+    .flatMap((m) =>
+      m.targets
+        .filter((t) => !rateCardFor(t.upstreamModel, config.systemone.rate_cards))
+        .map((t) => ({ model: m.id, upstream: t.upstreamModel })),
+    );
 }

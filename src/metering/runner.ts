@@ -112,7 +112,15 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
   async function handle(c: Context<AppEnv>, reservation: BodyReservation | undefined): Promise<Response> {
     const startedAt = performance.now();
     const key = c.get("apiKey");
-    const base = { requestId: c.get("requestId"), route: spec.route, clientProtocol: spec.clientProtocol, key, modelId: "", startedAt, streamed: false };
+    const base = {
+      requestId: c.get("requestId"),
+      route: spec.route,
+      clientProtocol: spec.clientProtocol,
+      key,
+      modelId: "",
+      startedAt,
+      streamed: false,
+    };
     let body: B;
     let request: MeteredRequest | undefined;
     let model: CatalogModel;

@@ -17,11 +17,9 @@ import { playEvents } from "./sse.js";
 /** The members of Part's `data` oneof: a part holds exactly one. */
 const PART_DATA = ["text", "inlineData", "functionCall", "functionResponse", "fileData", "executableCode", "codeExecutionResult"];
 
-const part = z
-  .looseObject({ text: z.string().optional() })
-  .refine((p) => PART_DATA.filter((field) => field in p).length === 1, {
-    message: "required oneof field 'data' must have one initialized field",
-  });
+const part = z.looseObject({ text: z.string().optional() }).refine((p) => PART_DATA.filter((field) => field in p).length === 1, {
+  message: "required oneof field 'data' must have one initialized field",
+});
 const content = z.looseObject({ role: z.enum(["user", "model"]).optional(), parts: z.array(part).min(1) });
 
 const generateRequest = z.object({

@@ -7,8 +7,22 @@ import { createHash } from "node:crypto";
  */
 
 const WORDS = [
-  "amber", "brook", "cedar", "delta", "ember", "fjord", "grove", "harbor",
-  "iris", "juniper", "kestrel", "lumen", "meadow", "nimbus", "orchid", "pebble",
+  "amber",
+  "brook",
+  "cedar",
+  "delta",
+  "ember",
+  "fjord",
+  "grove",
+  "harbor",
+  "iris",
+  "juniper",
+  "kestrel",
+  "lumen",
+  "meadow",
+  "nimbus",
+  "orchid",
+  "pebble",
 ];
 
 /** The arguments of every mock function call, whichever function is called. */

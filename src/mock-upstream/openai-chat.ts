@@ -33,9 +33,7 @@ const chatRequest = z.object({
   stream: z.boolean().nullish(),
   stream_options: z.object({ include_usage: z.boolean().nullish() }).nullish(),
   tools: z.array(z.looseObject({ type: z.string(), function: z.object({ name: z.string() }).optional() })).nullish(),
-  tool_choice: z
-    .union([z.string(), z.looseObject({ type: z.string(), function: z.object({ name: z.string() }).optional() })])
-    .nullish(),
+  tool_choice: z.union([z.string(), z.looseObject({ type: z.string(), function: z.object({ name: z.string() }).optional() })]).nullish(),
 });
 type ChatRequest = z.infer<typeof chatRequest>;
 
@@ -97,9 +95,7 @@ function jsonAnswer(req: ChatRequest, p: Plan, omitUsage: boolean) {
         role: "assistant",
         content: null,
         refusal: null,
-        tool_calls: [
-          { id: p.toolCall.id, type: "function", function: { name: p.toolCall.name, arguments: p.toolCall.arguments } },
-        ],
+        tool_calls: [{ id: p.toolCall.id, type: "function", function: { name: p.toolCall.name, arguments: p.toolCall.arguments } }],
         annotations: [],
       }
     : { role: "assistant", content: p.pieces.join(""), refusal: null, annotations: [] };
@@ -139,8 +135,7 @@ function streamEvents(req: ChatRequest, p: Plan, omitUsage: boolean): MockEvent[
         tool_calls: [{ index: 0, id: p.toolCall.id, type: "function", function: { name: p.toolCall.name, arguments: "" } }],
       }
     : { role: "assistant", content: "" };
-  const pieceDelta = (piece: string) =>
-    p.toolCall ? { tool_calls: [{ index: 0, function: { arguments: piece } }] } : { content: piece };
+  const pieceDelta = (piece: string) => (p.toolCall ? { tool_calls: [{ index: 0, function: { arguments: piece } }] } : { content: piece });
 
   return [
     jsonEvent(chunk(firstDelta)),

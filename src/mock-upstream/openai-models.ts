@@ -9,6 +9,4 @@ export const MOCK_OPENAI_MODELS = [
 ] as const;
 
 /** OpenAI `GET /v1/models` → `ListModelsResponse`. */
-export const openaiModelsRoute = new Hono<MockUpstreamEnv>().get("/v1/models", (c) =>
-  c.json({ object: "list", data: MOCK_OPENAI_MODELS }),
-);
+export const openaiModelsRoute = new Hono<MockUpstreamEnv>().get("/v1/models", (c) => c.json({ object: "list", data: MOCK_OPENAI_MODELS }));

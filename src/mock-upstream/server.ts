@@ -13,9 +13,7 @@ export interface MockUpstream {
   close(): Promise<void>;
 }
 
-export async function startMockUpstream(
-  opts: { host?: string; port?: number; apiKey?: string } = {},
-): Promise<MockUpstream> {
+export async function startMockUpstream(opts: { host?: string; port?: number; apiKey?: string } = {}): Promise<MockUpstream> {
   const host = opts.host ?? "127.0.0.1";
   const app = createMockUpstreamApp(opts.apiKey === undefined ? {} : { apiKey: opts.apiKey });
   const server = createAdaptorServer({ fetch: app.fetch }) as Server;

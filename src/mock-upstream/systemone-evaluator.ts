@@ -69,6 +69,7 @@ export function spoil(answers: [string, Record<string, unknown>][], kind: Invali
   const [[id, first], ...rest] = answers as [[string, Record<string, unknown>], ...[string, Record<string, unknown>][]];
   if (kind === "missing") return rest;
   if (kind === "type") return [[id, { ...first, type: first.type === "noul" ? "score" : "noul" }], ...rest];
-  const outOfRange = first.type === "noul" ? { noul: 1.5 } : first.type === "choice" ? { choice: `${String(first.choice)}-not-an-option` } : { score: -1 };
+  const outOfRange =
+    first.type === "noul" ? { noul: 1.5 } : first.type === "choice" ? { choice: `${String(first.choice)}-not-an-option` } : { score: -1 };
   return [[id, { ...first, ...outOfRange }], ...rest];
 }

@@ -98,7 +98,13 @@ export interface Endpoint {
   maxAnswerBytes: number;
 }
 
-export function createEndpoint(pool: Pool, provider: ProviderConfig, path: string, headersFor: HeadersFor, maxAnswerBytes: number): Endpoint {
+export function createEndpoint(
+  pool: Pool,
+  provider: ProviderConfig,
+  path: string,
+  headersFor: HeadersFor,
+  maxAnswerBytes: number,
+): Endpoint {
   return {
     pool,
     provider,

@@ -66,5 +66,8 @@ export function protoMessage<T extends z.core.$ZodLooseShape>(shape: T) {
 
 /** A repeated proto field, where Google's parsers also take a lone object for a one-element list. */
 export function repeated<T extends z.ZodType>(item: T, min = 0) {
-  return z.preprocess((value) => (value !== null && typeof value === "object" && !Array.isArray(value) ? [value] : value), z.array(item).min(min));
+  return z.preprocess(
+    (value) => (value !== null && typeof value === "object" && !Array.isArray(value) ? [value] : value),
+    z.array(item).min(min),
+  );
 }

@@ -62,7 +62,9 @@ class SseStream implements EventStream {
       if (!this.finished) this.finish(this.complete ? null : new UpstreamError("protocol", null));
     });
     // Stays attached after the end: a body cut later must not raise an unhandled 'error'.
-    body.on("error", (err) => this.finish(signal ? classifyError(err, signal) : err instanceof UpstreamError ? err : new UpstreamError("connect", null)));
+    body.on("error", (err) =>
+      this.finish(signal ? classifyError(err, signal) : err instanceof UpstreamError ? err : new UpstreamError("connect", null)),
+    );
     // Nothing flows until someone asks (next) or listens (pipe).
     body.pause();
   }

@@ -28,7 +28,11 @@ export interface AccountRow {
 }
 
 export async function ensureAccount(pool: Pool, key: AccountKey, base: bigint | null): Promise<string> {
-  const { rows } = await pool.query<{ id: string }>({ name: "quota_ensure_account", text: ENSURE, values: [key.userId, key.kind, key.period, String(base ?? 0n)] });
+  const { rows } = await pool.query<{ id: string }>({
+    name: "quota_ensure_account",
+    text: ENSURE,
+    values: [key.userId, key.kind, key.period, String(base ?? 0n)],
+  });
   return rows[0]!.id;
 }
 
@@ -40,5 +44,13 @@ export async function readAccount(pool: Pool, key: AccountKey): Promise<AccountR
     values: [key.userId, key.kind, key.period],
   });
   const row = rows[0];
-  return row && { id: row.id, credits: BigInt(row.credits), restored: BigInt(row.restored), posted: BigInt(row.debits_posted), pending: BigInt(row.debits_pending) };
+  return (
+    row && {
+      id: row.id,
+      credits: BigInt(row.credits),
+      restored: BigInt(row.restored),
+      posted: BigInt(row.debits_posted),
+      pending: BigInt(row.debits_pending),
+    }
+  );
 }

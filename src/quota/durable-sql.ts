@@ -68,8 +68,7 @@ export interface DurableReserve extends AccountKey {
 }
 
 export type ReserveRow =
-  | { account: "missing" }
-  | { account: "found"; accountId: string; inserted: boolean; allowance: bigint; posted: bigint; pending: bigint };
+  { account: "missing" } | { account: "found"; accountId: string; inserted: boolean; allowance: bigint; posted: bigint; pending: bigint };
 
 export async function reserveDurableRow(pool: Pool, r: DurableReserve): Promise<ReserveRow> {
   const { rows } = await pool.query<{ account_id: string; inserted: boolean; allowance: string; posted: string; pending: string }>({
@@ -79,7 +78,14 @@ export async function reserveDurableRow(pool: Pool, r: DurableReserve): Promise<
   });
   const row = rows[0];
   if (!row) return { account: "missing" };
-  return { account: "found", accountId: row.account_id, inserted: row.inserted, allowance: BigInt(row.allowance), posted: BigInt(row.posted), pending: BigInt(row.pending) };
+  return {
+    account: "found",
+    accountId: row.account_id,
+    inserted: row.inserted,
+    allowance: BigInt(row.allowance),
+    posted: BigInt(row.posted),
+    pending: BigInt(row.pending),
+  };
 }
 
 export interface DurableRow {
@@ -116,7 +122,11 @@ const toRow = (row: RawRow | undefined): DurableRow | undefined =>
 
 /** Posts `charged` or voids (null); undefined when there is no such durable hold. */
 export async function resolveDurableRow(pool: Pool, id: string, charged: bigint | null): Promise<DurableRow | undefined> {
-  const { rows } = await pool.query<RawRow>({ name: "quota_durable_resolve", text: RESOLVE, values: [id, charged === null ? null : String(charged)] });
+  const { rows } = await pool.query<RawRow>({
+    name: "quota_durable_resolve",
+    text: RESOLVE,
+    values: [id, charged === null ? null : String(charged)],
+  });
   return toRow(rows[0]);
 }
 

@@ -129,7 +129,8 @@ export function createEscrow(opts: EscrowOptions): Escrow {
     const nowMs = now.getTime();
     // The usual case, spelled out rather than through accountAt(): no object per request.
     const base = spec.base === "caller" ? input.base : null;
-    if (spec.base === "caller" && base === null) return Promise.reject(new TypeError(`an account of kind ${opts.kind} needs its base credits`));
+    if (spec.base === "caller" && base === null)
+      return Promise.reject(new TypeError(`an account of kind ${opts.kind} needs its base credits`));
     // Settlements piling up unwritten (the database is away): what a kill of this process could lose is bounded.
     if (opts.unsynced.count > opts.maxUnsynced) {
       const err = new DatabaseUnavailableError();

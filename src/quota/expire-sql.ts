@@ -43,6 +43,10 @@ with expired as (
 select (select count(*) from expired)::int as leases, (select count(*) from expired_holds)::int as durable`;
 
 export async function expireRows(pool: Pool, instanceTimeoutSeconds: number, now: Date): Promise<{ leases: number; durable: number }> {
-  const { rows } = await pool.query<{ leases: number; durable: number }>({ name: "quota_expire", text: EXPIRE, values: [instanceTimeoutSeconds, now] });
+  const { rows } = await pool.query<{ leases: number; durable: number }>({
+    name: "quota_expire",
+    text: EXPIRE,
+    values: [instanceTimeoutSeconds, now],
+  });
   return rows[0]!;
 }

@@ -194,7 +194,15 @@ export function leaseSync(journal?: Journal, timeoutMs?: number): SyncLeaseFn {
     ];
     if (journal) values.push(recordsOf(sync.resolutions));
     const query: TimedQuery = { name, text, values, query_timeout: timeoutMs };
-    const { rows } = await pool.query<{ seq: number; status: string; granted: string; posted: string; pending: string; credits: string; restored: string }>(query);
+    const { rows } = await pool.query<{
+      seq: number;
+      status: string;
+      granted: string;
+      posted: string;
+      pending: string;
+      credits: string;
+      restored: string;
+    }>(query);
     const row = rows[0];
     // At `seq` whether this call applied it or an earlier attempt did.
     if (!row || row.seq !== sync.seq) throw new LeaseSequenceError(sync.leaseId, sync.seq, row?.seq ?? null);
@@ -246,13 +254,23 @@ with lease as (
       debits_pending = a.debits_pending - coalesce((select amount from ended), 0),
       updated_at = now()
   from account where a.id = account.id
-)${journal ? `, journal as (
+)${
+    journal
+      ? `, journal as (
 ${journal("$8::json")}
-)` : ""}
+)`
+      : ""
+  }
 select (select count(*) from resolved)::int as booked, exists (select from lease) as found`;
 }
 
-export type DirectPostFn = (pool: Pool, leaseId: string, instanceId: string, resolutions: readonly Resolution[], withRecords: boolean) => Promise<void>;
+export type DirectPostFn = (
+  pool: Pool,
+  leaseId: string,
+  instanceId: string,
+  resolutions: readonly Resolution[],
+  withRecords: boolean,
+) => Promise<void>;
 
 /** The direct posting of a lease's resolutions (and its end), with journal records written by `journal`. */
 export function leaseDirectPost(journal?: Journal, timeoutMs?: number): DirectPostFn {

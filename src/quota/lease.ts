@@ -281,7 +281,8 @@ export class Lease {
       touch,
       resolutions: settling.map((s) => s.resolution),
     };
-    const idle = settling.length === 0 && waiters.length === 0 && payload.post === 0n && payload.giveBack === 0n && headroom === 0n && !close;
+    const idle =
+      settling.length === 0 && waiters.length === 0 && payload.post === 0n && payload.giveBack === 0n && headroom === 0n && !close;
     if (idle) return;
     this.post = this.take = this.giveBack = 0n;
 
@@ -289,7 +290,14 @@ export class Lease {
     const sentAt = performance.now();
     try {
       if (this.accountId === undefined) {
-        const opening = { leaseId: this.id, userId: this.userId, kind: this.ctx.kind, period: this.period, base: this.base, instanceId: this.ctx.instanceId };
+        const opening = {
+          leaseId: this.id,
+          userId: this.userId,
+          kind: this.ctx.kind,
+          period: this.period,
+          base: this.base,
+          instanceId: this.ctx.instanceId,
+        };
         this.accountId = await this.withRetries(() => openLease(this.ctx.pool, opening, this.ctx.statementTimeoutMs));
       }
       reply = await this.withRetries(() => this.ctx.sync(this.ctx.pool, payload));

@@ -58,7 +58,6 @@ export interface LedgerOptions {
 
 const SWEEP_MS = 1000;
 
-
 export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger {
   const clock = opts.clock ?? systemClock;
   const instanceTimeoutSeconds = opts.instanceTimeoutSeconds ?? 90;
@@ -116,12 +115,27 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
     return { key: { userId: ref.userId, kind: ref.kind, period }, base };
   };
 
-  function toBalance(kind: AccountKind, period: string, row: Pick<AccountRow, "credits" | "restored" | "posted" | "pending"> | undefined, base: bigint | null, now: Date): AccountBalance {
+  function toBalance(
+    kind: AccountKind,
+    period: string,
+    row: Pick<AccountRow, "credits" | "restored" | "posted" | "pending"> | undefined,
+    base: bigint | null,
+    now: Date,
+  ): AccountBalance {
     const credits = base ?? row?.credits ?? 0n;
     const restored = row?.restored ?? 0n;
     const used = row?.posted ?? 0n;
     const reserved = row?.pending ?? 0n;
-    return { kind, period, credits, restored, used, reserved, remaining: credits + restored - used - reserved, resetsAt: kindSpec(kind).periodEnd(now) };
+    return {
+      kind,
+      period,
+      credits,
+      restored,
+      used,
+      reserved,
+      remaining: credits + restored - used - reserved,
+      resetsAt: kindSpec(kind).periodEnd(now),
+    };
   }
 
   const toDurable = (id: string, row: DurableRow): DurableHold => ({
@@ -138,7 +152,16 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
     if (input.amount < 0n) throw new RangeError(`cannot hold a negative amount (${input.amount})`);
     const now = clock.now();
     const { key, base } = keyOf(input, now);
-    const args = { id: input.id, userId: key.userId, kind: key.kind, period: key.period, base, amount: input.amount, reference: input.reference, expiresAt: input.expiresAt };
+    const args = {
+      id: input.id,
+      userId: key.userId,
+      kind: key.kind,
+      period: key.period,
+      base,
+      amount: input.amount,
+      reference: input.reference,
+      expiresAt: input.expiresAt,
+    };
     let row = await reserveDurableRow(pool, args);
     if (row.account === "missing") {
       await ensureAccount(pool, key, base);
@@ -149,11 +172,25 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
       // The same id reserved before (a retry): that hold, whatever became of it, is the answer.
       const earlier = await readDurableRow(pool, input.id);
       if (earlier) return { ok: true, hold: toDurable(input.id, earlier) };
-      return { ok: false, allowance: row.allowance, used: row.posted, reserved: row.pending, resetsAt: kindSpec(input.kind).periodEnd(now) };
+      return {
+        ok: false,
+        allowance: row.allowance,
+        used: row.posted,
+        reserved: row.pending,
+        resetsAt: kindSpec(input.kind).periodEnd(now),
+      };
     }
     return {
       ok: true,
-      hold: { id: input.id, accountId: row.accountId, amount: input.amount, status: "pending", charged: null, reference: input.reference, expiresAt: input.expiresAt },
+      hold: {
+        id: input.id,
+        accountId: row.accountId,
+        amount: input.amount,
+        status: "pending",
+        charged: null,
+        reference: input.reference,
+        expiresAt: input.expiresAt,
+      },
     };
   }
 
@@ -169,13 +206,22 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
   async function restore(input: RestoreInput): Promise<Restoration> {
     if (input.amount < 0n) throw new RangeError(`cannot restore a negative amount (${input.amount})`);
     const { key, base } = keyOf(input, clock.now());
-    const args = { userId: key.userId, kind: key.kind, period: key.period, amount: input.amount, upToSpent: input.upToSpent, source: input.source, reference: input.reference };
+    const args = {
+      userId: key.userId,
+      kind: key.kind,
+      period: key.period,
+      amount: input.amount,
+      upToSpent: input.upToSpent,
+      source: input.source,
+      reference: input.reference,
+    };
     let outcome = await restoreRow(pool, args);
     if (outcome.account === "missing") {
       await ensureAccount(pool, key, base);
       outcome = await restoreRow(pool, args);
     }
-    if (outcome.account === "found" && outcome.applied !== null) return { applied: outcome.applied, duplicate: false, accountId: outcome.accountId };
+    if (outcome.account === "found" && outcome.applied !== null)
+      return { applied: outcome.applied, duplicate: false, accountId: outcome.accountId };
     const earlier = await earlierRestoration(pool, input.source, input.reference);
     if (!earlier) throw new Error(`restoration ${input.source}/${input.reference} was neither applied nor found`);
     return { applied: earlier.amount, duplicate: true, accountId: earlier.accountId };

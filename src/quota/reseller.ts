@@ -22,15 +22,24 @@ export interface CreditedRow {
   pending: bigint;
 }
 
-export async function creditResellerRow(pool: Pool, userId: string, amount: bigint, note: string, account: { kind: string; period: string }): Promise<CreditedRow> {
+export async function creditResellerRow(
+  pool: Pool,
+  userId: string,
+  amount: bigint,
+  note: string,
+  account: { kind: string; period: string },
+): Promise<CreditedRow> {
   if (amount <= 0n) throw new RangeError(`a credit must be positive, got ${amount}`);
-  const { rows } = await pool.query<{ id: string; credits: string; restored: string; debits_posted: string; debits_pending: string }>(CREDIT, [
-    userId,
-    String(amount),
-    note,
-    account.kind,
-    account.period,
-  ]);
+  const { rows } = await pool.query<{ id: string; credits: string; restored: string; debits_posted: string; debits_pending: string }>(
+    CREDIT,
+    [userId, String(amount), note, account.kind, account.period],
+  );
   const row = rows[0]!;
-  return { id: row.id, credits: BigInt(row.credits), restored: BigInt(row.restored), posted: BigInt(row.debits_posted), pending: BigInt(row.debits_pending) };
+  return {
+    id: row.id,
+    credits: BigInt(row.credits),
+    restored: BigInt(row.restored),
+    posted: BigInt(row.debits_posted),
+    pending: BigInt(row.debits_pending),
+  };
 }

@@ -49,7 +49,11 @@ export async function restoreRow(pool: Pool, r: RestoreRow): Promise<RestoreOutc
   return { account: "found", accountId: row.account_id, applied: row.applied === null ? null : BigInt(row.applied) };
 }
 
-export async function earlierRestoration(pool: Pool, source: string, reference: string): Promise<{ accountId: string; amount: bigint } | undefined> {
+export async function earlierRestoration(
+  pool: Pool,
+  source: string,
+  reference: string,
+): Promise<{ accountId: string; amount: bigint } | undefined> {
   const { rows } = await pool.query<{ account_id: string; amount: string }>(EARLIER, [source, reference]);
   const row = rows[0];
   return row && { accountId: row.account_id, amount: BigInt(row.amount) };

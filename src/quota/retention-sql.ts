@@ -51,7 +51,11 @@ delete from quota_leases l
 where l.id = any($1::uuid[]) and not exists (select from quota_holds h where h.lease_id = l.id)`;
 
 async function deleteHolds(pool: Pool, cutoff: string, batchRows: number): Promise<number> {
-  const { rows } = await pool.query<{ deleted: number }>({ name: "quota_retention_holds", text: DELETE_HOLDS, values: [cutoff, batchRows] });
+  const { rows } = await pool.query<{ deleted: number }>({
+    name: "quota_retention_holds",
+    text: DELETE_HOLDS,
+    values: [cutoff, batchRows],
+  });
   return rows[0]!.deleted;
 }
 
@@ -59,9 +63,14 @@ async function deleteLeases(pool: Pool, cutoff: string, batchRows: number): Prom
   const client = await pool.connect();
   try {
     await client.query("begin");
-    const locked = await client.query<{ id: string }>({ name: "quota_retention_lock_leases", text: LOCK_LEASES, values: [cutoff, batchRows] });
+    const locked = await client.query<{ id: string }>({
+      name: "quota_retention_lock_leases",
+      text: LOCK_LEASES,
+      values: [cutoff, batchRows],
+    });
     const ids = locked.rows.map((r) => r.id);
-    const deleted = ids.length === 0 ? 0 : ((await client.query({ name: "quota_retention_leases", text: DELETE_LEASES, values: [ids] })).rowCount ?? 0);
+    const deleted =
+      ids.length === 0 ? 0 : ((await client.query({ name: "quota_retention_leases", text: DELETE_LEASES, values: [ids] })).rowCount ?? 0);
     await client.query("commit");
     return deleted;
   } catch (err) {

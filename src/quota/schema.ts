@@ -17,9 +17,15 @@ export const quotaAccounts = pgTable(
     kind: text("kind").notNull(),
     period: text("period").notNull(),
     credits: bigint("credits", { mode: "bigint" }).notNull(),
-    restored: bigint("restored", { mode: "bigint" }).notNull().default(sql`0`),
-    debitsPosted: bigint("debits_posted", { mode: "bigint" }).notNull().default(sql`0`),
-    debitsPending: bigint("debits_pending", { mode: "bigint" }).notNull().default(sql`0`),
+    restored: bigint("restored", { mode: "bigint" })
+      .notNull()
+      .default(sql`0`),
+    debitsPosted: bigint("debits_posted", { mode: "bigint" })
+      .notNull()
+      .default(sql`0`),
+    debitsPending: bigint("debits_pending", { mode: "bigint" })
+      .notNull()
+      .default(sql`0`),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
@@ -44,10 +50,16 @@ export const quotaLeases = pgTable(
       .references(() => quotaAccounts.id, { onDelete: "cascade" }),
     // No foreign key: instance rows are deleted on shutdown while their leases stay as history.
     instanceId: uuid("instance_id").notNull(),
-    amount: bigint("amount", { mode: "bigint" }).notNull().default(sql`0`),
-    status: text("status", { enum: ["pending", "closed", "expired"] }).notNull().default("pending"),
+    amount: bigint("amount", { mode: "bigint" })
+      .notNull()
+      .default(sql`0`),
+    status: text("status", { enum: ["pending", "closed", "expired"] })
+      .notNull()
+      .default("pending"),
     seq: integer("seq").notNull().default(0),
-    lastGrant: bigint("last_grant", { mode: "bigint" }).notNull().default(sql`0`),
+    lastGrant: bigint("last_grant", { mode: "bigint" })
+      .notNull()
+      .default(sql`0`),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     resolvedAt: timestamp("resolved_at", { withTimezone: true }),
   },
@@ -75,7 +87,9 @@ export const quotaHolds = pgTable(
     leaseId: uuid("lease_id").references(() => quotaLeases.id, { onDelete: "cascade" }),
     amount: bigint("amount", { mode: "bigint" }).notNull(),
     charged: bigint("charged", { mode: "bigint" }),
-    status: text("status", { enum: ["pending", "posted", "voided", "expired"] }).notNull().default("pending"),
+    status: text("status", { enum: ["pending", "posted", "voided", "expired"] })
+      .notNull()
+      .default("pending"),
     // The request's id, or what a durable hold is for (`video:<job>`).
     requestId: text("request_id").notNull(),
     // No foreign key: instance rows are deleted on shutdown while their holds stay as history. Null for a
@@ -94,7 +108,9 @@ export const quotaHolds = pgTable(
     index("quota_holds_account_id_idx").on(t.accountId),
     index("quota_holds_lease_id_idx").on(t.leaseId),
     index("quota_holds_resolved_at_idx").on(t.resolvedAt),
-    index("quota_holds_durable_pending_idx").on(t.expiresAt).where(sql`${t.status} = 'pending' and ${t.leaseId} is null`),
+    index("quota_holds_durable_pending_idx")
+      .on(t.expiresAt)
+      .where(sql`${t.status} = 'pending' and ${t.leaseId} is null`),
     check("quota_holds_amounts_nonnegative", sql`${t.amount} >= 0 and (${t.charged} is null or ${t.charged} >= 0)`),
   ],
 );

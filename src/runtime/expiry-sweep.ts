@@ -9,7 +9,12 @@ import type { QuotaLedger } from "../quota/types.js";
  * still come back. Several processes running it at once is harmless (expire-sql.ts skips what another locked).
  * The first run is jittered so that processes started together do not run it in step.
  */
-export function startExpirySweep(ledger: QuotaLedger, intervalMs: number, logger: Logger, health: DatabaseHealth): { stop(): Promise<void> } {
+export function startExpirySweep(
+  ledger: QuotaLedger,
+  intervalMs: number,
+  logger: Logger,
+  health: DatabaseHealth,
+): { stop(): Promise<void> } {
   let running: Promise<void> | undefined;
   const run = () => {
     running ??= ledger

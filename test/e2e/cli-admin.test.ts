@@ -52,7 +52,13 @@ describe("gateway admin commands", () => {
 
     const credited = await run("reseller", "credit", "--user", "ops@example.com", "--usd", "25.50", "--note", "first top-up", "--json");
     expect(credited.exitCode).toBe(0);
-    expect(JSON.parse(credited.stdout)).toEqual({ user_id: user.id, credited_usd: "25.5", spent_usd: "0", reserved_usd: "0", available_usd: "25.5" });
+    expect(JSON.parse(credited.stdout)).toEqual({
+      user_id: user.id,
+      credited_usd: "25.5",
+      spent_usd: "0",
+      reserved_usd: "0",
+      available_usd: "25.5",
+    });
     await run("reseller", "credit", "--user", user.id as string, "--usd", "0.000000001");
     const balance = await run("reseller", "balance", "--user", "ops@example.com");
     expect(balance.stdout).toContain("25.500000001 USD available");

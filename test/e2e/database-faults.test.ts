@@ -138,7 +138,16 @@ describe("gateway serve through database faults", () => {
 
     const sampler = startSampler(db.url, 100);
     running.push(sampler);
-    const load = startLoad({ cluster, keys: keys.map((k) => k.key!), model: "faults-chat", clients: CLIENTS, streams, maxTokens: MAX_TOKENS, pauseMs: 5, route });
+    const load = startLoad({
+      cluster,
+      keys: keys.map((k) => k.key!),
+      model: "faults-chat",
+      clients: CLIENTS,
+      streams,
+      maxTokens: MAX_TOKENS,
+      pauseMs: 5,
+      route,
+    });
     running.push(load);
     const t0 = performance.now();
     const windows: Window[] = [];
@@ -217,19 +226,29 @@ describe("gateway serve through database faults", () => {
       holds: holds.length,
       logRows: logs.length,
       reservedZeroAfterMs,
-      sampler: { samples: sampled.samples, failures: sampled.failures, violations: sampled.violations.length, unreconciled: sampled.unreconciled.length },
+      sampler: {
+        samples: sampled.samples,
+        failures: sampled.failures,
+        violations: sampled.violations.length,
+        unreconciled: sampled.unreconciled.length,
+      },
       databaseLines: faultedLines,
       warnings: cluster.logSummary(40).filter((l) => !/DATABASE_/.test(l.msg)),
       stopped,
     };
-    console.log(`database faults (${opts.name}):\n${Object.entries(report).map(([k, v]) => `  ${k}: ${JSON.stringify(v)}`).join("\n")}`);
+    console.log(
+      `database faults (${opts.name}):\n${Object.entries(report)
+        .map(([k, v]) => `  ${k}: ${JSON.stringify(v)}`)
+        .join("\n")}`,
+    );
 
     // ---- the proof ----
     // Real load on both processes, streams and JSON, before, during and after the fault.
     expect(windows.length).toBeGreaterThan(0);
     expect(windows.every((w) => w.end !== Infinity)).toBe(true);
     for (const p of [FAULTED, DIRECT]) {
-      for (const kind of ["json", "stream"] as const) expect(received.filter((o) => o.process === p && o.kind === kind).length).toBeGreaterThan(5);
+      for (const kind of ["json", "stream"] as const)
+        expect(received.filter((o) => o.process === p && o.kind === kind).length).toBeGreaterThan(5);
     }
     expect(received.filter((o) => o.process === FAULTED && o.startedAt > windows.at(-1)!.end).length).toBeGreaterThan(5);
 
@@ -299,7 +318,9 @@ describe("gateway serve through database faults", () => {
     expectOneLinePerOutage(faultedLines, 1);
     // Leased units and cached keys kept serving: the outage did not turn every request away.
     const [outage] = windows;
-    expect(outcomes.some((o) => o.process === FAULTED && o.status === 200 && o.startedAt > outage!.start && o.startedAt < outage!.end)).toBe(true);
+    expect(
+      outcomes.some((o) => o.process === FAULTED && o.status === 200 && o.startedAt > outage!.start && o.startedAt < outage!.end),
+    ).toBe(true);
   }, 120_000);
 
   it("connections cut every 400 ms for 6 s with the database up: no client sees an error", async () => {

@@ -7,15 +7,7 @@ import { reconcileLedger } from "../../src/quota/index.js";
 import { gateway, tempDir } from "../helpers/cli.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
-import {
-  GatewayCluster,
-  cutConnections,
-  readAccounts,
-  startLoad,
-  startSampler,
-  withPool,
-  type Outcome,
-} from "../helpers/crash-cluster.js";
+import { GatewayCluster, cutConnections, readAccounts, startLoad, startSampler, withPool, type Outcome } from "../helpers/crash-cluster.js";
 
 // The ledger under crashes, with real processes (docs/billing.md, "Escrow"): three `gateway serve` processes on
 // one database take chat load; one is SIGKILLed with streams in flight and restarted, and twice every database
@@ -112,7 +104,9 @@ describe("the ledger with three gateway processes, a SIGKILL and cut database co
     databases.push(db);
     const configFile = writeConfig(label);
     const emails = Array.from({ length: USERS }, (_, i) => `crash-${label}-${i}@example.test`);
-    const users = await Promise.all(emails.map((email) => cli(["users", "create", "--email", email, "--password", "correct horse"], configFile, db)));
+    const users = await Promise.all(
+      emails.map((email) => cli(["users", "create", "--email", email, "--password", "correct horse"], configFile, db)),
+    );
     const keys = await Promise.all(emails.map((email) => cli(["keys", "create", "--user", email], configFile, db)));
     expect(keys.map((k) => k.user_id)).toEqual(users.map((u) => u.id));
 
@@ -186,7 +180,14 @@ describe("the ledger with three gateway processes, a SIGKILL and cut database co
         )
       ).rows,
       leases: (
-        await pool.query<{ instance_id: string; status: string; count: number; first_resolved: number | null; last_resolved: number | null; last_created: number }>(
+        await pool.query<{
+          instance_id: string;
+          status: string;
+          count: number;
+          first_resolved: number | null;
+          last_resolved: number | null;
+          last_created: number;
+        }>(
           `select instance_id::text, status, count(*)::int as count,
              (extract(epoch from min(resolved_at)) * 1000)::float8 as first_resolved,
              (extract(epoch from max(resolved_at)) * 1000)::float8 as last_resolved,
@@ -242,14 +243,18 @@ describe("the ledger with three gateway processes, a SIGKILL and cut database co
         process: i,
         generations: [0, 1].map((g) => byStatus(outcomes.filter((o) => o.process === i && o.generation === g))),
       })),
-      serverErrors: outcomes.filter((o) => o.status >= 500).map((o) => ({ process: o.process, gen: o.generation, status: o.status, kind: o.kind, at: sinceStart(o.endedAt), error: o.error })),
+      serverErrors: outcomes
+        .filter((o) => o.status >= 500)
+        .map((o) => ({ process: o.process, gen: o.generation, status: o.status, kind: o.kind, at: sinceStart(o.endedAt), error: o.error })),
       loadMs: sinceStart(loadEnded),
       kill: { atMs: sinceStart(killAt), streamsInFlight: inFlight, restartedAtMs: sinceStart(restartedAt) },
       cuts,
       victimLost: {
         total: lostFromVictim.length,
         streamsCut: lostFromVictim.filter((o) => o.kind === "stream").length,
-        json: lostFromVictim.filter((o) => o.kind === "json").map((o) => ({ status: o.status, endedBeforeKillMs: Math.round(killAt - o.endedAt) })),
+        json: lostFromVictim
+          .filter((o) => o.kind === "json")
+          .map((o) => ({ status: o.status, endedBeforeKillMs: Math.round(killAt - o.endedAt) })),
       },
       holds: holds.length,
       logRows: logs.length,
@@ -257,16 +262,32 @@ describe("the ledger with three gateway processes, a SIGKILL and cut database co
         process: silent.some((i) => i.id === l.instance_id) ? "killed" : "survivor",
         status: l.status,
         count: l.count,
-        resolvedAfterKillMs: l.first_resolved === null ? null : [Math.round(l.first_resolved - victim.killedAtWall!), Math.round(l.last_resolved! - victim.killedAtWall!)],
-        ...(silent[0]?.id === l.instance_id && l.first_resolved !== null ? { resolvedAfterLastBeatMs: Math.round(l.first_resolved - silent[0].last_seen) } : {}),
+        resolvedAfterKillMs:
+          l.first_resolved === null
+            ? null
+            : [Math.round(l.first_resolved - victim.killedAtWall!), Math.round(l.last_resolved! - victim.killedAtWall!)],
+        ...(silent[0]?.id === l.instance_id && l.first_resolved !== null
+          ? { resolvedAfterLastBeatMs: Math.round(l.first_resolved - silent[0].last_seen) }
+          : {}),
       })),
-      sampler: { samples: sampled.samples, failures: sampled.failures, violations: sampled.violations.length, unreconciled: sampled.unreconciled.length, peakShare: Number(sampled.peakShare.toFixed(3)), peakPending: String(sampled.peakPending) },
+      sampler: {
+        samples: sampled.samples,
+        failures: sampled.failures,
+        violations: sampled.violations.length,
+        unreconciled: sampled.unreconciled.length,
+        peakShare: Number(sampled.peakShare.toFixed(3)),
+        peakPending: String(sampled.peakPending),
+      },
       pendingZeroAfterMs: settledMs,
       accounts: accounts.map((a) => ({ posted: String(a.posted), pending: String(a.pending), allowance: String(a.credits + a.restored) })),
       gatewayLogs: logLines,
       stopped,
     };
-    console.log(`ledger crash (${label}):\n${Object.entries(report).map(([key, value]) => `  ${key}: ${JSON.stringify(value)}`).join("\n")}`);
+    console.log(
+      `ledger crash (${label}):\n${Object.entries(report)
+        .map(([key, value]) => `  ${key}: ${JSON.stringify(value)}`)
+        .join("\n")}`,
+    );
 
     // ---- the proof ----
     // The kill found streams under way, and the load was real on every process.
@@ -303,7 +324,9 @@ describe("the ledger with three gateway processes, a SIGKILL and cut database co
     // The ledger agrees with the request log, user by user and request by request; nothing is charged twice.
     for (const account of accounts) {
       const logged = logs.filter((l) => l.user_id === account.userId).reduce((sum, l) => sum + BigInt(l.quota_charged), 0n);
-      const posted = holds.filter((h) => h.user_id === account.userId && h.status === "posted").reduce((sum, h) => sum + BigInt(h.charged!), 0n);
+      const posted = holds
+        .filter((h) => h.user_id === account.userId && h.status === "posted")
+        .reduce((sum, h) => sum + BigInt(h.charged!), 0n);
       expect({ user: account.userId, posted: account.posted }).toEqual({ user: account.userId, posted: logged });
       expect(posted).toBe(account.posted);
     }
@@ -327,7 +350,9 @@ describe("the ledger with three gateway processes, a SIGKILL and cut database co
       .filter((o) => {
         const log = logById.get(o.requestId!);
         const hold = holdsById.get(o.requestId!);
-        return !log || log.status !== 200 || hold?.length !== 1 || hold[0]!.status !== "posted" || hold[0]!.charged !== String(o.usageTotal);
+        return (
+          !log || log.status !== 200 || hold?.length !== 1 || hold[0]!.status !== "posted" || hold[0]!.charged !== String(o.usageTotal)
+        );
       })
       .map((o) => ({ outcome: o, log: logById.get(o.requestId!), holds: holdsById.get(o.requestId!) }));
     expect(unaccounted).toEqual([]);

@@ -191,7 +191,9 @@ export function startLoad(opts: LoadOptions): Load {
     const messages = [{ role: "user" as const, content: `Client ${client}, request ${n}: tell me something short.` }];
     try {
       if (kind === "json") {
-        const { data, response } = await api.chat.completions.create({ model: opts.model, messages, max_tokens: opts.maxTokens }).withResponse();
+        const { data, response } = await api.chat.completions
+          .create({ model: opts.model, messages, max_tokens: opts.maxTokens })
+          .withResponse();
         out.answeredAt = performance.now();
         out.status = response.status;
         out.requestId = response.headers.get("x-request-id");
@@ -288,7 +290,14 @@ from quota_accounts a where a.kind = 'daily_allowance'`;
 
 /** Every daily-allowance account, and whether it agrees with its user's request log. */
 export async function readAccounts(pool: Pool): Promise<AccountSample[]> {
-  const { rows } = await pool.query<{ user_id: string; credits: string; restored: string; posted: string; pending: string; logged: boolean }>(ACCOUNTS);
+  const { rows } = await pool.query<{
+    user_id: string;
+    credits: string;
+    restored: string;
+    posted: string;
+    pending: string;
+    logged: boolean;
+  }>(ACCOUNTS);
   return rows.map((r) => ({
     userId: r.user_id,
     credits: BigInt(r.credits),

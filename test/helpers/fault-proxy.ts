@@ -44,7 +44,13 @@ export async function startFaultProxy(upstream: string): Promise<FaultProxy> {
   const server = http.createServer((req, res) => {
     const match = /^\/f\/([^/]*)(\/.*)$/.exec(req.url ?? "");
     const faults = { ...Object.fromEntries(new URLSearchParams(decodeURIComponent(match?.[1] ?? ""))), ...proxy.inject };
-    const record: ProxiedRequest = { path: match?.[2] ?? req.url ?? "", headers: req.headers, faults, abortedByGateway: false, done: false };
+    const record: ProxiedRequest = {
+      path: match?.[2] ?? req.url ?? "",
+      headers: req.headers,
+      faults,
+      abortedByGateway: false,
+      done: false,
+    };
     requests.push(record);
     const fixed = proxy.respond;
     if (fixed) {

@@ -34,7 +34,12 @@ export async function startTestGateway(
 ): Promise<TestGateway> {
   const db = opts.db ?? (await createTestDatabase());
   const config = testConfig(opts.config);
-  const services = await createServices({ config, pool: opts.pool ?? db.pool, logger: opts.logger ?? createLogger("silent"), env: opts.env ?? {} });
+  const services = await createServices({
+    config,
+    pool: opts.pool ?? db.pool,
+    logger: opts.logger ?? createLogger("silent"),
+    env: opts.env ?? {},
+  });
   const http = await listen(createApp(services), "127.0.0.1", 0);
   return {
     url: http.url,

@@ -76,7 +76,8 @@ function checkValue(type: string, scope: string, value: unknown, at: string, err
   const resolved = resolve(type, scope);
   if (!resolved) throw new Error(`Unknown proto type ${type} in ${scope}`);
   if ("message" in resolved) check(resolved.message, value, at, errors);
-  else if (typeof value !== "string" || !load().enums[resolved.enum]!.includes(value)) errors.push(`${at} is not a ${resolved.enum}: ${JSON.stringify(value)}`);
+  else if (typeof value !== "string" || !load().enums[resolved.enum]!.includes(value))
+    errors.push(`${at} is not a ${resolved.enum}: ${JSON.stringify(value)}`);
 }
 
 export function validateGemini(messageName: string, value: unknown): string[] {

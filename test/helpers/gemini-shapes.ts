@@ -8,16 +8,35 @@ import { z } from "zod";
  */
 
 const FINISH_REASONS = [
-  "FINISH_REASON_UNSPECIFIED", "STOP", "MAX_TOKENS", "SAFETY", "RECITATION", "LANGUAGE", "OTHER", "BLOCKLIST",
-  "PROHIBITED_CONTENT", "SPII", "MALFORMED_FUNCTION_CALL", "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_OTHER",
-  "NO_IMAGE", "IMAGE_RECITATION", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS",
+  "FINISH_REASON_UNSPECIFIED",
+  "STOP",
+  "MAX_TOKENS",
+  "SAFETY",
+  "RECITATION",
+  "LANGUAGE",
+  "OTHER",
+  "BLOCKLIST",
+  "PROHIBITED_CONTENT",
+  "SPII",
+  "MALFORMED_FUNCTION_CALL",
+  "IMAGE_SAFETY",
+  "IMAGE_PROHIBITED_CONTENT",
+  "IMAGE_OTHER",
+  "NO_IMAGE",
+  "IMAGE_RECITATION",
+  "UNEXPECTED_TOOL_CALL",
+  "TOO_MANY_TOOL_CALLS",
 ] as const;
 
 const part = z.union([
   z.strictObject({ text: z.string() }),
   z.strictObject({ functionCall: z.strictObject({ name: z.string(), args: z.record(z.string(), z.unknown()) }) }),
 ]);
-const int32 = z.number().int().min(0).max(2 ** 31 - 1);
+const int32 = z
+  .number()
+  .int()
+  .min(0)
+  .max(2 ** 31 - 1);
 
 const generateContentResponse = z.strictObject({
   candidates: z.array(
@@ -27,9 +46,7 @@ const generateContentResponse = z.strictObject({
       index: int32,
     }),
   ),
-  usageMetadata: z
-    .strictObject({ promptTokenCount: int32, candidatesTokenCount: int32.optional(), totalTokenCount: int32 })
-    .optional(),
+  usageMetadata: z.strictObject({ promptTokenCount: int32, candidatesTokenCount: int32.optional(), totalTokenCount: int32 }).optional(),
   modelVersion: z.string(),
   responseId: z.string(),
 });

@@ -53,7 +53,13 @@ export function useLedgerFixture(prefix: string, options: { countAccountUpdates?
       const pool = opts.pool ?? fixture.other;
       const instance = opts.instance ?? (await registerInstance(pool, QUIET_INSTANCE));
       if (!opts.instance) instances.push(instance);
-      const ledger = createQuotaLedger(pool, { maxHoldSeconds: MAX_HOLD_SECONDS, clock: fixture.clock, settleLingerMs: 5, ...opts, instance });
+      const ledger = createQuotaLedger(pool, {
+        maxHoldSeconds: MAX_HOLD_SECONDS,
+        clock: fixture.clock,
+        settleLingerMs: 5,
+        ...opts,
+        instance,
+      });
       ledgers.push(ledger);
       return { ledger, instance };
     },

@@ -15,7 +15,8 @@ const UPSTREAM = { anthropic: "mock-claude", gemini: "mock-gemini" } as const;
 type Protocol = keyof typeof UPSTREAM;
 
 /** The quota units of a usage at the models' rates (completion tokens cost 3 prompt tokens). */
-export const charge = (prompt: number, completion: number) => String(chatQuota({ promptTokens: prompt, completionTokens: completion, cachedTokens: 0 }, RATES));
+export const charge = (prompt: number, completion: number) =>
+  String(chatQuota({ promptTokens: prompt, completionTokens: completion, cachedTokens: 0 }, RATES));
 
 export interface ProtocolGateway {
   mock: MockUpstream;
@@ -43,8 +44,18 @@ export async function startProtocolGateway(protocol: Protocol): Promise<Protocol
   const proxy: FaultProxy = await startFaultProxy(mock.url);
   // The proxy's base URLs end in /v1, as an openai provider's do; anthropic and gemini base URLs are the root.
   const root = (faults: Record<string, string | number>) => proxy.baseUrl(faults).replace(/\/v1$/, "");
-  const provider = (p: string, base_url: string, extra: object = {}) => ({ protocol: p as Protocol | "openai", base_url, api_key: MOCK_KEY, ...extra });
-  const model = (targets: (string | { provider: string; model: string })[], name = upstream) => ({ kind: "chat" as const, upstream: name, targets, completion_ratio: 3 });
+  const provider = (p: string, base_url: string, extra: object = {}) => ({
+    protocol: p as Protocol | "openai",
+    base_url,
+    api_key: MOCK_KEY,
+    ...extra,
+  });
+  const model = (targets: (string | { provider: string; model: string })[], name = upstream) => ({
+    kind: "chat" as const,
+    upstream: name,
+    targets,
+    completion_ratio: 3,
+  });
   const chat = (id: string) => ({ provider: id, model: "mock-gpt-small" });
   const gw = await startTestGateway({
     config: {

@@ -31,7 +31,11 @@ export interface RecordingUpstream {
   close(): Promise<void>;
 }
 
-export const jsonAnswer = (body: object, status = 200): Answer => ({ status, headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+export const jsonAnswer = (body: object, status = 200): Answer => ({
+  status,
+  headers: { "content-type": "application/json" },
+  body: JSON.stringify(body),
+});
 export const sseAnswer = (body: string): Answer => ({ status: 200, headers: { "content-type": "text/event-stream" }, body });
 
 export async function startRecordingUpstream(): Promise<RecordingUpstream> {
@@ -75,7 +79,8 @@ export interface AdapterFixture {
 }
 
 /** The default caps on JSON answers, with `overrides`. */
-export const answerLimits = (overrides: Partial<UpstreamAnswerLimits> = {}): UpstreamAnswerLimits => upstreamAnswerLimitsSchema.parse(overrides);
+export const answerLimits = (overrides: Partial<UpstreamAnswerLimits> = {}): UpstreamAnswerLimits =>
+  upstreamAnswerLimitsSchema.parse(overrides);
 
 /**
  * Registers the hooks of an adapter test: a recording upstream, an adapter for a provider on it (base URL from

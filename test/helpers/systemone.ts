@@ -40,7 +40,12 @@ export const QUESTIONS = {
 
 export const evaluation = (model: string, extra: Record<string, unknown> = {}) => ({
   model,
-  state: { transcript: [{ role: "user", text: "Hi there" }, { role: "assistant", text: "Hello! How can I help?" }] },
+  state: {
+    transcript: [
+      { role: "user", text: "Hi there" },
+      { role: "assistant", text: "Hello! How can I help?" },
+    ],
+  },
   questions: QUESTIONS,
   ...extra,
 });
@@ -52,7 +57,13 @@ export interface Evaluated {
 }
 
 /** POSTs `body` (an object, or raw text) to the gateway's `path` with `key`. */
-export async function evaluate(url: string, key: string, body: unknown, path = "/v1/systemone", headers: Record<string, string> = {}): Promise<Evaluated> {
+export async function evaluate(
+  url: string,
+  key: string,
+  body: unknown,
+  path = "/v1/systemone",
+  headers: Record<string, string> = {},
+): Promise<Evaluated> {
   const res = await fetch(`${url}${path}`, {
     method: "POST",
     headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...headers },
@@ -63,13 +74,21 @@ export async function evaluate(url: string, key: string, body: unknown, path = "
 }
 
 /** A systemone provider (its base_url is the evaluator's root) whose requests carry `faults`. */
-export const evaluator = (proxy: FaultProxy, faults: Record<string, string | number> = {}): NonNullable<ConfigInput["providers"]>[string] => ({
+export const evaluator = (
+  proxy: FaultProxy,
+  faults: Record<string, string | number> = {},
+): NonNullable<ConfigInput["providers"]>[string] => ({
   protocol: "systemone",
   base_url: proxy.baseUrl(faults).replace(/\/v1$/, ""),
 });
 
 /** A systemone model on `targets`, version 1.13.0 unless told otherwise. */
-export const judge = (targets: string[], extra: Record<string, unknown> = {}) => ({ kind: "systemone" as const, upstream: "1.13.0", targets, ...extra });
+export const judge = (targets: string[], extra: Record<string, unknown> = {}) => ({
+  kind: "systemone" as const,
+  upstream: "1.13.0",
+  targets,
+  ...extra,
+});
 
 const noul = { type: "noul" };
 const base = { model: "judge", state: { transcript: ["hi"] }, questions: { q1: noul } };
@@ -100,7 +119,11 @@ export const BAD_REQUESTS: [string, unknown, string | null][] = [
   ["choice without criteria", { ...base, questions: { q1: { type: "choice" } } }, "questions.q1.criteria"],
   ["choice criteria empty", { ...base, questions: { q1: { type: "choice", criteria: {} } } }, "questions.q1.criteria"],
   ["choice criteria as an array", { ...base, questions: { q1: { type: "choice", criteria: ["a", "b"] } } }, "questions.q1.criteria"],
-  ["a choice description that is a number", { ...base, questions: { q1: { type: "choice", criteria: { a: "x", b: 2 } } } }, "questions.q1.criteria.b"],
+  [
+    "a choice description that is a number",
+    { ...base, questions: { q1: { type: "choice", criteria: { a: "x", b: 2 } } } },
+    "questions.q1.criteria.b",
+  ],
   ["an empty option name", { ...base, questions: { q1: { type: "choice", criteria: { "": "x" } } } }, "questions.q1.criteria."],
   ["score without criteria", { ...base, questions: { q1: { type: "score" } } }, "questions.q1.criteria"],
   ["score with one level", { ...base, questions: { q1: { type: "score", criteria: ["only"] } } }, "questions.q1.criteria"],
@@ -109,6 +132,9 @@ export const BAD_REQUESTS: [string, unknown, string | null][] = [
   ["stream: true", { ...base, stream: true }, "stream"],
   ["stream that is no boolean", { ...base, stream: "false" }, "stream"],
   ["a bad second question", { ...base, questions: { q1: noul, q2: { type: "choice", criteria: {} } } }, "questions.q2.criteria"],
-  ["a bad question named __proto__", JSON.parse('{"model":"judge","state":null,"questions":{"__proto__":{"type":"x"}}}'), "questions.__proto__.type"],
+  [
+    "a bad question named __proto__",
+    JSON.parse('{"model":"judge","state":null,"questions":{"__proto__":{"type":"x"}}}'),
+    "questions.__proto__.type",
+  ],
 ];
-

@@ -4,7 +4,16 @@ import type { Pool } from "../../src/db/pool.js";
 // own text of every value) and to put deleted rows back.
 
 /** The tables the retention reads or writes, parents before children (the order rows are put back in). */
-export const RETENTION_TABLES = ["quota_accounts", "quota_leases", "quota_holds", "quota_hold_rollups", "quota_restorations", "reseller_credits", "request_logs", "request_log_rollups"] as const;
+export const RETENTION_TABLES = [
+  "quota_accounts",
+  "quota_leases",
+  "quota_holds",
+  "quota_hold_rollups",
+  "quota_restorations",
+  "reseller_credits",
+  "request_logs",
+  "request_log_rollups",
+] as const;
 
 export type TableName = (typeof RETENTION_TABLES)[number];
 export type Snapshot = Record<TableName, Record<string, unknown>[]>;

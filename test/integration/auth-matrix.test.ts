@@ -139,9 +139,12 @@ const routes: RouteCase[] = [
   { method: "GET", path: "/v1/models", allowed: keys },
   { method: "GET", path: "/native/v1/models", allowed: keys },
   // The Anthropic and Gemini routes outside /v1: a key gets as far as the body check (an empty body is a 400).
-  ...["/messages", "/v1/messages", "/compatible/v1beta/models/m1:generateContent", "/compatible/v1beta/models/m1:streamGenerateContent?alt=sse"].map(
-    (path): RouteCase => ({ method: "POST", path, body: () => ({}), allowed: { "inference key": 400, "reseller key": 400 } }),
-  ),
+  ...[
+    "/messages",
+    "/v1/messages",
+    "/compatible/v1beta/models/m1:generateContent",
+    "/compatible/v1beta/models/m1:streamGenerateContent?alt=sse",
+  ].map((path): RouteCase => ({ method: "POST", path, body: () => ({}), allowed: { "inference key": 400, "reseller key": 400 } })),
   { method: "GET", path: "/api/v1/user/me", allowed: { ...admins(200), "user session": 200 } },
   { method: "GET", path: "/api/v1/admin/users", allowed: { ...admins(200), "user session": 403 } },
   {
@@ -154,9 +157,7 @@ const routes: RouteCase[] = [
 ];
 
 describe("auth matrix", () => {
-  const cases = routes.flatMap((route) =>
-    credentialNames.map((name) => ({ route, name, expected: route.allowed[name] ?? 401 })),
-  );
+  const cases = routes.flatMap((route) => credentialNames.map((name) => ({ route, name, expected: route.allowed[name] ?? 401 })));
 
   it.each(cases)("$route.method $route.path with $name → $expected", async ({ route, name, expected }) => {
     const credential = credentials[name];
@@ -230,7 +231,7 @@ describe("api keys", () => {
     expect(await statusOnSecondWithin2s(first.key)).toBe(401);
 
     // Reconnection backs off from 1s; after it the cache must work, and be invalidated, again.
-    for (const deadline = Date.now() + 10_000; (await listeners()) < 2 && Date.now() < deadline; ) await sleep(100);
+    for (const deadline = Date.now() + 10_000; (await listeners()) < 2 && Date.now() < deadline;) await sleep(100);
     expect(await listeners()).toBe(2);
     const second = await services.auth.apiKeys.create({ user: "user@example.test" });
     expect((await call(secondServer, "GET", "/v1/models", bearer(second.key))).status).toBe(200);

@@ -128,7 +128,12 @@ describe("the client's own upstream key", () => {
       { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, cachedTokens: 0 },
       { completionRatio: 1, cachedRatio: 1, tokenMultiplier: 1, groupMultiplier: 1, byokRatio: BYOK_RATIO },
     );
-    expect(await logRow(res.requestId)).toMatchObject({ status: 200, provider: "own", quota_charged: String(expected), input_tokens: usage.prompt_tokens });
+    expect(await logRow(res.requestId)).toMatchObject({
+      status: 200,
+      provider: "own",
+      quota_charged: String(expected),
+      input_tokens: usage.prompt_tokens,
+    });
     expect(expected).toBeGreaterThan(0n);
 
     await gw.services.auth.users.create({ email: "byok-tiny@example.test", password: "password-123", plan: "tiny" });
@@ -179,7 +184,10 @@ describe("the client's own upstream key", () => {
     expect(logLines.length).toBeGreaterThan(10);
     for (const secret of [CLIENT_KEY, WRONG_KEY, MALFORMED, MALFORMED.slice("Bearer ".length)]) {
       for (const [where, texts] of Object.entries({ logs: logLines, rows, responses: seen })) {
-        expect(texts.filter((t) => t.includes(secret)), `${where} hold a client key`).toEqual([]);
+        expect(
+          texts.filter((t) => t.includes(secret)),
+          `${where} hold a client key`,
+        ).toEqual([]);
       }
     }
   });

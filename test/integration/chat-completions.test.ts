@@ -1,5 +1,10 @@
 import OpenAI from "openai";
-import type { ChatCompletionChunk, ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
+import type {
+  ChatCompletionChunk,
+  ChatCompletionCreateParamsNonStreaming,
+  ChatCompletionMessageParam,
+  ChatCompletionTool,
+} from "openai/resources/chat/completions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
 import { collect } from "../helpers/async-iter.js";
@@ -153,7 +158,11 @@ describe("chat completions through the OpenAI SDK", () => {
 
     const second = await client.chat.completions.create({
       ...ask,
-      messages: [...ask.messages, choice.message, { role: "tool", tool_call_id: call.id, content: '{"temperature_c": 21, "sky": "clear"}' }],
+      messages: [
+        ...ask.messages,
+        choice.message,
+        { role: "tool", tool_call_id: call.id, content: '{"temperature_c": 21, "sky": "clear"}' },
+      ],
     });
     expect(validateOpenAI("CreateChatCompletionResponse", second)).toEqual([]);
     expect(second.choices[0]!.finish_reason).toBe("stop");

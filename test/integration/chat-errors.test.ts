@@ -201,7 +201,9 @@ describe("chat completion bad input", () => {
     const requestId = res.headers.get("x-request-id")!;
     await expectEnvelope(res, 404);
     await quiesce(gw);
-    const { rows } = await gw.db.pool.query("select status, error_class, quota_charged from request_logs where request_id = $1", [requestId]);
+    const { rows } = await gw.db.pool.query("select status, error_class, quota_charged from request_logs where request_id = $1", [
+      requestId,
+    ]);
     expect(rows).toEqual([{ status: 404, error_class: "not_found", quota_charged: "0" }]);
     const pending = await gw.db.pool.query<{ n: string }>("select count(*) as n from quota_holds where status = 'pending'");
     expect(pending.rows[0]!.n).toBe("0");

@@ -273,7 +273,9 @@ describe("every target fails", () => {
     const answer = {
       status: 429,
       headers: { "retry-after": SECRET, "retry-after-ms": `${SECRET}-1`, "x-upstream-trace": SECRET, "set-cookie": `s=${SECRET}` },
-      body: JSON.stringify({ error: { message: `quota of sk-provider-a hit (${SECRET})`, type: "requests", param: null, code: "rate_limit_exceeded" } }),
+      body: JSON.stringify({
+        error: { message: `quota of sk-provider-a hit (${SECRET})`, type: "requests", param: null, code: "rate_limit_exceeded" },
+      }),
     };
     a.respond = answer;
     b.respond = answer;
@@ -300,7 +302,10 @@ describe("every target fails", () => {
     const chunks: ChatCompletionChunk[] = [];
     const err = await (async () => {
       for await (const chunk of stream) chunks.push(chunk);
-    })().then(() => undefined, (e: unknown) => e);
+    })().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(OpenAI.APIError);
     expect((err as InstanceType<typeof OpenAI.APIError>).code).toBe("upstream_stream_interrupted");
     expect(chunks).toHaveLength(3);

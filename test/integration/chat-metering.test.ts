@@ -38,7 +38,14 @@ const FAULTS: Record<string, Record<string, number>> = {
   drop: { "x-mock-drop-after": 3 },
 };
 const { tokenMultiplier: token_multiplier, completionRatio: completion_ratio, cachedRatio: cached_ratio } = RATES;
-const model = (provider: string) => ({ kind: "chat" as const, upstream: UPSTREAM, targets: [provider], token_multiplier, completion_ratio, cached_ratio });
+const model = (provider: string) => ({
+  kind: "chat" as const,
+  upstream: UPSTREAM,
+  targets: [provider],
+  token_multiplier,
+  completion_ratio,
+  cached_ratio,
+});
 
 beforeAll(async () => {
   mock = await startMockUpstream();
@@ -154,7 +161,11 @@ describe("GET /api/v1/user/quota", () => {
   it("shows allowance, used, reserved and remaining as the ledger has them, also mid-stream", async () => {
     const user = await freshUser();
     const credentials = JSON.stringify({ email: user.email, password: PASSWORD });
-    const login = await fetch(`${gw.url}/api/v1/auth/login`, { method: "POST", headers: { "content-type": "application/json" }, body: credentials });
+    const login = await fetch(`${gw.url}/api/v1/auth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: credentials,
+    });
     const { token } = (await login.json()) as { token: string };
     const quota = async () => {
       const res = await fetch(`${gw.url}/api/v1/user/quota`, { headers: { authorization: `Bearer ${token}` } });

@@ -72,12 +72,18 @@ function countLookups(pool: Pool): () => number {
 }
 
 /** A gateway whose every database connection goes through a fault proxy of its own; closed after the test. */
-async function faultyGateway(database: NonNullable<ConfigInput["database"]> = {}, quota: NonNullable<ConfigInput["quota"]> = {}): Promise<FaultyGateway> {
+async function faultyGateway(
+  database: NonNullable<ConfigInput["database"]> = {},
+  quota: NonNullable<ConfigInput["quota"]> = {},
+): Promise<FaultyGateway> {
   const proxy = await startPgFaultProxy(db.url);
   cleanups.push(() => proxy.close());
   const timeouts = { request_timeout_ms: 500, connect_timeout_ms: 500, ...database };
   // As `gateway serve` opens it (src/runtime/database.ts): every statement under the query timeout.
-  const pool = createPool(proxy.url, 10, () => {}, { connectTimeoutMs: timeouts.connect_timeout_ms, queryTimeoutMs: timeouts.query_timeout_ms });
+  const pool = createPool(proxy.url, 10, () => {}, {
+    connectTimeoutMs: timeouts.connect_timeout_ms,
+    queryTimeoutMs: timeouts.query_timeout_ms,
+  });
   cleanups.push(() => pool.end());
   const lookups = countLookups(pool);
   const { logger, lines } = capturingLogger();
@@ -127,13 +133,23 @@ async function expectDatabaseUnavailable(res: Response) {
   expect(res.status).toBe(503);
   expect(res.headers.get("retry-after")).toBe("2");
   expect(await res.json()).toEqual({
-    error: { message: expect.any(String), type: "api_error", code: "database_unavailable", param: null, request_id: res.headers.get("x-request-id") },
+    error: {
+      message: expect.any(String),
+      type: "api_error",
+      code: "database_unavailable",
+      param: null,
+      request_id: res.headers.get("x-request-id"),
+    },
   });
 }
 
 /** The user's posted holds, read on the direct road. */
 async function postedHolds(userId: string): Promise<number> {
-  const rows = await rowsOf(db.pool, "select h.id from quota_holds h join quota_accounts a on a.id = h.account_id where a.user_id = $1 and h.status = 'posted'", [userId]);
+  const rows = await rowsOf(
+    db.pool,
+    "select h.id from quota_holds h join quota_accounts a on a.id = h.account_id where a.user_id = $1 and h.status = 'posted'",
+    [userId],
+  );
   return rows.length;
 }
 
@@ -289,7 +305,8 @@ describe("connection cuts and stalls", () => {
     });
     expect(login.status).toBe(200);
     const { token } = (await login.json()) as { token: string };
-    const view = (path: string) => fetch(`${gw.url}/api/v1/user/${path}`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(HANG_MS) });
+    const view = (path: string) =>
+      fetch(`${gw.url}/api/v1/user/${path}`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(HANG_MS) });
     const cutsBefore = proxy.stats().cut;
     const cutting = proxy.cutEvery(100, 2000);
     const statuses: number[] = [];
@@ -323,7 +340,12 @@ describe("connection cuts and stalls", () => {
         for (let i = 0; i < 10; i++) {
           const res = await chat(gw, user.key, SMALL, `Client ${client}, request ${i}`);
           const text = await res.text();
-          mine.push({ userId: user.id, status: res.status, requestId: res.headers.get("x-request-id"), ...(res.status === 200 ? {} : { body: text }) });
+          mine.push({
+            userId: user.id,
+            status: res.status,
+            requestId: res.headers.get("x-request-id"),
+            ...(res.status === 200 ? {} : { body: text }),
+          });
           await sleep(150);
         }
         return mine;
@@ -360,7 +382,12 @@ describe("connection cuts and stalls", () => {
       body: JSON.stringify({ email: `faults-${users}@example.test`, password: "password-123" }),
       signal: AbortSignal.timeout(HANG_MS),
     });
-    const [unknownKey, uncovered, ready, loggingIn] = await Promise.all([chat(gw, stranger.key), chat(gw, user.key, BIG), probe(gw, "/readyz"), login]);
+    const [unknownKey, uncovered, ready, loggingIn] = await Promise.all([
+      chat(gw, stranger.key),
+      chat(gw, user.key, BIG),
+      probe(gw, "/readyz"),
+      login,
+    ]);
     await expectDatabaseUnavailable(unknownKey);
     await expectDatabaseUnavailable(uncovered);
     expect(ready.status).toBe(503);
@@ -379,11 +406,30 @@ describe("connection cuts and stalls", () => {
 
 describe("the request-log writer through an outage", () => {
   const logRow = (userId: string): RequestLogRow => ({
-    requestId: `req_${randomBytes(16).toString("hex")}`, userId, keyId: randomUUID(), route: "/v1/chat/completions",
-    clientProtocol: "openai", publicModel: "chat", upstreamModel: "mock-gpt-small", provider: "mock", fallbackPath: [],
-    status: 503, errorClass: "unavailable", errorCode: "database_unavailable", inputTokens: 0, outputTokens: 0, cachedTokens: 0,
-    quotaCharged: 0n, costUsd: null, upstreamCostUsd: null, usageSource: "none", latencyMs: 1.5, ttfbMs: null, streamed: false,
-    receivedAt: new Date(), createdAt: new Date(),
+    requestId: `req_${randomBytes(16).toString("hex")}`,
+    userId,
+    keyId: randomUUID(),
+    route: "/v1/chat/completions",
+    clientProtocol: "openai",
+    publicModel: "chat",
+    upstreamModel: "mock-gpt-small",
+    provider: "mock",
+    fallbackPath: [],
+    status: 503,
+    errorClass: "unavailable",
+    errorCode: "database_unavailable",
+    inputTokens: 0,
+    outputTokens: 0,
+    cachedTokens: 0,
+    quotaCharged: 0n,
+    costUsd: null,
+    upstreamCostUsd: null,
+    usageSource: "none",
+    latencyMs: 1.5,
+    ttfbMs: null,
+    streamed: false,
+    receivedAt: new Date(),
+    createdAt: new Date(),
   });
 
   async function writerThroughProxy(options: Partial<RequestLogWriterOptions>) {
@@ -391,7 +437,15 @@ describe("the request-log writer through an outage", () => {
     cleanups.push(() => proxy.close());
     const pool = createPool(proxy.url, 2, () => {}, { connectTimeoutMs: 500 });
     cleanups.push(() => pool.end());
-    const writer = createRequestLogWriter({ pool, logger: createLogger("silent"), batchSize: 500, flushIntervalMs: 100, maxBuffered: 100_000, statementTimeoutMs: 10_000, ...options });
+    const writer = createRequestLogWriter({
+      pool,
+      logger: createLogger("silent"),
+      batchSize: 500,
+      flushIntervalMs: 100,
+      maxBuffered: 100_000,
+      statementTimeoutMs: 10_000,
+      ...options,
+    });
     cleanups.push(async () => {
       proxy.up();
       await writer.close();

@@ -33,7 +33,10 @@ async function start(dataDir: string, mode: "own" | "attach-or-start" = "own", e
 }
 
 async function startError(dataDir: string, extra: Partial<EmbeddedPostgresOptions> = {}): Promise<Error> {
-  const err: unknown = await start(dataDir, "own", extra).then(() => undefined, (e: unknown) => e);
+  const err: unknown = await start(dataDir, "own", extra).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(EmbeddedPostgresError);
   expect((err as Error).message).not.toContain("\n");
   return err as Error;
@@ -49,8 +52,7 @@ async function query(url: string, sql: string): Promise<unknown[]> {
   }
 }
 
-const postmasterPid = (dataDir: string) =>
-  Number(readFileSync(path.join(dataDir, "pg", "postmaster.pid"), "utf8").split("\n")[0]);
+const postmasterPid = (dataDir: string) => Number(readFileSync(path.join(dataDir, "pg", "postmaster.pid"), "utf8").split("\n")[0]);
 
 function alive(pid: number): boolean {
   try {
@@ -67,14 +69,17 @@ function deadPid(): Promise<number> {
 }
 
 function postgresUnder(dirs: string[]): number[] {
-  return readdirSync("/proc").filter((p) => /^\d+$/.test(p)).map(Number).filter((pid) => {
-    try {
-      const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
-      return cmdline.includes("postgres") && dirs.some((d) => cmdline.includes(d));
-    } catch {
-      return false;
-    }
-  });
+  return readdirSync("/proc")
+    .filter((p) => /^\d+$/.test(p))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+        return cmdline.includes("postgres") && dirs.some((d) => cmdline.includes(d));
+      } catch {
+        return false;
+      }
+    });
 }
 
 afterAll(async () => {

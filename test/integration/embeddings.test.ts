@@ -66,7 +66,9 @@ async function raw(body: Record<string, unknown>) {
 
 describe("POST /v1/embeddings", () => {
   it("answers floats with the public model id and bills the input tokens", async () => {
-    const { data: answer, response } = await client.embeddings.create({ model: "embed", input: inputs, encoding_format: "float" }).withResponse();
+    const { data: answer, response } = await client.embeddings
+      .create({ model: "embed", input: inputs, encoding_format: "float" })
+      .withResponse();
     const expected = await direct.embeddings.create({ model: UPSTREAM, input: inputs, encoding_format: "float" });
     expect(answer.model).toBe("embed");
     expect(answer.data.map((d) => d.embedding)).toEqual(expected.data.map((d) => d.embedding));
@@ -75,14 +77,19 @@ describe("POST /v1/embeddings", () => {
     expect(validateOpenAI("CreateEmbeddingResponse", json)).toEqual([]);
 
     await quiesce(gw);
-    const [first] = await rowsOf(gw.db.pool, "select * from request_logs where user_id = $1 and request_id = $2", [userId, response.headers.get("x-request-id")]);
+    const [first] = await rowsOf(gw.db.pool, "select * from request_logs where user_id = $1 and request_id = $2", [
+      userId,
+      response.headers.get("x-request-id"),
+    ]);
     // token_multiplier 2, no completion: the charge is twice the upstream's prompt tokens.
     expect(first).toMatchObject({ status: 200, usage_source: "upstream", input_tokens: expected.usage.prompt_tokens, output_tokens: 0 });
     expect(first!.quota_charged).toBe(String(2 * expected.usage.prompt_tokens));
   });
 
   it("answers base64 that decodes to the same vectors, passed through or encoded by the gateway", async () => {
-    const floats = (await direct.embeddings.create({ model: UPSTREAM, input: inputs, encoding_format: "float" })).data.map((d) => d.embedding);
+    const floats = (await direct.embeddings.create({ model: UPSTREAM, input: inputs, encoding_format: "float" })).data.map(
+      (d) => d.embedding,
+    );
     for (const model of ["embed", "embed-floats"]) {
       const { status, json } = await raw({ model, input: inputs, encoding_format: "base64" });
       expect(status).toBe(200);

@@ -45,7 +45,10 @@ async function chatAnswer() {
     systemInstruction: { role: "user", parts: [{ text: hello.config.systemInstruction }] },
   });
   const chat = convertGenerateContentToChat(request, { model: "mock-gpt-small", stream: false });
-  const answer = await pg.directChat.chat.completions.create({ ...chat, model: "mock-gpt-small" } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+  const answer = await pg.directChat.chat.completions.create({
+    ...chat,
+    model: "mock-gpt-small",
+  } as OpenAI.ChatCompletionCreateParamsNonStreaming);
   return { text: answer.choices[0]!.message.content!, usage: answer.usage! };
 }
 
@@ -102,7 +105,10 @@ describe("generateContent, translated to an openai provider (a model ID with a s
     const expected = await chatAnswer();
     expect(answer.text).toBe(expected.text);
     expect(answer.modelVersion).toBe("org/chat");
-    expect(answer.usageMetadata).toMatchObject({ promptTokenCount: expected.usage.prompt_tokens, candidatesTokenCount: expected.usage.completion_tokens });
+    expect(answer.usageMetadata).toMatchObject({
+      promptTokenCount: expected.usage.prompt_tokens,
+      candidatesTokenCount: expected.usage.completion_tokens,
+    });
     const s = await settled([pg.gw], userId);
     expect(s.log).toMatchObject({
       public_model: "org/chat",
@@ -129,10 +135,16 @@ describe("generateContent, translated to an openai provider (a model ID with a s
     const expected = await chatAnswer();
     expect(text).toBe(expected.text);
     expect(last.candidates![0]!.finishReason).toBe("STOP");
-    expect(last.usageMetadata).toMatchObject({ promptTokenCount: expected.usage.prompt_tokens, candidatesTokenCount: expected.usage.completion_tokens });
+    expect(last.usageMetadata).toMatchObject({
+      promptTokenCount: expected.usage.prompt_tokens,
+      candidatesTokenCount: expected.usage.completion_tokens,
+    });
     const s = await settled([pg.gw], userId, 2);
     const sdkLog = s.logs.find((l) => l.input_tokens === expected.usage.prompt_tokens)!;
-    expect(sdkLog).toMatchObject({ usage_source: "upstream", quota_charged: charge(expected.usage.prompt_tokens, expected.usage.completion_tokens) });
+    expect(sdkLog).toMatchObject({
+      usage_source: "upstream",
+      quota_charged: charge(expected.usage.prompt_tokens, expected.usage.completion_tokens),
+    });
   });
 
   it("without upstream usage, shows and bills the same local count", async () => {
@@ -195,7 +207,11 @@ describe("errors as the Gemini SDK surfaces them", () => {
     const cases: [() => Promise<unknown>, number, string][] = [
       [() => sdk("gw_wrong").models.generateContent({ model: "native", ...hello }), 401, "Invalid or revoked API key"],
       [() => ai.models.generateContent({ model: "nope", ...hello }), 404, "The model 'nope' does not exist"],
-      [() => ai.models.generateContent({ model: "native", contents: noMediaType }), 400, "Invalid contents[0].parts[0].inlineData.mimeType"],
+      [
+        () => ai.models.generateContent({ model: "native", contents: noMediaType }),
+        400,
+        "Invalid contents[0].parts[0].inlineData.mimeType",
+      ],
       [() => ai.models.generateContent({ model: "other", ...hello }), 400, "served over the anthropic protocol"],
       [() => ai.models.generateContent({ model: "all-down", ...hello }), 502, "The upstream provider answered 503"],
       [() => ai.models.generateContentStream({ model: "all-down", ...hello }), 502, "The upstream provider answered 503"],

@@ -45,7 +45,12 @@ describe("HTTP basics", () => {
     ["malformed JSON", () => login("{not json"), 400, "invalid_json"],
     ["empty body", () => login(""), 400, "invalid_json"],
     ["wrong content type", () => login("email=a&password=b", "application/x-www-form-urlencoded"), 415, "unsupported_media_type"],
-    ["body over the cap (declared length)", () => login(JSON.stringify({ email: "a".repeat(CAP), password: "x" })), 413, "request_too_large"],
+    [
+      "body over the cap (declared length)",
+      () => login(JSON.stringify({ email: "a".repeat(CAP), password: "x" })),
+      413,
+      "request_too_large",
+    ],
     ["unknown route", () => fetch(`${gw.url}/no/such/route`), 404, "unknown_route"],
     ["wrong method", () => fetch(`${gw.url}/api/v1/auth/login`, { method: "GET" }), 405, "method_not_allowed"],
     ["wrong type", () => login(JSON.stringify({ email: 42, password: "x" })), 400, "invalid_value"],

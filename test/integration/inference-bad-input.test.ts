@@ -126,28 +126,30 @@ const routes: Route[] = [
       [{ messages: [{ role: "user", content: [{ type: "text" }] }] }, "messages[0].content[0].text"],
     ],
   },
-  ...["generateContent", "streamGenerateContent?alt=sse"].map(
-    (method): Route => ({
-      name: method,
-      path: gemini(method),
-      body: () => ({ contents }),
-      model: "gem",
-      wrongKind: "embed",
-      missingModel: { path: gemini(method)("") },
-      wrongTypes: [
-        [{ contents: "hello" }, "contents"],
-        [{ generationConfig: { maxOutputTokens: "many" } }, "generationConfig.maxOutputTokens"],
-      ],
-      empty: [
-        [{ contents: [] }, "contents"],
-        [{ contents: [{ role: "user", parts: [] }] }, "contents[0].parts"],
-      ],
-    }),
-  ),
+  ...["generateContent", "streamGenerateContent?alt=sse"].map((method): Route => ({
+    name: method,
+    path: gemini(method),
+    body: () => ({ contents }),
+    model: "gem",
+    wrongKind: "embed",
+    missingModel: { path: gemini(method)("") },
+    wrongTypes: [
+      [{ contents: "hello" }, "contents"],
+      [{ generationConfig: { maxOutputTokens: "many" } }, "generationConfig.maxOutputTokens"],
+    ],
+    empty: [
+      [{ contents: [] }, "contents"],
+      [{ contents: [{ role: "user", parts: [] }] }, "contents[0].parts"],
+    ],
+  })),
 ];
 
 async function post(path: string, body: string, contentType = "application/json") {
-  const res = await fetch(`${gw.url}${path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": contentType }, body });
+  const res = await fetch(`${gw.url}${path}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": contentType },
+    body,
+  });
   const json = (await res.json()) as { error: Record<string, unknown> };
   expect(validateOpenAI("ErrorResponse", json)).toEqual([]);
   expect(json.error.request_id).toBe(res.headers.get("x-request-id"));
@@ -175,8 +177,14 @@ describe.each(routes)("bad input on $name", (route) => {
   });
 
   it("unknown model → 404, a model of the wrong kind → 400", async () => {
-    expect(await send(route.body("no-such-model"), route.path("no-such-model"))).toMatchObject({ status: 404, error: { code: "model_not_found" } });
-    expect(await send(route.body(route.wrongKind), route.path(route.wrongKind))).toMatchObject({ status: 400, error: { code: "model_not_supported", param: "model" } });
+    expect(await send(route.body("no-such-model"), route.path("no-such-model"))).toMatchObject({
+      status: 404,
+      error: { code: "model_not_found" },
+    });
+    expect(await send(route.body(route.wrongKind), route.path(route.wrongKind))).toMatchObject({
+      status: 400,
+      error: { code: "model_not_supported", param: "model" },
+    });
   });
 
   it("malformed JSON → 400, another content type → 415, an oversize body → 413", async () => {
@@ -189,7 +197,12 @@ describe.each(routes)("bad input on $name", (route) => {
 });
 
 it("another method on the new routes → 405 naming POST", async () => {
-  for (const path of ["/messages", "/v1/messages", "/compatible/v1beta/models/gem:generateContent", "/compatible/v1beta/models/org/gem:streamGenerateContent"]) {
+  for (const path of [
+    "/messages",
+    "/v1/messages",
+    "/compatible/v1beta/models/gem:generateContent",
+    "/compatible/v1beta/models/org/gem:streamGenerateContent",
+  ]) {
     const res = await fetch(`${gw.url}${path}`, { headers: { authorization: `Bearer ${key}` } });
     expect(res.status, path).toBe(405);
     expect(res.headers.get("allow")).toBe("POST");
@@ -198,7 +211,9 @@ it("another method on the new routes → 405 naming POST", async () => {
 
 it("no refusal leaves a hold behind; each is in the request log", async () => {
   await quiesce(gw);
-  const [account] = await rowsOf(gw.db.pool, "select coalesce(sum(debits_pending), 0) as pending from quota_accounts where user_id = $1", [userId]);
+  const [account] = await rowsOf(gw.db.pool, "select coalesce(sum(debits_pending), 0) as pending from quota_accounts where user_id = $1", [
+    userId,
+  ]);
   expect(account!.pending).toBe("0");
   const holds = await rowsOf(gw.db.pool, "select count(*)::int as n from quota_holds", []);
   expect(holds[0]!.n).toBe(0);

@@ -6,7 +6,14 @@ import { encodeRow, INSERT_ROWS } from "../../src/analytics/row-json.js";
 import type { RequestLogRow } from "../../src/analytics/types.js";
 import type { ConfigInput } from "../../src/config/schema.js";
 import { taskList } from "../../src/jobs/tasks.js";
-import { HoldNotFoundError, pruneLedger, reconcileLedger, type DurableHoldInput, type QuotaLedger, type ReserveInput } from "../../src/quota/index.js";
+import {
+  HoldNotFoundError,
+  pruneLedger,
+  reconcileLedger,
+  type DurableHoldInput,
+  type QuotaLedger,
+  type ReserveInput,
+} from "../../src/quota/index.js";
 import { createServices } from "../../src/runtime/services.js";
 import { createLogger } from "../../src/server/logger.js";
 import type { TestDatabase } from "../helpers/db.js";
@@ -27,7 +34,13 @@ describe("retention of the ledger and the request log", () => {
   let ledger: QuotaLedger;
   beforeAll(() => void ({ db, ledger } = fixture));
 
-  const daily = (userId: string, amount: bigint): ReserveInput => ({ kind: "daily_allowance", userId, base: 100_000n, amount, requestId: `req_${randomBytes(4).toString("hex")}` });
+  const daily = (userId: string, amount: bigint): ReserveInput => ({
+    kind: "daily_allowance",
+    userId,
+    base: 100_000n,
+    amount,
+    requestId: `req_${randomBytes(4).toString("hex")}`,
+  });
   /** A request's hold on `on`, posted with `charged` or voided (null); its id. */
   async function request(on: QuotaLedger, input: ReserveInput, charged: bigint | null): Promise<string> {
     const taken = await on.reserve(input);
@@ -51,8 +64,10 @@ describe("retention of the ledger and the request log", () => {
   }
   const age = (table: "quota_holds" | "quota_leases", column: "resolved_at" | "created_at", ids: string[], days: number) =>
     db.pool.query(`update ${table} set ${column} = now() - $2::int * interval '1 day' where id = any($1::uuid[])`, [ids, days]);
-  const leaseOf = async (holdId: string) => (await db.pool.query<{ lease_id: string }>("select lease_id from quota_holds where id = $1", [holdId])).rows[0]!.lease_id;
-  const makeDead = (instanceId: string) => db.pool.query("update gateway_instances set last_seen_at = now() - interval '2 hours' where id = $1", [instanceId]);
+  const leaseOf = async (holdId: string) =>
+    (await db.pool.query<{ lease_id: string }>("select lease_id from quota_holds where id = $1", [holdId])).rows[0]!.lease_id;
+  const makeDead = (instanceId: string) =>
+    db.pool.query("update gateway_instances set last_seen_at = now() - interval '2 hours' where id = $1", [instanceId]);
 
   /** Labels of the rows the history made, by what the retention must do with them. */
   const gone = { holds: [] as string[], leases: [] as string[] };
@@ -70,7 +85,15 @@ describe("retention of the ledger and the request log", () => {
     const a = await fixture.newUser();
     const aOld = [await request(ledger, daily(a, 300n), 120n), await request(ledger, daily(a, 300n), null)];
     const aRecent = await request(ledger, daily(a, 300n), 310n);
-    await ledger.restore({ kind: "daily_allowance", userId: a, base: 100_000n, amount: 50n, upToSpent: false, source: "test", reference: `restore-${a}` });
+    await ledger.restore({
+      kind: "daily_allowance",
+      userId: a,
+      base: 100_000n,
+      amount: 50n,
+      upToSpent: false,
+      source: "test",
+      reference: `restore-${a}`,
+    });
     await ledger.flush();
     await age("quota_holds", "resolved_at", aOld, 40);
     // Old enough, but pending: never deleted.
@@ -82,7 +105,11 @@ describe("retention of the ledger and the request log", () => {
     // A process that stopped: its closed lease and all its holds are old.
     const b = await fixture.newUser();
     const stopped = await fixture.process();
-    const bHolds = [await request(stopped.ledger, daily(b, 500n), 400n), await request(stopped.ledger, daily(b, 500n), 700n), await request(stopped.ledger, daily(b, 100n), null)];
+    const bHolds = [
+      await request(stopped.ledger, daily(b, 500n), 400n),
+      await request(stopped.ledger, daily(b, 500n), 700n),
+      await request(stopped.ledger, daily(b, 100n), null),
+    ];
     await stopped.ledger.close();
     const bLease = await leaseOf(bHolds[0]!);
     await age("quota_holds", "resolved_at", bHolds, 40);
@@ -191,10 +218,33 @@ describe("retention of the ledger and the request log", () => {
     const [u1, u2] = [randomUUID(), randomUUID()];
     const rows = [
       logRow(u1, 100),
-      logRow(u1, 100, { status: 429, errorClass: "quota_exceeded", errorCode: "insufficient_quota", inputTokens: 0, outputTokens: 0, cachedTokens: 0, quotaCharged: 0n, upstreamCostUsd: null, usageSource: "none" }),
-      logRow(u1, 100, { usageSource: "estimated", inputTokens: 7, outputTokens: 1_000_000, quotaCharged: 1_000_007n, upstreamCostUsd: "0.123456789" }),
+      logRow(u1, 100, {
+        status: 429,
+        errorClass: "quota_exceeded",
+        errorCode: "insufficient_quota",
+        inputTokens: 0,
+        outputTokens: 0,
+        cachedTokens: 0,
+        quotaCharged: 0n,
+        upstreamCostUsd: null,
+        usageSource: "none",
+      }),
+      logRow(u1, 100, {
+        usageSource: "estimated",
+        inputTokens: 7,
+        outputTokens: 1_000_000,
+        quotaCharged: 1_000_007n,
+        upstreamCostUsd: "0.123456789",
+      }),
       logRow(u1, 101, { route: "/v1/systemone", publicModel: "eval", quotaCharged: 0n, costUsd: "0.000042", upstreamCostUsd: "0.000042" }),
-      logRow(u1, 101, { route: "/v1/systemone", publicModel: "eval", quotaCharged: 0n, costUsd: "12.5", status: 499, usageSource: "estimated" }),
+      logRow(u1, 101, {
+        route: "/v1/systemone",
+        publicModel: "eval",
+        quotaCharged: 0n,
+        costUsd: "12.5",
+        status: 499,
+        usageSource: "estimated",
+      }),
       // A model name no config has (a client sent it): rolled up by its first 128 characters.
       logRow(u2, 95, { publicModel: `x${"y".repeat(200)}`, status: 404, upstreamCostUsd: null }),
       logRow(u2, 95, { publicModel: `x${"y".repeat(150)}`, status: 404, upstreamCostUsd: null }),
@@ -215,7 +265,22 @@ describe("retention of the ledger and the request log", () => {
     const groups = new Map<string, Record<string, bigint | string>>();
     for (const r of loggedRows.filter((row) => row.createdAt.getTime() < Date.parse(cutoff))) {
       const key = [r.createdAt.toISOString().slice(0, 10), r.userId, r.publicModel.slice(0, 128), r.route];
-      const g = groups.get(key.join("|")) ?? { day: key[0]!, user_id: key[1]!, public_model: key[2]!, route: key[3]!, requests: 0n, errors: 0n, estimated: 0n, input_tokens: 0n, output_tokens: 0n, cached_tokens: 0n, quota_charged: 0n, cost_usd: 0n, upstream_cost_usd: 0n, upstream_unpriced: 0n };
+      const g = groups.get(key.join("|")) ?? {
+        day: key[0]!,
+        user_id: key[1]!,
+        public_model: key[2]!,
+        route: key[3]!,
+        requests: 0n,
+        errors: 0n,
+        estimated: 0n,
+        input_tokens: 0n,
+        output_tokens: 0n,
+        cached_tokens: 0n,
+        quota_charged: 0n,
+        cost_usd: 0n,
+        upstream_cost_usd: 0n,
+        upstream_unpriced: 0n,
+      };
       const add = (k: string, n: bigint) => void (g[k] = (g[k] as bigint) + n);
       add("requests", 1n);
       add("errors", r.status >= 400 ? 1n : 0n);
@@ -239,7 +304,8 @@ describe("retention of the ledger and the request log", () => {
     );
     return rows.map((r) => {
       const out: Record<string, bigint | string> = {};
-      for (const [k, v] of Object.entries(r)) out[k] = ["day", "user_id", "public_model", "route"].includes(k) ? v : k.endsWith("_usd") ? nano(v) : BigInt(v);
+      for (const [k, v] of Object.entries(r))
+        out[k] = ["day", "user_id", "public_model", "route"].includes(k) ? v : k.endsWith("_usd") ? nano(v) : BigInt(v);
       return out;
     });
   }
@@ -258,8 +324,12 @@ describe("retention of the ledger and the request log", () => {
 
   it("reconciles every account, and the reconciliation sees a broken one", async () => {
     expect(await reconcileLedger(db.pool)).toEqual([]);
-    const { rows } = await db.pool.query<{ id: string }>("update quota_accounts set debits_posted = debits_posted + 1 where id = (select min(id) from quota_accounts) returning id::text");
-    expect(await reconcileLedger(db.pool)).toMatchObject([{ accountId: rows[0]!.id, posted: { account: expect.any(BigInt), rows: expect.any(BigInt) } }]);
+    const { rows } = await db.pool.query<{ id: string }>(
+      "update quota_accounts set debits_posted = debits_posted + 1 where id = (select min(id) from quota_accounts) returning id::text",
+    );
+    expect(await reconcileLedger(db.pool)).toMatchObject([
+      { accountId: rows[0]!.id, posted: { account: expect.any(BigInt), rows: expect.any(BigInt) } },
+    ]);
     await db.pool.query("update quota_accounts set debits_posted = debits_posted - 1 where id = $1", [rows[0]!.id]);
     expect(await reconcileLedger(db.pool)).toEqual([]);
   });
@@ -274,7 +344,10 @@ describe("retention of the ledger and the request log", () => {
     // Every resolved hold older than the cutoff went, and nothing else: no hold lost to a lease's cascade.
     const cutoff = Date.parse(ledgerRun.cutoff);
     const goneHolds = before.quota_holds.filter((h) => h.status !== "pending" && Date.parse(String(h.resolved_at)) < cutoff);
-    const keptHoldIds = without(ids(before, "quota_holds"), goneHolds.map((h) => String(h.id)));
+    const keptHoldIds = without(
+      ids(before, "quota_holds"),
+      goneHolds.map((h) => String(h.id)),
+    );
     expect(ids(after, "quota_holds")).toEqual(keptHoldIds);
     expect(goneHolds.map((h) => String(h.id)).sort()).toEqual([...gone.holds].sort());
     for (const id of kept.holds) expect(keptHoldIds).toContain(id);
@@ -282,7 +355,12 @@ describe("retention of the ledger and the request log", () => {
     const goneLeases = before.quota_leases.filter(
       (l) => l.status !== "pending" && Date.parse(String(l.resolved_at)) < cutoff && !after.quota_holds.some((h) => h.lease_id === l.id),
     );
-    expect(ids(after, "quota_leases")).toEqual(without(ids(before, "quota_leases"), goneLeases.map((l) => String(l.id))));
+    expect(ids(after, "quota_leases")).toEqual(
+      without(
+        ids(before, "quota_leases"),
+        goneLeases.map((l) => String(l.id)),
+      ),
+    );
     expect(goneLeases.map((l) => String(l.id)).sort()).toEqual([...gone.leases].sort());
     for (const id of kept.leases) expect(ids(after, "quota_leases")).toContain(id);
     expect(ledgerRun).toMatchObject({ holds: gone.holds.length, leases: gone.leases.length });
@@ -291,9 +369,14 @@ describe("retention of the ledger and the request log", () => {
     const expectedRollups = new Map<string, { holds: number; charged: number }>();
     for (const h of goneHolds) {
       const sum = expectedRollups.get(String(h.account_id)) ?? { holds: 0, charged: 0 };
-      expectedRollups.set(String(h.account_id), { holds: sum.holds + 1, charged: sum.charged + (h.status === "posted" ? Number(h.charged) : 0) });
+      expectedRollups.set(String(h.account_id), {
+        holds: sum.holds + 1,
+        charged: sum.charged + (h.status === "posted" ? Number(h.charged) : 0),
+      });
     }
-    const rollups = new Map(after.quota_hold_rollups.map((r) => [String(r.account_id), { holds: Number(r.holds), charged: Number(r.charged) }]));
+    const rollups = new Map(
+      after.quota_hold_rollups.map((r) => [String(r.account_id), { holds: Number(r.holds), charged: Number(r.charged) }]),
+    );
     expect(rollups).toEqual(expectedRollups);
     // Accounts, restorations and credits are kept as they were.
     for (const table of ["quota_accounts", "quota_restorations", "reseller_credits"] as const) expect(after[table]).toEqual(before[table]);
@@ -304,14 +387,26 @@ describe("retention of the ledger and the request log", () => {
     const oldRows = loggedRows.filter((r) => r.createdAt.getTime() < Date.parse(logRun.cutoff));
     expect(oldRows).toHaveLength(7);
     expect(logRun.rows).toBe(7);
-    expect(ids(after, "request_logs")).toEqual(without(ids(before, "request_logs"), oldRows.map((r) => r.requestId)));
+    expect(ids(after, "request_logs")).toEqual(
+      without(
+        ids(before, "request_logs"),
+        oldRows.map((r) => r.requestId),
+      ),
+    );
     const stored = await logRollups(nano);
     const byKey = (g: Record<string, unknown>) => `${String(g.day)}|${String(g.user_id)}|${String(g.public_model)}|${String(g.route)}`;
     expect(stored.sort((x, y) => byKey(x).localeCompare(byKey(y)))).toEqual(groups.sort((x, y) => byKey(x).localeCompare(byKey(y))));
     // The two long names are one group, and the totals are what was deleted.
-    expect(stored.filter((g) => String(g.public_model).startsWith("x"))).toMatchObject([{ public_model: `x${"y".repeat(127)}`, requests: 2n, errors: 2n }]);
+    expect(stored.filter((g) => String(g.public_model).startsWith("x"))).toMatchObject([
+      { public_model: `x${"y".repeat(127)}`, requests: 2n, errors: 2n },
+    ]);
     const total = (k: string) => stored.reduce((n, g) => n + (g[k] as bigint), 0n);
-    expect([total("requests"), total("quota_charged"), total("output_tokens"), total("cost_usd")]).toEqual([7n, 1_000_457n, 1_000_250n, 12_500_042_000n]);
+    expect([total("requests"), total("quota_charged"), total("output_tokens"), total("cost_usd")]).toEqual([
+      7n,
+      1_000_457n,
+      1_000_250n,
+      12_500_042_000n,
+    ]);
   });
 
   it("running it again changes nothing", async () => {
@@ -337,7 +432,9 @@ describe("retention of the ledger and the request log", () => {
   it("two runs at once beside serving traffic split the work, never deadlock, and the ledger reconciles", async () => {
     const users = await Promise.all(Array.from({ length: 4 }, () => fixture.newUser()));
     const other = (await fixture.process()).ledger;
-    const old = await Promise.all(users.flatMap((u) => Array.from({ length: 15 }, (_, i) => request(i % 2 ? other : ledger, daily(u, 10n), i % 3 ? 7n : null))));
+    const old = await Promise.all(
+      users.flatMap((u) => Array.from({ length: 15 }, (_, i) => request(i % 2 ? other : ledger, daily(u, 10n), i % 3 ? 7n : null))),
+    );
     await Promise.all([ledger.flush(), other.flush()]);
     await age("quota_holds", "resolved_at", old, 40);
     const oldLogs = users.flatMap((u) => Array.from({ length: 15 }, (_, i) => logRow(u, 91 + (i % 3))));
@@ -349,16 +446,27 @@ describe("retention of the ledger and the request log", () => {
     expect(first.holds + second.holds).toBe(old.length);
     expect(logs1.rows + logs2.rows).toBe(oldLogs.length);
     expect((await db.pool.query("select count(*)::int as n from quota_holds where id = any($1::uuid[])", [old])).rows[0].n).toBe(0);
-    const rolled = await db.pool.query<{ requests: string }>("select sum(requests)::text as requests from request_log_rollups where user_id = any($1::uuid[])", [users]);
+    const rolled = await db.pool.query<{ requests: string }>(
+      "select sum(requests)::text as requests from request_log_rollups where user_id = any($1::uuid[])",
+      [users],
+    );
     expect(rolled.rows[0]!.requests).toBe(String(oldLogs.length));
     expect(await reconcileLedger(db.pool)).toEqual([]);
   });
 
   it("runs as the ledger_retention task with the configured days, logging its counts; 0 keeps for ever", async () => {
     const run = async (retention: ConfigInput["retention"]) => {
-      const services = await createServices({ config: testConfig({ retention }), pool: db.pool, logger: createLogger("silent"), env: {}, serving: false });
+      const services = await createServices({
+        config: testConfig({ retention }),
+        pool: db.pool,
+        logger: createLogger("silent"),
+        env: {},
+        serving: false,
+      });
       const lines: string[] = [];
-      const logger = new Logger(() => (level, message) => void (level === "info" && message.startsWith("retention") && lines.push(message)));
+      const logger = new Logger(
+        () => (level, message) => void (level === "info" && message.startsWith("retention") && lines.push(message)),
+      );
       const tasks = taskList({ sessions: services.auth.sessions, ledger, pool: db.pool, retention: services.config.retention });
       await quickAddJob({ pgPool: db.pool }, "ledger_retention", {});
       await runOnce({ pgPool: db.pool, taskList: tasks, logger });
@@ -375,13 +483,22 @@ describe("retention of the ledger and the request log", () => {
     const oldLog = logRow(randomUUID(), 91);
     await db.pool.query(INSERT_ROWS, [`[${encodeRow(oldLog)}]`]);
     const count = async () =>
-      (await db.pool.query<{ n: number }>("select (select count(*) from quota_holds where id = any($1::uuid[])) + (select count(*) from request_logs where request_id = $2) as n", [old, oldLog.requestId])).rows[0]!.n;
+      (
+        await db.pool.query<{ n: number }>(
+          "select (select count(*) from quota_holds where id = any($1::uuid[])) + (select count(*) from request_logs where request_id = $2) as n",
+          [old, oldLog.requestId],
+        )
+      ).rows[0]!.n;
 
-    expect(await run({ ledger_days: 0, request_log_days: 0 })).toEqual(["retention deleted no ledger rows (ledger_days 0: kept for ever); no request-log rows (request_log_days 0: kept for ever)"]);
+    expect(await run({ ledger_days: 0, request_log_days: 0 })).toEqual([
+      "retention deleted no ledger rows (ledger_days 0: kept for ever); no request-log rows (request_log_days 0: kept for ever)",
+    ]);
     expect(Number(await count())).toBe(3);
     const lines = await run({ batch_rows: 1 });
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^retention deleted 2 resolved holds \(rolled up\) and 0 ended leases before \S+Z; 1 request-log rows \(rolled up\) before \S+Z$/);
+    expect(lines[0]).toMatch(
+      /^retention deleted 2 resolved holds \(rolled up\) and 0 ended leases before \S+Z; 1 request-log rows \(rolled up\) before \S+Z$/,
+    );
     expect(Number(await count())).toBe(0);
     expect(await reconcileLedger(db.pool)).toEqual([]);
   });

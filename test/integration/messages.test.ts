@@ -1,4 +1,11 @@
-import Anthropic, { APIError, AuthenticationError, BadRequestError, InternalServerError, NotFoundError, RateLimitError } from "@anthropic-ai/sdk";
+import Anthropic, {
+  APIError,
+  AuthenticationError,
+  BadRequestError,
+  InternalServerError,
+  NotFoundError,
+  RateLimitError,
+} from "@anthropic-ai/sdk";
 import type OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { convertMessagesToChat } from "../../src/providers/anthropic/convert-messages-to-chat.js";
@@ -44,7 +51,11 @@ const hello = {
 /** What the chat upstream answers to the translation of `request`: the translated answer must say the same. */
 async function chatAnswer(request: typeof hello & { model: string }) {
   const chat = convertMessagesToChat(anthropicMessagesRequestSchema.parse(request));
-  const answer = await pg.directChat.chat.completions.create({ ...chat, model: "mock-gpt-small", stream: false } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+  const answer = await pg.directChat.chat.completions.create({
+    ...chat,
+    model: "mock-gpt-small",
+    stream: false,
+  } as OpenAI.ChatCompletionCreateParamsNonStreaming);
   return { text: answer.choices[0]!.message.content!, usage: answer.usage! };
 }
 
@@ -155,7 +166,11 @@ describe("POST /v1/messages, translated to an openai provider", () => {
     expect(final.usage).toMatchObject({ input_tokens: expected.usage.prompt_tokens, output_tokens: expected.usage.completion_tokens });
     const s = await settled([pg.gw], userId, 2);
     for (const log of s.logs) {
-      expect(log).toMatchObject({ streamed: true, usage_source: "upstream", quota_charged: charge(expected.usage.prompt_tokens, expected.usage.completion_tokens) });
+      expect(log).toMatchObject({
+        streamed: true,
+        usage_source: "upstream",
+        quota_charged: charge(expected.usage.prompt_tokens, expected.usage.completion_tokens),
+      });
     }
   });
 
@@ -163,7 +178,11 @@ describe("POST /v1/messages, translated to an openai provider", () => {
     const userId = await freshUser();
     const final = await client.messages.stream({ model: "chat-no-usage", ...hello }).finalMessage();
     const s = await settled([pg.gw], userId);
-    expect(s.log).toMatchObject({ usage_source: "estimated", input_tokens: final.usage.input_tokens, output_tokens: final.usage.output_tokens });
+    expect(s.log).toMatchObject({
+      usage_source: "estimated",
+      input_tokens: final.usage.input_tokens,
+      output_tokens: final.usage.output_tokens,
+    });
     expect(final.usage.output_tokens).toBeGreaterThan(0);
     expect(s.log.quota_charged).toBe(charge(final.usage.input_tokens, final.usage.output_tokens));
   });
@@ -214,7 +233,9 @@ describe("the anthropic-beta header", () => {
   it("refuses a header that is not a list of beta names, before anything is sent", async () => {
     await freshUser();
     const sent = await proxied(async () => {
-      const err = await client.messages.create({ model: "to-chat", ...hello }, { headers: { "anthropic-beta": "beta one; drop" } }).catch((e: unknown) => e);
+      const err = await client.messages
+        .create({ model: "to-chat", ...hello }, { headers: { "anthropic-beta": "beta one; drop" } })
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(BadRequestError);
       expect((err as BadRequestError).message).toContain("anthropic-beta header must list beta feature names");
     });

@@ -71,14 +71,18 @@ function spec(mode: Mode): RouteSpec<Body> {
       hold: mode === "text-body" ? 777n : undefined,
     }),
     async call(adapter, target, body, options) {
-      const answer = await adapter.chatCompletions!({ model: target.upstreamModel, messages: [{ role: "user", content: body.prompt }] }, options);
+      const answer = await adapter.chatCompletions!(
+        { model: target.upstreamModel, messages: [{ role: "user", content: body.prompt }] },
+        options,
+      );
       if (body.mode === "invalid-in-call") throw new UpstreamError("invalid_output", answer.status);
       return answer;
     },
     json(answer, delivery) {
       if (mode === "throws") throw new Error("a bug in the route's delivery");
       if (mode === "invalid-in-json") throw new UpstreamError("invalid_output", answer.status);
-      if (mode === "count-fails") return deliverJson(delivery, answer.kind === "json" ? answer.raw : "", null, () => Promise.reject(new Error("tokenizer gone")));
+      if (mode === "count-fails")
+        return deliverJson(delivery, answer.kind === "json" ? answer.raw : "", null, () => Promise.reject(new Error("tokenizer gone")));
       return deliverJson(delivery, answer.kind === "json" ? answer.raw : "", answer.usage, async () => answer.usage!);
     },
   };
@@ -96,7 +100,13 @@ beforeAll(async () => {
     },
   });
   const { services } = gw;
-  const inference: InferenceDeps = { config: services.config, catalog: services.catalog, providers: services.providers, metering: services.metering, bodyLimit: 1 << 20 };
+  const inference: InferenceDeps = {
+    config: services.config,
+    catalog: services.catalog,
+    providers: services.providers,
+    metering: services.metering,
+    bodyLimit: 1 << 20,
+  };
   const app = new Hono<AppEnv>();
   app.use("*", requestContext(createLogger("silent")));
   app.onError(handleError);
@@ -122,7 +132,11 @@ async function newUser() {
 }
 
 async function send(key: string, mode: Mode, body = JSON.stringify({ prompt: "hello there" }), type = "application/json") {
-  const res = await fetch(`${http.url}/t/${mode}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": type }, body });
+  const res = await fetch(`${http.url}/t/${mode}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": type },
+    body,
+  });
   return { status: res.status, body: (await res.json()) as { error?: { code: string; type: string } } & Record<string, unknown> };
 }
 
@@ -133,7 +147,13 @@ describe("the runner owns the outcome", () => {
     expect(res).toMatchObject({ status: 500, body: { error: { code: "internal_error", type: "api_error" } } });
     const s = await settled([gw], user.id);
     expect(s.hold).toMatchObject({ status: "voided", charged: null });
-    expect(s.log).toMatchObject({ status: 500, error_code: "internal_error", error_class: "internal", quota_charged: "0", usage_source: "none" });
+    expect(s.log).toMatchObject({
+      status: 500,
+      error_code: "internal_error",
+      error_class: "internal",
+      quota_charged: "0",
+      usage_source: "none",
+    });
   });
 
   for (const mode of ["invalid-in-json", "invalid-in-call"] as const) {
@@ -145,7 +165,12 @@ describe("the runner owns the outcome", () => {
       expect({ a: a.requests.length - before.a, b: b.requests.length - before.b }).toEqual({ a: 1, b: 0 });
       const s = await settled([gw], user.id);
       expect(s.hold).toMatchObject({ status: "voided" });
-      expect(s.log).toMatchObject({ status: 502, error_code: "upstream_invalid_output", error_class: "upstream_error", quota_charged: "0" });
+      expect(s.log).toMatchObject({
+        status: 502,
+        error_code: "upstream_invalid_output",
+        error_class: "upstream_error",
+        quota_charged: "0",
+      });
     });
   }
 
@@ -185,7 +210,10 @@ describe("hooks for routes other than chat", () => {
     const res = await send(user.key, "throws", "not json", "text/plain");
     expect(res).toMatchObject({ status: 415, body: { error: { code: "unsupported_media_type" } } });
     await gw.services.requestLog.flush();
-    const { rows } = await gw.db.pool.query("select status, error_code, received_at <= created_at as ordered from request_logs where user_id = $1", [user.id]);
+    const { rows } = await gw.db.pool.query(
+      "select status, error_code, received_at <= created_at as ordered from request_logs where user_id = $1",
+      [user.id],
+    );
     expect(rows).toEqual([{ status: 415, error_code: "unsupported_media_type", ordered: true }]);
   });
 });

@@ -164,7 +164,9 @@ describe("mock upstream: Anthropic messages (stream)", () => {
 
   it("streams tool use as input_json_delta slices", async () => {
     const { events } = await streamed(weather);
-    const json = events.flatMap((e) => (e.type === "content_block_delta" && e.delta.type === "input_json_delta" ? [e.delta.partial_json] : []));
+    const json = events.flatMap((e) =>
+      e.type === "content_block_delta" && e.delta.type === "input_json_delta" ? [e.delta.partial_json] : [],
+    );
     expect(JSON.parse(json.join(""))).toEqual({ location: "Paris" });
     const final = await client.messages.stream(weather).finalMessage();
     expect(final.content[0]).toMatchObject({ type: "tool_use", name: "get_weather", input: { location: "Paris" } });
@@ -251,7 +253,13 @@ describe("mock upstream: Anthropic faults", () => {
   it("x-mock-drop-after cuts the stream after that many deltas", async () => {
     const { events, broken } = await streamed(hello, { "x-mock-drop-after": "2" });
     expect(broken).toBe(true);
-    expect(events.map((e) => e.type)).toEqual(["message_start", "content_block_start", "ping", "content_block_delta", "content_block_delta"]);
+    expect(events.map((e) => e.type)).toEqual([
+      "message_start",
+      "content_block_start",
+      "ping",
+      "content_block_delta",
+      "content_block_delta",
+    ]);
   });
 
   it("x-mock-delay-ms and x-mock-chunk-delay-ms still answer in full", async () => {

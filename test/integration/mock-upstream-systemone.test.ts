@@ -31,7 +31,11 @@ const post = (payload: unknown, headers: Record<string, string> = {}) =>
 async function answer(payload: unknown = body, headers: Record<string, string> = {}) {
   const res = await post(payload, headers);
   expect(res.status).toBe(200);
-  return (await res.json()) as { model: string; answers: Record<string, Record<string, unknown>>; usage?: { input_tokens: number; output_tokens: number } };
+  return (await res.json()) as {
+    model: string;
+    answers: Record<string, Record<string, unknown>>;
+    usage?: { input_tokens: number; output_tokens: number };
+  };
 }
 
 describe("mock upstream: evaluation", () => {
@@ -40,10 +44,12 @@ describe("mock upstream: evaluation", () => {
     expect(json.model).toBe("1.13.0");
     expect(readAnswers(questions, json)).toMatchObject({ ok: true });
     expect(json.answers.quality!.legend).toEqual({ 0: "poor", 1: null, 2: { label: "excellent", weight: 1.5 } });
-    const chars = JSON.stringify(body.state).length + Object.entries(questions).reduce((sum, [id, q]) => sum + id.length + JSON.stringify(q).length, 0);
+    const chars =
+      JSON.stringify(body.state).length + Object.entries(questions).reduce((sum, [id, q]) => sum + id.length + JSON.stringify(q).length, 0);
     expect(json.usage).toEqual({ input_tokens: Math.ceil(chars / 4), output_tokens: 3 });
     // Rounded to 4 decimals and not renormalised.
-    for (const value of Object.values(json.answers.tone!.probabilities as Record<string, number>)) expect(Math.round(value * 10_000)).toBe(value * 10_000);
+    for (const value of Object.values(json.answers.tone!.probabilities as Record<string, number>))
+      expect(Math.round(value * 10_000)).toBe(value * 10_000);
   });
 
   it("is deterministic per question, whatever it is asked with", async () => {

@@ -111,9 +111,7 @@ describe("mock upstream: chat completions", () => {
 
   it("streams chunks whose content equals the JSON answer, ending with a usage chunk", async () => {
     const json = await client.chat.completions.create(hello);
-    const chunks = await collect(
-      await client.chat.completions.create({ ...hello, stream: true, stream_options: { include_usage: true } }),
-    );
+    const chunks = await collect(await client.chat.completions.create({ ...hello, stream: true, stream_options: { include_usage: true } }));
     expect(chunks[0]!.choices[0]!.delta).toEqual({ role: "assistant", content: "" });
     const text = chunks.map((c) => c.choices[0]?.delta.content ?? "").join("");
     expect(text).toBe(json.choices[0]!.message.content);
@@ -249,10 +247,7 @@ describe("mock upstream: faults", () => {
     expect(json).not.toHaveProperty("usage");
     expect(validateOpenAI("CreateChatCompletionResponse", json)).toEqual([]);
 
-    const streamed = await post(
-      { ...hello, stream: true, stream_options: { include_usage: true } },
-      { "x-mock-omit-usage": "1" },
-    );
+    const streamed = await post({ ...hello, stream: true, stream_options: { include_usage: true } }, { "x-mock-omit-usage": "1" });
     const { events } = await readEvents(streamed);
     expect(events.at(-1)).toBe("[DONE]");
     const chunks = events.slice(0, -1).map((e) => JSON.parse(e) as ChatCompletionChunk);

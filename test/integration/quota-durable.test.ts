@@ -24,12 +24,22 @@ describe("durable holds", () => {
     expiresAt: new Date(fixture.clock.now().getTime() + 3_600_000),
     ...extra,
   });
-  const reserveInput = (userId: string, amount: bigint): ReserveInput => ({ kind: "daily_allowance", userId, base: 1000n, amount, requestId: "req_durable" });
+  const reserveInput = (userId: string, amount: bigint): ReserveInput => ({
+    kind: "daily_allowance",
+    userId,
+    base: 1000n,
+    amount,
+    requestId: "req_durable",
+  });
   const account = async (accountId: string) => {
-    const { rows } = await db.pool.query("select debits_posted::text as posted, debits_pending::text as pending from quota_accounts where id = $1", [accountId]);
+    const { rows } = await db.pool.query(
+      "select debits_posted::text as posted, debits_pending::text as pending from quota_accounts where id = $1",
+      [accountId],
+    );
     return rows[0] as { posted: string; pending: string };
   };
-  const row = async (id: string) => (await db.pool.query("select status, charged::text, lease_id, instance_id from quota_holds where id = $1", [id])).rows[0];
+  const row = async (id: string) =>
+    (await db.pool.query("select status, charged::text, lease_id, instance_id from quota_holds where id = $1", [id])).rows[0];
 
   it("holds, then posts the real charge once; a second post is the first outcome", async () => {
     const user = await fixture.newUser();
@@ -60,7 +70,11 @@ describe("durable holds", () => {
     expect(await ledger.voidDurable(id)).toMatchObject({ status: "voided", charged: null });
     expect(await ledger.voidDurable(id)).toMatchObject({ status: "voided" });
     await expect(ledger.postDurable(id, 5n)).rejects.toBeInstanceOf(HoldResolvedError);
-    expect(await ledger.balance({ kind: "daily_allowance", userId: user, base: 1000n })).toMatchObject({ used: 0n, reserved: 0n, remaining: 1000n });
+    expect(await ledger.balance({ kind: "daily_allowance", userId: user, base: 1000n })).toMatchObject({
+      used: 0n,
+      reserved: 0n,
+      remaining: 1000n,
+    });
     await expect(ledger.postDurable(randomUUID(), 1n)).rejects.toBeInstanceOf(HoldNotFoundError);
     await expect(ledger.reserveDurable(durable(user, -1n))).rejects.toThrow(RangeError);
   });
@@ -73,7 +87,9 @@ describe("durable holds", () => {
     for (const r of reserves) expect(r).toMatchObject({ ok: true, hold: { id: input.id, amount: 100n } });
     const accountId = reserves[0]!.ok ? reserves[0]!.hold.accountId : "";
     expect(await account(accountId)).toEqual({ posted: "0", pending: "100" });
-    const posts = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => (i % 3 ? ledger.postDurable(input.id, 70n) : other.voidDurable(input.id))));
+    const posts = await Promise.allSettled(
+      Array.from({ length: 10 }, (_, i) => (i % 3 ? ledger.postDurable(input.id, 70n) : other.voidDurable(input.id))),
+    );
     const won = posts.find((p) => p.status === "fulfilled")!;
     const status = (won as PromiseFulfilledResult<{ status: string }>).value.status;
     // Whichever resolution came first, every later one agreed with it or was refused; the account moved once.
@@ -108,6 +124,10 @@ describe("durable holds", () => {
     await ledger.creditReseller(user, 500n, "top-up");
     const taken = await ledger.reserveDurable(durable(user, 500n, reseller));
     expect(taken.ok).toBe(true);
-    expect(await ledger.balance({ kind: "reseller_usd", userId: user, base: null })).toMatchObject({ credits: 500n, reserved: 500n, remaining: 0n });
+    expect(await ledger.balance({ kind: "reseller_usd", userId: user, base: null })).toMatchObject({
+      credits: 500n,
+      reserved: 500n,
+      remaining: 0n,
+    });
   });
 });

@@ -35,11 +35,18 @@ describe("quota escrow", () => {
     return result.hold;
   };
   const account = async (h: Hold) => {
-    const { rows } = await db.pool.query<{ debits_posted: string; debits_pending: string }>("select * from quota_accounts where id = $1", [h.accountId]);
+    const { rows } = await db.pool.query<{ debits_posted: string; debits_pending: string }>("select * from quota_accounts where id = $1", [
+      h.accountId,
+    ]);
     return { posted: BigInt(rows[0]!.debits_posted), pending: BigInt(rows[0]!.debits_pending) };
   };
   const leases = async (h: Hold) =>
-    (await db.pool.query<{ id: string; status: string; amount: string; seq: number }>("select * from quota_leases where account_id = $1 order by created_at", [h.accountId])).rows;
+    (
+      await db.pool.query<{ id: string; status: string; amount: string; seq: number }>(
+        "select * from quota_leases where account_id = $1 order by created_at",
+        [h.accountId],
+      )
+    ).rows;
 
   /** A ledger on a pool whose queries are counted. */
   function countedLedger(pool: Pool, options: Partial<Parameters<typeof createQuotaLedger>[1]> = {}) {
@@ -63,7 +70,10 @@ describe("quota escrow", () => {
     // Settlements that arrive together share one sync, which also writes each request's row.
     await Promise.all(holds.map((h) => ledger.settle(h.id, 7n)));
     expect(counted.statements - forReserves).toBeLessThanOrEqual(2);
-    const rows = await db.pool.query<{ n: number; charged: string }>("select count(*)::int as n, sum(charged)::text as charged from quota_holds where account_id = $1 and status = 'posted'", [holds[0]!.accountId]);
+    const rows = await db.pool.query<{ n: number; charged: string }>(
+      "select count(*)::int as n, sum(charged)::text as charged from quota_holds where account_id = $1 and status = 'posted'",
+      [holds[0]!.accountId],
+    );
     expect(rows.rows[0]).toEqual({ n: 200, charged: "1400" });
     await ledger.flush();
     expect(await account(holds[0]!)).toEqual({ posted: 1400n, pending: 0n });
@@ -73,7 +83,18 @@ describe("quota escrow", () => {
 
   describe("the sync statement", () => {
     const base = (leaseId: string, seq: number): SyncLease => ({
-      leaseId, seq, instanceId: live.id, base: 1000n, post: 0n, take: 0n, giveBack: 0n, need: 100n, headroom: 400n, close: false, touch: false, resolutions: [],
+      leaseId,
+      seq,
+      instanceId: live.id,
+      base: 1000n,
+      post: 0n,
+      take: 0n,
+      giveBack: 0n,
+      need: 100n,
+      headroom: 400n,
+      close: false,
+      touch: false,
+      resolutions: [],
     });
 
     it("grants need plus at most a quarter of what is left, and applies a retried seq once", async () => {
@@ -88,7 +109,9 @@ describe("quota escrow", () => {
       expect(first).toEqual({ live: true, granted: 100n + 900n / 4n, posted: 0n, pending: 325n, credits: 1000n, restored: 0n });
       // The reply was lost: the same sync again has no second effect and returns the same grant.
       expect(await syncLease(db.pool, base(leaseId, 1))).toEqual(first);
-      const { rows } = await db.pool.query<{ amount: string; seq: number }>("select amount, seq from quota_leases where id = $1", [leaseId]);
+      const { rows } = await db.pool.query<{ amount: string; seq: number }>("select amount, seq from quota_leases where id = $1", [
+        leaseId,
+      ]);
       expect(rows[0]).toEqual({ amount: "325", seq: 1 });
       await expect(syncLease(db.pool, base(leaseId, 3))).rejects.toBeInstanceOf(LeaseSequenceError);
       // Less left than needed: whatever is left.
@@ -96,15 +119,30 @@ describe("quota escrow", () => {
       expect(short).toMatchObject({ granted: 675n, pending: 1000n });
       // Posting 50 out of the lease, giving 900 back and closing.
       const closed = await syncLease(db.pool, {
-        ...base(leaseId, 3), need: 0n, headroom: 0n, post: 50n, take: 50n, giveBack: 950n, close: true,
+        ...base(leaseId, 3),
+        need: 0n,
+        headroom: 0n,
+        post: 50n,
+        take: 50n,
+        giveBack: 950n,
+        close: true,
         resolutions: [{ holdId: crypto.randomUUID(), requestId: "req_x", amount: 60n, charged: 50n, reservedAt: new Date(), record: null }],
       });
       expect(closed).toEqual({ live: true, granted: 0n, posted: 50n, pending: 0n, credits: 1000n, restored: 0n });
-      const after = await db.pool.query<{ amount: string; status: string }>("select amount, status from quota_leases where id = $1", [leaseId]);
+      const after = await db.pool.query<{ amount: string; status: string }>("select amount, status from quota_leases where id = $1", [
+        leaseId,
+      ]);
       expect(after.rows[0]).toEqual({ amount: "0", status: "closed" });
       // A lease cannot give back more than it holds: the statement fails whole.
       const other = crypto.randomUUID();
-      await openLease(db.pool, { leaseId: other, userId: user, kind: "daily_allowance", period: "2026-11-22", base: 1000n, instanceId: live.id });
+      await openLease(db.pool, {
+        leaseId: other,
+        userId: user,
+        kind: "daily_allowance",
+        period: "2026-11-22",
+        base: 1000n,
+        instanceId: live.id,
+      });
       await expect(syncLease(db.pool, { ...base(other, 1), need: 0n, headroom: 0n, giveBack: 1n })).rejects.toThrow();
     });
   });
@@ -164,7 +202,9 @@ describe("quota escrow", () => {
     const rows = await leases(next);
     expect(rows.map((l) => l.status)).toEqual(["expired", "pending"]);
     expect(await account(next)).toEqual({ posted: 100n, pending: 0n });
-    const holds = await db.pool.query("select status, charged::text from quota_holds where account_id = $1 order by charged", [next.accountId]);
+    const holds = await db.pool.query("select status, charged::text from quota_holds where account_id = $1 order by charged", [
+      next.accountId,
+    ]);
     expect(holds.rows).toEqual([
       { status: "posted", charged: "20" },
       { status: "posted", charged: "30" },
@@ -202,4 +242,3 @@ describe("quota escrow", () => {
     expect(rows.filter((l) => l.status !== "expired" && l.amount !== "0")).toEqual([]);
   });
 });
-

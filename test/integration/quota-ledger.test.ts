@@ -17,7 +17,6 @@ import type { TestDatabase } from "../helpers/db.js";
 import { useLedgerFixture } from "../helpers/ledger-fixture.js";
 import { testConfig } from "../helpers/gateway-app.js";
 
-
 // Seeded, so a failing concurrency run can be replayed.
 function random(seed: number): (max: number) => bigint {
   return (max) => {
@@ -44,8 +43,7 @@ describe("quota ledger", () => {
     return { period: row.period, credits, posted, pending };
   };
   type HoldRow = { status: string; charged: string | null; resolved_at: Date | null };
-  const holdRow = async (id: string) =>
-    (await db.pool.query<HoldRow>("select * from quota_holds where id = $1", [id])).rows[0]!;
+  const holdRow = async (id: string) => (await db.pool.query<HoldRow>("select * from quota_holds where id = $1", [id])).rows[0]!;
   const input = (userId: string, amount: bigint, extra: Partial<ReserveInput> = {}): ReserveInput => ({
     kind: "daily_allowance",
     userId,
@@ -80,7 +78,11 @@ describe("quota ledger", () => {
     expect(leased.pending).toBeLessThanOrEqual(1000n);
     expect(await settledAccount(first)).toEqual({ period: "2026-11-22", credits: 1000n, posted: 0n, pending: 700n });
     expect(await ledger.reserve(input(user, 400n))).toEqual({
-      ok: false, allowance: 1000n, used: 0n, reserved: 700n, resetsAt: nextResetAt(now),
+      ok: false,
+      allowance: 1000n,
+      used: 0n,
+      reserved: 700n,
+      resetsAt: nextResetAt(now),
     });
     await ledger.release(first.id);
     await expect(ledger.reserve(input(user, 1001n))).resolves.toMatchObject({ ok: false, reserved: 0n });
@@ -111,7 +113,12 @@ describe("quota ledger", () => {
     const user = await newUser();
     const h = await hold(user, 100n);
     const other = await second();
-    const outcomes = await Promise.allSettled([ledger.settle(h.id, 40n), ledger.settle(h.id, 40n), ledger.release(h.id), other.settle(h.id, 40n)]);
+    const outcomes = await Promise.allSettled([
+      ledger.settle(h.id, 40n),
+      ledger.settle(h.id, 40n),
+      ledger.release(h.id),
+      other.settle(h.id, 40n),
+    ]);
     expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(1);
     for (const o of outcomes) if (o.status === "rejected") expect(o.reason).toBeInstanceOf(HoldResolvedError);
     expect(await settledAccount(h)).toMatchObject({ posted: 40n, pending: 0n });
@@ -144,7 +151,9 @@ describe("quota ledger", () => {
     expect(await settledAccount(upgraded)).toMatchObject({ credits: 2000n, pending: 1200n });
     expect((await ledger.balance(daily(user, 2000n))).remaining).toBe(800n);
     await expect(ledger.reserve(input(user, 1n, { base: 1000n }))).resolves.toMatchObject({
-      ok: false, allowance: 1000n, reserved: 1200n,
+      ok: false,
+      allowance: 1000n,
+      reserved: 1200n,
     });
     await ledger.release(h.id);
     await ledger.release(upgraded.id);
@@ -165,7 +174,13 @@ describe("quota ledger", () => {
     await ledger.settle(before.id, 250n);
     expect(await settledAccount(before)).toMatchObject({ posted: 250n, pending: 0n });
     expect(await ledger.balance(daily(user))).toEqual({
-      kind: "daily_allowance", period: "2026-11-23", credits: 1000n, restored: 0n, used: 0n, reserved: 1000n, remaining: 0n,
+      kind: "daily_allowance",
+      period: "2026-11-23",
+      credits: 1000n,
+      restored: 0n,
+      used: 0n,
+      reserved: 1000n,
+      remaining: 0n,
       resetsAt: new Date("2026-11-24T00:00:00Z"),
     });
     await ledger.release(after.id);
@@ -182,7 +197,11 @@ describe("quota ledger", () => {
       return proc;
     };
     const leaseRows = async (accountId: string) =>
-      (await db.pool.query<{ instance_id: string; status: string; amount: string }>("select * from quota_leases where account_id = $1", [accountId])).rows;
+      (
+        await db.pool.query<{ instance_id: string; status: string; amount: string }>("select * from quota_leases where account_id = $1", [
+          accountId,
+        ])
+      ).rows;
 
     it("expires the leases of a silent or stopped process, keeps live ones; a late settle still posts", async () => {
       const user = await newUser();
@@ -198,7 +217,12 @@ describe("quota ledger", () => {
       expect(await ledger.expire()).toEqual({ leases: 2, durable: 0 });
       expect(await ledger.expire()).toEqual({ leases: 0, durable: 0 });
       const leases = await leaseRows(kept.accountId);
-      expect(leases.filter((l) => l.status === "expired").map((l) => l.instance_id).sort()).toEqual([dead.id, stopped.id].sort());
+      expect(
+        leases
+          .filter((l) => l.status === "expired")
+          .map((l) => l.instance_id)
+          .sort(),
+      ).toEqual([dead.id, stopped.id].sort());
       expect(leases.filter((l) => l.status === "pending").map((l) => l.instance_id)).toEqual([live.id]);
       expect(await accountOf(kept)).toMatchObject({ posted: 0n, pending: 100n });
 
@@ -265,9 +289,17 @@ describe("quota ledger", () => {
       expect((await ledger.expire()).leases).toBe(1);
       const rest = await hold(user, 1000n);
       // Waking up, it must not admit from the free units it remembers: the database says they are gone.
-      await expect(stalledLedger.reserve(input(user, 10n))).resolves.toMatchObject({ ok: false, allowance: 1000n, used: 0n, reserved: 1000n });
+      await expect(stalledLedger.reserve(input(user, 10n))).resolves.toMatchObject({
+        ok: false,
+        allowance: 1000n,
+        used: 0n,
+        reserved: 1000n,
+      });
       // Asking renewed its heartbeat: it is alive again, and its late settlement still posts.
-      const { rows } = await db.pool.query("select now() - last_seen_at < interval '1 minute' as renewed from gateway_instances where id = $1", [stalled.id]);
+      const { rows } = await db.pool.query(
+        "select now() - last_seen_at < interval '1 minute' as renewed from gateway_instances where id = $1",
+        [stalled.id],
+      );
       expect(rows[0].renewed).toBe(true);
       expect(stalled.fresh()).toBe(true);
       await stalledLedger.settle(first.id, 100n);

@@ -13,14 +13,20 @@ describe("reseller balance", () => {
   let ledger: QuotaLedger;
   beforeAll(() => void ({ db, ledger } = fixture));
 
-  const reserve = (userId: string, amount: bigint, on = ledger) => on.reserve({ kind: "reseller_usd", userId, base: null, amount, requestId: "req_reseller" });
+  const reserve = (userId: string, amount: bigint, on = ledger) =>
+    on.reserve({ kind: "reseller_usd", userId, base: null, amount, requestId: "req_reseller" });
   const hold = async (userId: string, amount: bigint, on = ledger): Promise<Hold> => {
     const result = await reserve(userId, amount, on);
     if (!result.ok) throw new Error(`reserve of ${amount} refused`);
     return result.hold;
   };
   const second = async () => (await fixture.process()).ledger;
-  const reseller = (b: AccountBalance) => ({ credited: b.credits + b.restored, spent: b.used, reserved: b.reserved, available: b.remaining });
+  const reseller = (b: AccountBalance) => ({
+    credited: b.credits + b.restored,
+    spent: b.used,
+    reserved: b.reserved,
+    available: b.remaining,
+  });
   const resellerBalance = async (userId: string) => reseller(await ledger.balance({ kind: "reseller_usd", userId, base: null }));
   const credit = async (userId: string, amount: bigint, note: string) => reseller(await ledger.creditReseller(userId, amount, note));
   const settledBalance = async (userId: string, ...ledgers: QuotaLedger[]) => {
@@ -28,7 +34,11 @@ describe("reseller balance", () => {
     return resellerBalance(userId);
   };
   const accounts = async (userId: string) =>
-    (await db.pool.query<{ kind: string; period: string }>("select kind, period from quota_accounts where user_id = $1 order by kind", [userId])).rows;
+    (
+      await db.pool.query<{ kind: string; period: string }>("select kind, period from quota_accounts where user_id = $1 order by kind", [
+        userId,
+      ])
+    ).rows;
 
   it("refuses before any credit, holds what was credited, and settles into spent", async () => {
     const user = await fixture.newUser();
@@ -77,7 +87,9 @@ describe("reseller balance", () => {
     const amounts = Array.from({ length: 200 }, (_, i) => BigInt(1 + ((i * 7919) % 150)));
     const [results] = await Promise.all([
       Promise.all(amounts.map(async (amount, i) => ({ on: ledgers[i % 2]!, result: await reserve(user, amount, ledgers[i % 2]) }))),
-      Promise.all(Array.from({ length: 20 }, () => fixture.other.query("select 1").then(() => ledger.creditReseller(user, 100n, "racing")))),
+      Promise.all(
+        Array.from({ length: 20 }, () => fixture.other.query("select 1").then(() => ledger.creditReseller(user, 100n, "racing"))),
+      ),
     ]);
     const granted = results.flatMap(({ on, result }) => (result.ok ? [{ on, hold: result.hold }] : []));
     const held = granted.reduce((sum, g) => sum + g.hold.amount, 0n);

@@ -14,7 +14,13 @@ describe("restorations", () => {
   beforeAll(() => void ({ db, ledger } = fixture));
 
   const daily = (userId: string, base = 1000n) => ({ kind: "daily_allowance" as const, userId, base });
-  const input = (userId: string, amount: bigint, base = 1000n): ReserveInput => ({ kind: "daily_allowance", userId, base, amount, requestId: "req_restore" });
+  const input = (userId: string, amount: bigint, base = 1000n): ReserveInput => ({
+    kind: "daily_allowance",
+    userId,
+    base,
+    amount,
+    requestId: "req_restore",
+  });
   const hold = async (on: QuotaLedger, userId: string, amount: bigint, base = 1000n) => {
     const result = await on.reserve(input(userId, amount, base));
     if (!result.ok) throw new Error(`reserve of ${amount} refused`);
@@ -63,7 +69,9 @@ describe("restorations", () => {
     // Spent is now 100: a later retry of the same operation still says 300 and changes nothing.
     expect(await restoreSpent(user, "same", 300n, "transfer")).toMatchObject({ applied: 300n, duplicate: true });
     expect(await ledger.balance(daily(user))).toMatchObject({ restored: 300n, remaining: 900n });
-    const { rows } = await db.pool.query("select count(*)::int as n from quota_restorations where source = 'transfer' and reference = 'same'");
+    const { rows } = await db.pool.query(
+      "select count(*)::int as n from quota_restorations where source = 'transfer' and reference = 'same'",
+    );
     expect(rows[0].n).toBe(1);
   });
 
@@ -75,8 +83,12 @@ describe("restorations", () => {
     expect(await restoreSpent(user, "early")).toMatchObject({ applied: 0n, duplicate: true });
     expect(await ledger.balance(daily(user))).toMatchObject({ restored: 0n, remaining: 500n });
     // Without the cap, the amount as asked; a negative amount is refused.
-    expect(await ledger.restore({ ...daily(user), amount: 50n, upToSpent: false, source: "grant", reference: "g1" })).toMatchObject({ applied: 50n });
-    await expect(ledger.restore({ ...daily(user), amount: -1n, upToSpent: false, source: "grant", reference: "g2" })).rejects.toThrow(RangeError);
+    expect(await ledger.restore({ ...daily(user), amount: 50n, upToSpent: false, source: "grant", reference: "g1" })).toMatchObject({
+      applied: 50n,
+    });
+    await expect(ledger.restore({ ...daily(user), amount: -1n, upToSpent: false, source: "grant", reference: "g2" })).rejects.toThrow(
+      RangeError,
+    );
   });
 
   it("restores today's account by the ledger's clock: yesterday's restoration does not carry over", async () => {

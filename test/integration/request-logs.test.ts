@@ -25,11 +25,30 @@ const newRequestId = () => `req_${randomBytes(16).toString("hex")}`;
 
 function logRow(overrides: Partial<RequestLogRow> = {}): RequestLogRow {
   return {
-    requestId: newRequestId(), userId: randomUUID(), keyId: randomUUID(), route: "/v1/chat/completions",
-    clientProtocol: "openai", publicModel: "m1", upstreamModel: "m1-2024-07-18", provider: "backup",
-    fallbackPath: ["main", "backup"], status: 200, errorClass: null, errorCode: null, inputTokens: 12, outputTokens: 34,
-    cachedTokens: 0, quotaCharged: 46n, costUsd: null, upstreamCostUsd: null, usageSource: "upstream", latencyMs: 12.345,
-    ttfbMs: 3.5, streamed: true, receivedAt: new Date(Date.now() - 12), createdAt: new Date(),
+    requestId: newRequestId(),
+    userId: randomUUID(),
+    keyId: randomUUID(),
+    route: "/v1/chat/completions",
+    clientProtocol: "openai",
+    publicModel: "m1",
+    upstreamModel: "m1-2024-07-18",
+    provider: "backup",
+    fallbackPath: ["main", "backup"],
+    status: 200,
+    errorClass: null,
+    errorCode: null,
+    inputTokens: 12,
+    outputTokens: 34,
+    cachedTokens: 0,
+    quotaCharged: 46n,
+    costUsd: null,
+    upstreamCostUsd: null,
+    usageSource: "upstream",
+    latencyMs: 12.345,
+    ttfbMs: 3.5,
+    streamed: true,
+    receivedAt: new Date(Date.now() - 12),
+    createdAt: new Date(),
     ...overrides,
   };
 }
@@ -82,11 +101,30 @@ describe("request log writer", () => {
     const sample = rows[0]!;
     const { rows: stored } = await db.pool.query("select * from request_logs where request_id = $1", [sample.requestId]);
     expect(stored[0]).toEqual({
-      request_id: sample.requestId, user_id: userId, key_id: sample.keyId, route: "/v1/chat/completions",
-      client_protocol: "openai", public_model: "m1", upstream_model: "m1-2024-07-18", provider: "backup",
-      fallback_path: ["main", "backup"], status: 200, error_class: null, error_code: null, input_tokens: 12, output_tokens: 34,
-      cached_tokens: 0, quota_charged: "46", usage_source: "upstream", latency_ms: "12.345", ttfb_ms: "3.500",
-      streamed: true, received_at: sample.receivedAt, created_at: sample.createdAt, cost_usd: null, upstream_cost_usd: null,
+      request_id: sample.requestId,
+      user_id: userId,
+      key_id: sample.keyId,
+      route: "/v1/chat/completions",
+      client_protocol: "openai",
+      public_model: "m1",
+      upstream_model: "m1-2024-07-18",
+      provider: "backup",
+      fallback_path: ["main", "backup"],
+      status: 200,
+      error_class: null,
+      error_code: null,
+      input_tokens: 12,
+      output_tokens: 34,
+      cached_tokens: 0,
+      quota_charged: "46",
+      usage_source: "upstream",
+      latency_ms: "12.345",
+      ttfb_ms: "3.500",
+      streamed: true,
+      received_at: sample.receivedAt,
+      created_at: sample.createdAt,
+      cost_usd: null,
+      upstream_cost_usd: null,
     });
     await writer.close();
   });
@@ -137,7 +175,12 @@ describe("request log writer", () => {
       await db.pool.query("alter table request_logs_paused rename to request_logs");
     }
     await writer.close();
-    expect(await storedIds(userId)).toEqual(rows.slice(4, 10).map((r) => r.requestId).sort());
+    expect(await storedIds(userId)).toEqual(
+      rows
+        .slice(4, 10)
+        .map((r) => r.requestId)
+        .sort(),
+    );
     expect(writer.stats()).toMatchObject({ written: 6, dropped: 5, buffered: 0 });
   });
 
@@ -193,7 +236,7 @@ describe("request log writer", () => {
   it("stores any text a client can put in a model name, in the batch with ordinary rows", async () => {
     const userId = randomUUID();
     const writer = createRequestLogWriter(writerOptions());
-    const names = ["lone \udc00 low", "lone \ud800 high", "nul\0and\u0001 control \"quoted\" \\ back", "emoji 😀 é", "[{\"a\":1}]"];
+    const names = ["lone \udc00 low", "lone \ud800 high", 'nul\0and\u0001 control "quoted" \\ back', "emoji 😀 é", '[{"a":1}]'];
     for (const publicModel of names) writer.write(logRow({ userId, publicModel, fallbackPath: [publicModel, ""] }));
     writer.write(logRow({ userId, publicModel: "plain" }));
     await writer.close();
@@ -230,13 +273,18 @@ describe("GET /api/v1/user/requests", () => {
 
     // Two pairs share a created_at: only the request id orders them.
     const base = Date.parse("2030-01-01T00:00:00.000Z");
-    for (const offset of [0, 1, 1, 2, 2]) aliceRows.push(logRow({ userId: alice, createdAt: new Date(base + offset), quotaCharged: 1000n + BigInt(offset) }));
+    for (const offset of [0, 1, 1, 2, 2])
+      aliceRows.push(logRow({ userId: alice, createdAt: new Date(base + offset), quotaCharged: 1000n + BigInt(offset) }));
     const writer = createRequestLogWriter(writerOptions());
     for (const row of aliceRows) writer.write(row);
     for (let i = 0; i < 3; i++) writer.write(logRow({ userId: bob, createdAt: new Date(base + 1) }));
     await writer.close();
     // Timestamps a JS Date cannot tell apart (the same millisecond): the cursor must keep the microseconds.
-    for (const [id, at] of [["req_c1", "2030-01-01T00:00:00.123456Z"], ["req_c2", "2030-01-01T00:00:00.123999Z"], ["req_c3", "2030-01-01T00:00:00.123001Z"]]) {
+    for (const [id, at] of [
+      ["req_c1", "2030-01-01T00:00:00.123456Z"],
+      ["req_c2", "2030-01-01T00:00:00.123999Z"],
+      ["req_c3", "2030-01-01T00:00:00.123001Z"],
+    ]) {
       await db.pool.query(
         `insert into request_logs (request_id, user_id, route, client_protocol, public_model, fallback_path, status,
            input_tokens, output_tokens, cached_tokens, quota_charged, usage_source, latency_ms, streamed, created_at)
@@ -279,11 +327,25 @@ describe("GET /api/v1/user/requests", () => {
     const newest = aliceRows.filter((r) => r.createdAt.getTime() === Date.parse("2030-01-01T00:00:00.002Z"));
     expect(newest.map((r) => r.requestId)).toContain(requests[0]!.request_id);
     expect(requests[0]).toEqual({
-      request_id: requests[0]!.request_id, created_at: "2030-01-01T00:00:00.002Z", route: "/v1/chat/completions",
-      model: "m1", status: 200, error_class: null, error_code: null, streamed: true, input_tokens: 12, output_tokens: 34,
-      cached_tokens: 0, quota_charged: 1002, cost_usd: null, usage_source: "upstream", latency_ms: 12.345, ttfb_ms: 3.5,
+      request_id: requests[0]!.request_id,
+      created_at: "2030-01-01T00:00:00.002Z",
+      route: "/v1/chat/completions",
+      model: "m1",
+      status: 200,
+      error_class: null,
+      error_code: null,
+      streamed: true,
+      input_tokens: 12,
+      output_tokens: 34,
+      cached_tokens: 0,
+      quota_charged: 1002,
+      cost_usd: null,
+      usage_source: "upstream",
+      latency_ms: 12.345,
+      ttfb_ms: 3.5,
     });
-    for (const secret of ["m1-2024-07-18", "backup", "fallback", "provider", "upstream_model", "key_id"]) expect(text).not.toContain(secret);
+    for (const secret of ["m1-2024-07-18", "backup", "fallback", "provider", "upstream_model", "key_id"])
+      expect(text).not.toContain(secret);
   });
 
   it("never shows another user's rows; defaults to 20 per page", async () => {

@@ -69,7 +69,13 @@ describe("POST /v1/responses", () => {
     const s = await settled([gw], userId);
     const usage = expected.usage!;
     const charged = chatQuota({ promptTokens: usage.input_tokens, completionTokens: usage.output_tokens, cachedTokens: 0 }, RATES);
-    expect(s.log).toMatchObject({ route: "/v1/responses", status: 200, usage_source: "upstream", quota_charged: String(charged), streamed: false });
+    expect(s.log).toMatchObject({
+      route: "/v1/responses",
+      status: 200,
+      usage_source: "upstream",
+      quota_charged: String(charged),
+      streamed: false,
+    });
   });
 
   it("streams the event sequence with the public model id and bills the terminal event's usage", async () => {

@@ -93,7 +93,11 @@ describe("invalid requests: 422 naming the field, never sent upstream, nothing h
     const user = await freshUser();
     expectEnvelope(await evaluate(gw.url, user.key, "{not json"), 422, "invalid_json");
     expectEnvelope(await evaluate(gw.url, user.key, ""), 422, "invalid_json");
-    expectEnvelope(await evaluate(gw.url, user.key, JSON.stringify(evaluation("judge")), "/v1/systemone", { "content-type": "text/plain" }), 422, "unsupported_media_type");
+    expectEnvelope(
+      await evaluate(gw.url, user.key, JSON.stringify(evaluation("judge")), "/v1/systemone", { "content-type": "text/plain" }),
+      422,
+      "unsupported_media_type",
+    );
     expect(expectEnvelope(await evaluate(gw.url, user.key, evaluation("nope")), 422, "model_not_found").param).toBe("model");
     expect(expectEnvelope(await evaluate(gw.url, user.key, evaluation("chatty")), 422, "model_not_supported").param).toBe("model");
   });
@@ -101,7 +105,11 @@ describe("invalid requests: 422 naming the field, never sent upstream, nothing h
 
 describe("credentials and access", () => {
   it("401 without or with a bad key, 403 for a model the plan or the key excludes", async () => {
-    const noKey = await fetch(`${gw.url}/v1/systemone`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(evaluation("judge")) });
+    const noKey = await fetch(`${gw.url}/v1/systemone`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(evaluation("judge")),
+    });
     expect(noKey.status).toBe(401);
     expectEnvelope(await evaluate(gw.url, "gw_not_a_key", evaluation("judge")), 401, "invalid_api_key");
     const narrow = await freshUser("narrow");

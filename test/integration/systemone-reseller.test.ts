@@ -42,9 +42,14 @@ async function reseller(credit?: string) {
 
 const account = async (userId: string) => {
   await quiesce(gw);
-  return rowsOf(gw.db.pool, "select kind, credits::text, debits_posted::text, debits_pending::text from quota_accounts where user_id = $1", [userId]);
+  return rowsOf(
+    gw.db.pool,
+    "select kind, credits::text, debits_posted::text, debits_pending::text from quota_accounts where user_id = $1",
+    [userId],
+  );
 };
-const logOf = async (requestId: string | null) => (await rowsOf(gw.db.pool, "select * from request_logs where request_id = $1", [requestId]))[0]!;
+const logOf = async (requestId: string | null) =>
+  (await rowsOf(gw.db.pool, "select * from request_logs where request_id = $1", [requestId]))[0]!;
 
 describe("reseller pay-as-you-go", () => {
   it("prices the answer at the profile, shows it as usage.cost and debits the USD balance at settlement", async () => {
@@ -59,17 +64,27 @@ describe("reseller pay-as-you-go", () => {
     expect(res.json.model).toBe("acme-judge");
 
     // The balance is in nano-dollars: 10 USD credited, the exact price spent; the day's allowance untouched.
-    expect(await account(user.id)).toEqual([{ kind: "reseller_usd", credits: "10000000000", debits_posted: String(nano), debits_pending: "0" }]);
+    expect(await account(user.id)).toEqual([
+      { kind: "reseller_usd", credits: "10000000000", debits_posted: String(nano), debits_pending: "0" },
+    ]);
     const log = await logOf(res.headers.get("x-request-id"));
     // token_multiplier and pricing groups are quota matters: the reseller pays the profile only.
     expect(log).toMatchObject({ status: 200, quota_charged: "0", cost_usd: formatUsd(nano), public_model: "acme-judge" });
     // Version 1.13.0 at 0.042 USD per million input tokens, output free.
-    expect(log.upstream_cost_usd).toBe(systemOneUpstreamCost(usage.input_tokens, usage.output_tokens, { input_usd_per_million: 0.042, output_usd_per_million: 0 }));
+    expect(log.upstream_cost_usd).toBe(
+      systemOneUpstreamCost(usage.input_tokens, usage.output_tokens, { input_usd_per_million: 0.042, output_usd_per_million: 0 }),
+    );
     const hold = (await rowsOf(gw.db.pool, "select status, charged::text from quota_holds where request_id = $1", [log.request_id]))[0];
     expect(hold).toEqual({ status: "posted", charged: String(nano) });
 
     const balance = await gw.services.resellers.balance(user.id);
-    expect(balance).toEqual({ user_id: user.id, credited_usd: "10", spent_usd: formatUsd(nano), reserved_usd: "0", available_usd: formatUsd(10_000_000_000n - nano) });
+    expect(balance).toEqual({
+      user_id: user.id,
+      credited_usd: "10",
+      spent_usd: formatUsd(nano),
+      reserved_usd: "0",
+      available_usd: formatUsd(10_000_000_000n - nano),
+    });
   });
 
   it("logs the configured rate card's estimate first, and an unknown cost (null, never 0) without one", async () => {
@@ -107,19 +122,36 @@ describe("reseller pay-as-you-go", () => {
     const res = await evaluate(gw.url, user.key, evaluation("judge-down"));
     expect(res.status).toBe(502);
     expect(await account(user.id)).toEqual([{ kind: "reseller_usd", credits: "1000000000", debits_posted: "0", debits_pending: "0" }]);
-    const hold = (await rowsOf(gw.db.pool, "select status, charged from quota_holds where request_id = $1", [res.headers.get("x-request-id")]))[0];
+    const hold = (
+      await rowsOf(gw.db.pool, "select status, charged from quota_holds where request_id = $1", [res.headers.get("x-request-id")])
+    )[0];
     expect(hold).toEqual({ status: "voided", charged: null });
-    expect(await logOf(res.headers.get("x-request-id"))).toMatchObject({ status: 502, cost_usd: null, upstream_cost_usd: null, quota_charged: "0" });
+    expect(await logOf(res.headers.get("x-request-id"))).toMatchObject({
+      status: 502,
+      cost_usd: null,
+      upstream_cost_usd: null,
+      quota_charged: "0",
+    });
   });
 
   it("shows cost_usd in the user's own request list", async () => {
     const user = await reseller("1");
     const res = await evaluate(gw.url, user.key, evaluation("judge"));
     await quiesce(gw);
-    const login = await fetch(`${gw.url}/api/v1/auth/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: user.email, password: PASSWORD }) });
+    const login = await fetch(`${gw.url}/api/v1/auth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ email: user.email, password: PASSWORD }),
+    });
     const { token } = (await login.json()) as { token: string };
-    const list = (await (await fetch(`${gw.url}/api/v1/user/requests`, { headers: { authorization: `Bearer ${token}` } })).json()) as { requests: Record<string, unknown>[] };
-    expect(list.requests[0]).toMatchObject({ request_id: res.headers.get("x-request-id"), quota_charged: 0, cost_usd: (res.json.usage as { cost: number }).cost });
+    const list = (await (await fetch(`${gw.url}/api/v1/user/requests`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+      requests: Record<string, unknown>[];
+    };
+    expect(list.requests[0]).toMatchObject({
+      request_id: res.headers.get("x-request-id"),
+      quota_charged: 0,
+      cost_usd: (res.json.usage as { cost: number }).cost,
+    });
     expect(JSON.stringify(list)).not.toContain("upstream_cost");
   });
 
@@ -129,7 +161,11 @@ describe("reseller pay-as-you-go", () => {
     const res = await evaluate(gw.url, user.key, evaluation("judge"));
     await quiesce(gw);
     const spent = formatUsd(systemOneResellerPrice((res.json.usage as { input_tokens: number }).input_tokens, PRICE, undefined));
-    const login = await fetch(`${gw.url}/api/v1/auth/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: user.email, password: PASSWORD }) });
+    const login = await fetch(`${gw.url}/api/v1/auth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ email: user.email, password: PASSWORD }),
+    });
     const { token } = (await login.json()) as { token: string };
     const own = await fetch(`${gw.url}/api/v1/user/reseller-balance`, { headers: { authorization: `Bearer ${token}` } });
     expect(own.status).toBe(200);
@@ -146,12 +182,20 @@ describe("admin: reseller balances", () => {
   async function admin() {
     const email = `admin-${++users}@example.test`;
     await gw.services.auth.users.create({ email, password: PASSWORD, role: "admin" });
-    const res = await fetch(`${gw.url}/api/v1/auth/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email, password: PASSWORD }) });
+    const res = await fetch(`${gw.url}/api/v1/auth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ email, password: PASSWORD }),
+    });
     const { token, csrf_token: csrf } = (await res.json()) as { token: string; csrf_token: string };
     return { authorization: `Bearer ${token}`, csrf };
   }
   const credit = (headers: Record<string, string>, user: string, body: unknown) =>
-    fetch(`${gw.url}/api/v1/admin/reseller-balances/${encodeURIComponent(user)}/credits`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+    fetch(`${gw.url}/api/v1/admin/reseller-balances/${encodeURIComponent(user)}/credits`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify(body),
+    });
 
   it("credits exact decimal USD with CSRF, and shows the balance", async () => {
     const { authorization, csrf } = await admin();
@@ -159,7 +203,13 @@ describe("admin: reseller balances", () => {
     expect((await credit({ authorization }, user.email, { usd: "5" })).status).toBe(403);
     const first = await credit({ authorization, "x-csrf-token": csrf }, user.email, { usd: "12.345678901", note: "invoice 42" });
     expect(first.status).toBe(201);
-    expect(await first.json()).toEqual({ user_id: user.id, credited_usd: "12.345678901", spent_usd: "0", reserved_usd: "0", available_usd: "12.345678901" });
+    expect(await first.json()).toEqual({
+      user_id: user.id,
+      credited_usd: "12.345678901",
+      spent_usd: "0",
+      reserved_usd: "0",
+      available_usd: "12.345678901",
+    });
     for (const usd of ["-1", "0", "1e3", "0.0000000001", "abc", "1000000001"]) {
       const bad = await credit({ authorization, "x-csrf-token": csrf }, user.email, { usd });
       expect(bad.status, usd).toBe(400);

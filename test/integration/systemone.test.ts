@@ -53,7 +53,11 @@ async function freshUser(kind: "inference" | "reseller" = "inference", group = "
 
 /** What the mock evaluator answers for `body` when asked directly. */
 async function direct(body: Record<string, unknown>, headers: Record<string, string> = {}) {
-  const res = await fetch(`${mock.url}/v1/systemone`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ ...body, model: "1.13.0" }) });
+  const res = await fetch(`${mock.url}/v1/systemone`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify({ ...body, model: "1.13.0" }),
+  });
   return (await res.json()) as { answers: Record<string, unknown>; usage: { input_tokens: number; output_tokens: number } };
 }
 

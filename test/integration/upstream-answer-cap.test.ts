@@ -90,16 +90,19 @@ describe("an upstream answer over limits.upstream_answer_bytes", () => {
     expect({ a: a.requests.length - before.a, b: b.requests.length - before.b }).toEqual({ a: 1, b: 0 });
 
     await quiesce(gw);
-    const log = await gw.db.pool.query("select provider, fallback_path, status, error_class, quota_charged::text as charged from request_logs where request_id = $1", [
-      requestId,
-    ]);
+    const log = await gw.db.pool.query(
+      "select provider, fallback_path, status, error_class, quota_charged::text as charged from request_logs where request_id = $1",
+      [requestId],
+    );
     expect(log.rows).toEqual([{ provider: null, fallback_path: ["a"], status: 502, error_class: "upstream_error", charged: "0" }]);
     const hold = await gw.db.pool.query("select status from quota_holds where request_id = $1", [requestId]);
     expect(hold.rows).toEqual([{ status: "voided" }]);
     const pending = await gw.db.pool.query<{ p: string }>("select coalesce(sum(debits_pending), 0)::text as p from quota_accounts");
     expect(pending.rows[0]!.p).toBe("0");
 
-    const warning = logLines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.req_id === requestId && l.msg === "UPSTREAM_ANSWER_TOO_LARGE");
+    const warning = logLines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l.req_id === requestId && l.msg === "UPSTREAM_ANSWER_TOO_LARGE");
     expect(warning).toMatchObject({ provider: "a", reason: `upstream answer over ${CAP} bytes` });
     expect(logLines.join("")).not.toContain(SECRET);
   });

@@ -13,7 +13,8 @@ import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 describe("runMigrations and graphile-worker's schema", () => {
   let db: TestDatabase;
   const logger = createLogger("silent");
-  const workerSchema = async () => (await db.pool.query("select to_regnamespace('graphile_worker') is not null as present")).rows[0].present;
+  const workerSchema = async () =>
+    (await db.pool.query("select to_regnamespace('graphile_worker') is not null as present")).rows[0].present;
 
   beforeAll(async () => {
     db = await createTestDatabase({ migrate: false });
@@ -25,7 +26,8 @@ describe("runMigrations and graphile-worker's schema", () => {
     await runMigrations(db.pool, logger);
     expect(await workerSchema()).toBe(true);
     // No worker ever ran here: no schedule registered (a running worker records its crontab), nothing queued.
-    const sql = "select (select count(*)::int from graphile_worker.jobs) as jobs, (select count(*)::int from graphile_worker._private_known_crontabs) as crontabs";
+    const sql =
+      "select (select count(*)::int from graphile_worker.jobs) as jobs, (select count(*)::int from graphile_worker._private_known_crontabs) as crontabs";
     expect((await db.pool.query(sql)).rows[0]).toEqual({ jobs: 0, crontabs: 0 });
   });
 

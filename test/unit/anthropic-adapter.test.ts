@@ -8,7 +8,10 @@ let upstream: RecordingUpstream;
 let adapter: ProviderAdapter;
 let target: Target;
 // A base URL with a path prefix (a proxy in front of Anthropic) keeps it: {base_url}/v1/messages.
-const fixture = useRecordingAdapter(createAnthropicAdapter, "anthropic", (url) => `${url}/anthropic`, { providerId: "claude", upstreamModel: "claude-x" });
+const fixture = useRecordingAdapter(createAnthropicAdapter, "anthropic", (url) => `${url}/anthropic`, {
+  providerId: "claude",
+  upstreamModel: "claude-x",
+});
 beforeAll(() => void ({ upstream, adapter, target } = fixture));
 
 const options = () => ({ target, signal: AbortSignal.timeout(5000) });
@@ -16,13 +19,23 @@ const frame = (data: { type: string }) => `event: ${data.type}\ndata: ${JSON.str
 
 describe("Anthropic adapter", () => {
   it("posts to {base_url}/v1/messages with x-api-key and anthropic-version, usage normalised", async () => {
-    upstream.answers = [jsonAnswer({ id: "msg_1", type: "message", usage: { input_tokens: 10, output_tokens: 4, cache_read_input_tokens: 6, cache_creation_input_tokens: 2 } })];
+    upstream.answers = [
+      jsonAnswer({
+        id: "msg_1",
+        type: "message",
+        usage: { input_tokens: 10, output_tokens: 4, cache_read_input_tokens: 6, cache_creation_input_tokens: 2 },
+      }),
+    ];
     const body = { model: "claude-x", max_tokens: 10, messages: [{ role: "user", content: "hi" }], metadata: { user_id: "u" } };
     const result = await adapter.messages!(body, options());
     expect(result).toMatchObject({ kind: "json", status: 200, usage: { promptTokens: 18, completionTokens: 4, cachedTokens: 6 } });
     const [req] = upstream.requests;
     expect(req).toMatchObject({ method: "POST", path: "/anthropic/v1/messages" });
-    expect(req!.headers).toMatchObject({ "x-api-key": "provider-key", "anthropic-version": "2023-06-01", "content-type": "application/json" });
+    expect(req!.headers).toMatchObject({
+      "x-api-key": "provider-key",
+      "anthropic-version": "2023-06-01",
+      "content-type": "application/json",
+    });
     expect(req!.headers.authorization).toBeUndefined();
     expect(JSON.parse(req!.body)).toEqual(body);
   });
@@ -35,7 +48,10 @@ describe("Anthropic adapter", () => {
       { type: "message_stop" },
     ];
     upstream.answers = [sseAnswer(events.map(frame).join("") + frame({ type: "late" }))];
-    const result = await adapter.messages!({ model: "claude-x", max_tokens: 5, messages: [], stream: true }, { ...options(), apiKey: "byok" });
+    const result = await adapter.messages!(
+      { model: "claude-x", max_tokens: 5, messages: [], stream: true },
+      { ...options(), apiKey: "byok" },
+    );
     if (result.kind !== "stream") throw new Error("expected a stream");
     const got = (await drain(result.batches)) as { data: { type: string }; event: string }[];
     expect(got.map((e) => e.event)).toEqual(["message_start", "ping", "message_delta", "message_stop"]);
@@ -58,9 +74,20 @@ describe("Anthropic adapter", () => {
   });
 
   it("passes 429/529 retry headers through as an UpstreamError, never the body", async () => {
-    upstream.answers = [{ status: 529, headers: { "content-type": "application/json", "retry-after": "2", "retry-after-ms": "1500" }, body: '{"type":"error"}' }];
+    upstream.answers = [
+      {
+        status: 529,
+        headers: { "content-type": "application/json", "retry-after": "2", "retry-after-ms": "1500" },
+        body: '{"type":"error"}',
+      },
+    ];
     const err = await adapter.messages!({}, options()).catch((e: unknown) => e);
-    expect(err).toMatchObject({ name: "UpstreamError", status: 529, retryable: true, retryHeaders: { "retry-after": "2", "retry-after-ms": "1500" } });
+    expect(err).toMatchObject({
+      name: "UpstreamError",
+      status: 529,
+      retryable: true,
+      retryHeaders: { "retry-after": "2", "retry-after-ms": "1500" },
+    });
     expect(String((err as Error).message)).not.toContain("error");
   });
 });

@@ -16,11 +16,29 @@ describe("anthropicMessagesRequestSchema", () => {
       ...base,
       system: [{ type: "text", text: "Be brief.", cache_control: { type: "ephemeral" } }],
       messages: [
-        { role: "user", content: [{ type: "text", text: "Weather?" }, { type: "image", source: { type: "url", url: "https://x/y.png" } }] },
-        { role: "assistant", content: [{ type: "thinking", thinking: "…", signature: "s" }, { type: "tool_use", id: "toolu_1", name: "w", input: {} }] },
-        { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: [{ type: "text", text: "sunny" }], is_error: false }] },
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "Weather?" },
+            { type: "image", source: { type: "url", url: "https://x/y.png" } },
+          ],
+        },
+        {
+          role: "assistant",
+          content: [
+            { type: "thinking", thinking: "…", signature: "s" },
+            { type: "tool_use", id: "toolu_1", name: "w", input: {} },
+          ],
+        },
+        {
+          role: "user",
+          content: [{ type: "tool_result", tool_use_id: "toolu_1", content: [{ type: "text", text: "sunny" }], is_error: false }],
+        },
       ],
-      tools: [{ name: "w", input_schema: { type: "object" } }, { type: "web_search_20250305", name: "web_search", max_uses: 2 }],
+      tools: [
+        { name: "w", input_schema: { type: "object" } },
+        { type: "web_search_20250305", name: "web_search", max_uses: 2 },
+      ],
       tool_choice: { type: "auto", disable_parallel_tool_use: true },
       thinking: { type: "enabled", budget_tokens: 1024 },
       metadata: { user_id: "u-1" },
@@ -47,10 +65,19 @@ describe("anthropicMessagesRequestSchema", () => {
     [{ ...base, messages: [{ role: "user", content: 42 }] }, "messages.0.content"],
     [{ ...base, messages: [{ role: "user", content: [{ text: "no type" }] }] }, "messages.0.content.0.type"],
     [{ ...base, messages: [{ role: "user", content: [{ type: "text", text: ["x"] }] }] }, "messages.0.content.0.text"],
-    [{ ...base, messages: [{ role: "user", content: [{ type: "image", source: { type: "base64", data: "AAAA" } }] }] }, "messages.0.content.0.source.media_type"],
-    [{ ...base, messages: [{ role: "assistant", content: [{ type: "tool_use", id: "t", name: "n", input: "{}" }] }] }, "messages.0.content.0.input"],
+    [
+      { ...base, messages: [{ role: "user", content: [{ type: "image", source: { type: "base64", data: "AAAA" } }] }] },
+      "messages.0.content.0.source.media_type",
+    ],
+    [
+      { ...base, messages: [{ role: "assistant", content: [{ type: "tool_use", id: "t", name: "n", input: "{}" }] }] },
+      "messages.0.content.0.input",
+    ],
     [{ ...base, messages: [{ role: "user", content: [{ type: "tool_result", content: "x" }] }] }, "messages.0.content.0.tool_use_id"],
-    [{ ...base, messages: [{ role: "user", content: [{ type: "tool_result", tool_use_id: "t", content: [{ type: "text" }] }] }] }, "messages.0.content.0.content.0.text"],
+    [
+      { ...base, messages: [{ role: "user", content: [{ type: "tool_result", tool_use_id: "t", content: [{ type: "text" }] }] }] },
+      "messages.0.content.0.content.0.text",
+    ],
     [{ ...base, system: 7 }, "system"],
     [{ ...base, system: [{ type: "image" }] }, "system.0.type"],
     [{ ...base, temperature: 1.5 }, "temperature"],
@@ -68,7 +95,13 @@ describe("anthropicMessagesRequestSchema", () => {
     const body = {
       ...base,
       messages: [
-        { role: "user", content: [{ type: "document", source: { type: "text", media_type: "text/plain", data: "doc" } }, { type: "image", source: { type: "file", file_id: "f" } }] },
+        {
+          role: "user",
+          content: [
+            { type: "document", source: { type: "text", media_type: "text/plain", data: "doc" } },
+            { type: "image", source: { type: "file", file_id: "f" } },
+          ],
+        },
         { role: "assistant", content: [] },
       ],
       tools: [{ type: "bash_20250124", name: "bash" }],

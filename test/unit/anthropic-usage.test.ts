@@ -3,18 +3,27 @@ import { convertAnthropicUsage, readAnthropicStreamUsage } from "../../src/provi
 
 describe("convertAnthropicUsage", () => {
   it("sums the three prompt parts; only cache reads are cached", () => {
-    expect(convertAnthropicUsage({ input_tokens: 10, cache_creation_input_tokens: 100, cache_read_input_tokens: 50, output_tokens: 7 })).toEqual({
+    expect(
+      convertAnthropicUsage({ input_tokens: 10, cache_creation_input_tokens: 100, cache_read_input_tokens: 50, output_tokens: 7 }),
+    ).toEqual({
       promptTokens: 160,
       completionTokens: 7,
       cachedTokens: 50,
     });
   });
   it("reads null or absent cache fields as zero", () => {
-    expect(convertAnthropicUsage({ input_tokens: 3, output_tokens: 1, cache_read_input_tokens: null })).toEqual({ promptTokens: 3, completionTokens: 1, cachedTokens: 0 });
+    expect(convertAnthropicUsage({ input_tokens: 3, output_tokens: 1, cache_read_input_tokens: null })).toEqual({
+      promptTokens: 3,
+      completionTokens: 1,
+      cachedTokens: 0,
+    });
   });
-  it.each([null, 5, [], {}, { input_tokens: 3 }, { input_tokens: "3", output_tokens: 1 }, { input_tokens: 3, output_tokens: -1 }])("gives null for %j", (usage) => {
-    expect(convertAnthropicUsage(usage)).toBeNull();
-  });
+  it.each([null, 5, [], {}, { input_tokens: 3 }, { input_tokens: "3", output_tokens: 1 }, { input_tokens: 3, output_tokens: -1 }])(
+    "gives null for %j",
+    (usage) => {
+      expect(convertAnthropicUsage(usage)).toBeNull();
+    },
+  );
 });
 
 describe("readAnthropicStreamUsage", () => {

@@ -10,7 +10,13 @@ const bodies: unknown[] = [
   { ...base, max_tokens: 16, stream: true, stream_options: { include_usage: true }, n: 2, tools: [], modalities: ["text"] },
   { ...base, stream: null, stream_options: null, max_tokens: null, max_completion_tokens: null, n: null, tools: null, modalities: null },
   { ...base, temperature: 0.2, response_format: { type: "json_object" }, metadata: { model: "x" } },
-  { ...base, messages: [{ role: "user", content: [{ type: "text", text: "hi" }], name: "a" }, { role: "assistant", content: null }] },
+  {
+    ...base,
+    messages: [
+      { role: "user", content: [{ type: "text", text: "hi" }], name: "a" },
+      { role: "assistant", content: null },
+    ],
+  },
   { ...base, messages: [{ role: "tool" }] },
   null,
   [],

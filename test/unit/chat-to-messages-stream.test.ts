@@ -48,8 +48,22 @@ const types = (events: Event[]) => events.map((e) => e.data.type);
 describe("createChatToMessagesStream", () => {
   it("emits the official sequence for a text answer, usage from the final chunk", () => {
     const events = translate(textOnly);
-    expect(types(events)).toEqual(["message_start", "content_block_start", "content_block_delta", "content_block_delta", "content_block_stop", "message_delta", "message_stop"]);
-    expect(events[0]!.data.message).toMatchObject({ id: "msg_AbC123", model: "claude-public", content: [], stop_reason: null, usage: { output_tokens: 0 } });
+    expect(types(events)).toEqual([
+      "message_start",
+      "content_block_start",
+      "content_block_delta",
+      "content_block_delta",
+      "content_block_stop",
+      "message_delta",
+      "message_stop",
+    ]);
+    expect(events[0]!.data.message).toMatchObject({
+      id: "msg_AbC123",
+      model: "claude-public",
+      content: [],
+      stop_reason: null,
+      usage: { output_tokens: 0 },
+    });
     expect(accumulate(events)).toMatchObject({
       content: [{ type: "text", text: "Hello, world" }],
       stop_reason: "end_turn",
@@ -69,7 +83,9 @@ describe("createChatToMessagesStream", () => {
       ],
       usage: { input_tokens: 40, output_tokens: 18 },
     });
-    const partials = events.filter((e) => (e.data.delta as { type?: string } | undefined)?.type === "input_json_delta").map((e) => (e.data.delta as { partial_json: string }).partial_json);
+    const partials = events
+      .filter((e) => (e.data.delta as { type?: string } | undefined)?.type === "input_json_delta")
+      .map((e) => (e.data.delta as { partial_json: string }).partial_json);
     expect(partials).toEqual(['{"ci', 'ty":"Par', 'is"}']);
   });
 
@@ -89,7 +105,13 @@ describe("createChatToMessagesStream", () => {
 
   it("prefers the usage the gateway settles", () => {
     const events = translate(textOnly, { promptTokens: 20, completionTokens: 9, cachedTokens: 0 });
-    expect(events.at(-2)!.data.usage).toEqual({ input_tokens: 20, output_tokens: 9, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, server_tool_use: null });
+    expect(events.at(-2)!.data.usage).toEqual({
+      input_tokens: 20,
+      output_tokens: 9,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+      server_tool_use: null,
+    });
   });
 
   it("emits a well-formed empty message when there is no content", () => {
@@ -99,7 +121,10 @@ describe("createChatToMessagesStream", () => {
   });
 
   it("maps finish_reason length to max_tokens", () => {
-    expect(accumulate(translate(lengthFinish))).toMatchObject({ stop_reason: "max_tokens", content: [{ type: "text", text: "Once upon a time" }] });
+    expect(accumulate(translate(lengthFinish))).toMatchObject({
+      stop_reason: "max_tokens",
+      content: [{ type: "text", text: "Once upon a time" }],
+    });
   });
 
   it("closes properly when end() comes first or the stream had no chunks", () => {
@@ -118,7 +143,10 @@ describe("createChatToMessagesStream", () => {
       { id: "x", choices: [{ index: 0, delta: { content: 5 }, finish_reason: "tool_calls" }] },
     ];
     const message = accumulate(translate(chunks));
-    expect(message).toMatchObject({ stop_reason: "tool_use", content: [{ type: "tool_use", id: "call_1", name: "late", input: { a: 1 } }] });
+    expect(message).toMatchObject({
+      stop_reason: "tool_use",
+      content: [{ type: "tool_use", id: "call_1", name: "late", input: { a: 1 } }],
+    });
   });
 
   it("writes frames as `event: NAME` and `data: JSON` lines", () => {

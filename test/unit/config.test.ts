@@ -99,7 +99,9 @@ describe("config loading", () => {
     expect(parseConfig({ retention: { ledger_days: 1 } }, "t").retention.ledger_days).toBe(1);
     expect(parseConfig({ retention: { ledger_days: 2 }, quota: { max_hold_seconds: 86_401 } }, "t").retention.ledger_days).toBe(2);
     // From the environment too: a whole placeholder is a number.
-    expect(loadConfigFile(file("retention-env.yaml", "retention:\n  request_log_days: ${LOG_DAYS:-0}\n"), {}).retention.request_log_days).toBe(0);
+    expect(
+      loadConfigFile(file("retention-env.yaml", "retention:\n  request_log_days: ${LOG_DAYS:-0}\n"), {}).retention.request_log_days,
+    ).toBe(0);
   });
 
   it.each([
@@ -109,7 +111,11 @@ describe("config loading", () => {
     ["a batch of nothing", "retention: { batch_rows: 0 }", "retention.batch_rows"],
     ["a batch too large for one short statement", "retention: { batch_rows: 100001 }", "retention.batch_rows"],
     ["an unknown key", "retention: { ledger_weeks: 5 }", "retention"],
-    ["not more days than quota.max_hold_seconds", "retention: { ledger_days: 1 }\nquota: { max_hold_seconds: 86400 }", "retention.ledger_days"],
+    [
+      "not more days than quota.max_hold_seconds",
+      "retention: { ledger_days: 1 }\nquota: { max_hold_seconds: 86400 }",
+      "retention.ledger_days",
+    ],
   ])("refuses a retention that is %s", (_name, text, expectedPath) => {
     const err = failure(() => loadConfigFile(file("bad-retention.yaml", `${text}\n`)));
     expect(err.path).toBe(expectedPath);
@@ -122,10 +128,7 @@ describe("config loading", () => {
   });
 
   it("masks secrets when printed", () => {
-    const config = parseConfig(
-      { database: { url: "postgres://u:hunter2@db/x" }, auth: { jwt_secret: "s".repeat(40) } },
-      "t",
-    );
+    const config = parseConfig({ database: { url: "postgres://u:hunter2@db/x" }, auth: { jwt_secret: "s".repeat(40) } }, "t");
     const text = JSON.stringify(maskSecrets(loadConfigFile(file("m.yaml", minimal), { MAIN_API_KEY: "sk-live-123" })));
     expect(text).not.toContain("sk-live-123");
     const masked = JSON.stringify(maskSecrets(config));

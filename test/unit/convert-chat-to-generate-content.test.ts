@@ -14,11 +14,21 @@ const completion = (choices: object[], extra: Record<string, unknown> = {}) => (
   usage: { prompt_tokens: 20, completion_tokens: 5, total_tokens: 25, prompt_tokens_details: { cached_tokens: 8 } },
   ...extra,
 });
-const choice = (message: object, finish: string | null = "stop", index = 0) => ({ index, message: { role: "assistant", ...message }, finish_reason: finish });
+const choice = (message: object, finish: string | null = "stop", index = 0) => ({
+  index,
+  message: { role: "assistant", ...message },
+  finish_reason: finish,
+});
 
 /** Valid per the proto, and with what a GenerateContentResponse must hold for the SDKs. */
-function convert(body: Record<string, unknown>, usage?: Parameters<typeof convertChatToGenerateContent>[1]["usage"]): GenerateContentResponse {
-  const response = convertChatToGenerateContent(body, usage === undefined ? { publicModel: "gemini-public" } : { publicModel: "gemini-public", usage });
+function convert(
+  body: Record<string, unknown>,
+  usage?: Parameters<typeof convertChatToGenerateContent>[1]["usage"],
+): GenerateContentResponse {
+  const response = convertChatToGenerateContent(
+    body,
+    usage === undefined ? { publicModel: "gemini-public" } : { publicModel: "gemini-public", usage },
+  );
   expect(validateGemini("GenerateContentResponse", response)).toEqual([]);
   expect(response.modelVersion).toBe("gemini-public");
   for (const candidate of response.candidates) {
@@ -42,7 +52,9 @@ describe("convertChatToGenerateContent", () => {
   it("round-trips its usage through the Gemini usage reader", () => {
     const response = convert(completion([choice({ content: "x" })]), { promptTokens: 30, completionTokens: 12, cachedTokens: 10 });
     expect(convertGeminiUsage(response.usageMetadata)).toEqual({ promptTokens: 30, completionTokens: 12, cachedTokens: 10 });
-    expect(convert(completion([choice({ content: "x" })]), { promptTokens: 3, completionTokens: 0, cachedTokens: 0 }).usageMetadata).toEqual({ promptTokenCount: 3, totalTokenCount: 3 });
+    expect(
+      convert(completion([choice({ content: "x" })]), { promptTokens: 3, completionTokens: 0, cachedTokens: 0 }).usageMetadata,
+    ).toEqual({ promptTokenCount: 3, totalTokenCount: 3 });
   });
 
   it("maps tool calls to functionCall parts with parsed args and the call id", () => {
@@ -63,7 +75,11 @@ describe("convertChatToGenerateContent", () => {
     expect(response.candidates[0]).toEqual({
       content: {
         role: "model",
-        parts: [{ text: "Checking." }, { functionCall: { id: "call_1", name: "get_weather", args: { city: "Paris" } } }, { functionCall: { id: "call_2", name: "bad_args", args: {} } }],
+        parts: [
+          { text: "Checking." },
+          { functionCall: { id: "call_1", name: "get_weather", args: { city: "Paris" } } },
+          { functionCall: { id: "call_2", name: "bad_args", args: {} } },
+        ],
       },
       finishReason: "STOP",
       index: 0,
@@ -97,7 +113,13 @@ describe("convertChatToGenerateContent", () => {
   });
 
   it("survives odd upstream answers", () => {
-    for (const odd of [{}, { choices: "x" }, { choices: [null, 5] }, { choices: [{ message: null, index: "1" }] }, { id: 3, choices: [{ message: { tool_calls: [null, { function: { name: 5 } }] } }], usage: "x" }]) {
+    for (const odd of [
+      {},
+      { choices: "x" },
+      { choices: [null, 5] },
+      { choices: [{ message: null, index: "1" }] },
+      { id: 3, choices: [{ message: { tool_calls: [null, { function: { name: 5 } }] } }], usage: "x" },
+    ]) {
       const response = convert(odd);
       expect(response).not.toHaveProperty("usageMetadata");
       expect(response).not.toHaveProperty("responseId");

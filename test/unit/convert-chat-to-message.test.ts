@@ -9,13 +9,18 @@ const completion = (message: Record<string, unknown>, finish: string | null = "s
   object: "chat.completion",
   created: 1_741_569_952,
   model: "gpt-4o-2024-08-06",
-  choices: [{ index: 0, message: { role: "assistant", refusal: null, annotations: [], ...message }, logprobs: null, finish_reason: finish }],
+  choices: [
+    { index: 0, message: { role: "assistant", refusal: null, annotations: [], ...message }, logprobs: null, finish_reason: finish },
+  ],
   usage: { prompt_tokens: 19, completion_tokens: 10, total_tokens: 29, prompt_tokens_details: { cached_tokens: 4, audio_tokens: 0 } },
   ...extra,
 });
 
 function convert(body: Record<string, unknown>, usage?: Parameters<typeof convertChatToMessage>[1]["usage"]) {
-  const message = convertChatToMessage(body, usage === undefined ? { publicModel: "claude-public" } : { publicModel: "claude-public", usage });
+  const message = convertChatToMessage(
+    body,
+    usage === undefined ? { publicModel: "claude-public" } : { publicModel: "claude-public", usage },
+  );
   expect(validateAnthropic("Message", message)).toEqual([]);
   return message;
 }
@@ -75,15 +80,28 @@ describe("convertChatToMessage", () => {
     expect(parseToolArguments("null")).toEqual({});
     expect(parseToolArguments(42)).toEqual({});
     expect(parseToolArguments({ already: "object" })).toEqual({ already: "object" });
-    const message = convert(completion({ content: "", tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: "{oops" } }] }, "tool_calls"));
+    const message = convert(
+      completion({ content: "", tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: "{oops" } }] }, "tool_calls"),
+    );
     expect(message.content).toEqual([{ type: "tool_use", id: "c1", name: "f", input: {}, caller: { type: "direct" } }]);
   });
 
   it("keeps text before tool calls, a refusal as text, and a legacy function_call", () => {
-    expect(convert(completion({ content: "Sure.", tool_calls: [{ id: "c", type: "function", function: { name: "f", arguments: "{}" } }] }, "tool_calls")).content).toHaveLength(2);
-    expect(convert(completion({ content: null, refusal: "I can't help with that." })).content).toEqual([{ type: "text", text: "I can't help with that.", citations: null }]);
+    expect(
+      convert(
+        completion(
+          { content: "Sure.", tool_calls: [{ id: "c", type: "function", function: { name: "f", arguments: "{}" } }] },
+          "tool_calls",
+        ),
+      ).content,
+    ).toHaveLength(2);
+    expect(convert(completion({ content: null, refusal: "I can't help with that." })).content).toEqual([
+      { type: "text", text: "I can't help with that.", citations: null },
+    ]);
     const legacy = convert(completion({ content: null, function_call: { name: "f", arguments: '{"x":1}' } }, "function_call"));
-    expect(legacy.content).toEqual([{ type: "tool_use", id: "toolu_B9MBs8CjcvOU2jLn4n570S5qMJKcT_0", name: "f", input: { x: 1 }, caller: { type: "direct" } }]);
+    expect(legacy.content).toEqual([
+      { type: "tool_use", id: "toolu_B9MBs8CjcvOU2jLn4n570S5qMJKcT_0", name: "f", input: { x: 1 }, caller: { type: "direct" } },
+    ]);
     expect(legacy.stop_reason).toBe("tool_use");
   });
 
@@ -106,15 +124,37 @@ describe("convertChatToMessage", () => {
       cache_read_input_tokens: 60,
       output_tokens: 7,
     });
-    expect(convert(completion({ content: "x" }, "stop", { usage: undefined }), null).usage).toMatchObject({ input_tokens: 0, output_tokens: 0 });
+    expect(convert(completion({ content: "x" }, "stop", { usage: undefined }), null).usage).toMatchObject({
+      input_tokens: 0,
+      output_tokens: 0,
+    });
   });
 
   it("survives odd upstream answers", () => {
-    for (const odd of [{}, { choices: [] }, { choices: [null] }, { choices: [{ message: "text" }] }, { id: 5, choices: [{ message: { content: [{ type: "text", text: "parts" }], tool_calls: [null, { function: {} }] } }] }]) {
+    for (const odd of [
+      {},
+      { choices: [] },
+      { choices: [null] },
+      { choices: [{ message: "text" }] },
+      { id: 5, choices: [{ message: { content: [{ type: "text", text: "parts" }], tool_calls: [null, { function: {} }] } }] },
+    ]) {
       const message = convert(odd);
       expect(message.id).toMatch(/^msg_[A-Za-z0-9_-]+$/);
     }
-    expect(convert({ choices: [{ message: { content: [{ type: "text", text: "a" }, { type: "text", text: "b" }] } }] }).content).toEqual([{ type: "text", text: "ab", citations: null }]);
+    expect(
+      convert({
+        choices: [
+          {
+            message: {
+              content: [
+                { type: "text", text: "a" },
+                { type: "text", text: "b" },
+              ],
+            },
+          },
+        ],
+      }).content,
+    ).toEqual([{ type: "text", text: "ab", citations: null }]);
   });
 
   it("derives message ids from chat ids", () => {

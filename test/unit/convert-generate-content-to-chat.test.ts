@@ -19,7 +19,17 @@ describe("convertGenerateContentToChat", () => {
   it("takes the model from the URL and maps generationConfig", () => {
     const chat = convert({
       contents: [user("Hi")],
-      generationConfig: { maxOutputTokens: 50, temperature: 1.2, topP: 0.8, topK: 20, stopSequences: ["END"], candidateCount: 2, seed: 7, presencePenalty: 0.1, frequencyPenalty: 0.2 },
+      generationConfig: {
+        maxOutputTokens: 50,
+        temperature: 1.2,
+        topP: 0.8,
+        topK: 20,
+        stopSequences: ["END"],
+        candidateCount: 2,
+        seed: 7,
+        presencePenalty: 0.1,
+        frequencyPenalty: 0.2,
+      },
       safetySettings: [{ category: "HARM_CATEGORY_HARASSMENT", threshold: "BLOCK_NONE" }],
     });
     expect(chat).toEqual({
@@ -40,7 +50,11 @@ describe("convertGenerateContentToChat", () => {
   it("maps systemInstruction and roles; thoughts are dropped", () => {
     const chat = convert({
       systemInstruction: { parts: [{ text: "Be brief." }, { text: "Be kind." }] },
-      contents: [user("Hi"), { role: "model", parts: [{ text: "thinking…", thought: true }, { text: "Hel" }, { text: "lo" }] }, { parts: [{ text: "Bye" }] }],
+      contents: [
+        user("Hi"),
+        { role: "model", parts: [{ text: "thinking…", thought: true }, { text: "Hel" }, { text: "lo" }] },
+        { parts: [{ text: "Bye" }] },
+      ],
     });
     expect(chat.messages).toEqual([
       { role: "system", content: "Be brief.\n\nBe kind." },
@@ -123,7 +137,11 @@ describe("convertGenerateContentToChat", () => {
       tools: [
         {
           functionDeclarations: [
-            { name: "get_weather", description: "Weather", parameters: { type: "OBJECT", properties: { city: { type: "STRING", nullable: true } }, required: ["city"] } },
+            {
+              name: "get_weather",
+              description: "Weather",
+              parameters: { type: "OBJECT", properties: { city: { type: "STRING", nullable: true } }, required: ["city"] },
+            },
             { name: "raw", parametersJsonSchema: { type: "object", additionalProperties: false } },
             { name: "bare" },
           ],
@@ -134,7 +152,14 @@ describe("convertGenerateContentToChat", () => {
     });
     const chat = convert(body());
     expect(chat.tools).toEqual([
-      { type: "function", function: { name: "get_weather", description: "Weather", parameters: { type: "object", properties: { city: { type: ["string", "null"] } }, required: ["city"] } } },
+      {
+        type: "function",
+        function: {
+          name: "get_weather",
+          description: "Weather",
+          parameters: { type: "object", properties: { city: { type: ["string", "null"] } }, required: ["city"] },
+        },
+      },
       { type: "function", function: { name: "raw", parameters: { type: "object", additionalProperties: false } } },
       { type: "function", function: { name: "bare" } },
     ]);
@@ -143,17 +168,23 @@ describe("convertGenerateContentToChat", () => {
     expect(convert(body("NONE")).tool_choice).toBe("none");
     expect(convert(body("ANY")).tool_choice).toBe("required");
     expect(convert(body("ANY", ["raw"])).tool_choice).toEqual({ type: "function", function: { name: "raw" } });
-    expect(convert({ contents: [user("x")], tools: [{ googleSearch: {} }], toolConfig: { functionCallingConfig: { mode: "ANY" } } })).not.toHaveProperty("tool_choice");
+    expect(
+      convert({ contents: [user("x")], tools: [{ googleSearch: {} }], toolConfig: { functionCallingConfig: { mode: "ANY" } } }),
+    ).not.toHaveProperty("tool_choice");
   });
 
   it("maps JSON output: schema, JSON Schema or plain JSON mode", () => {
-    const config = (extra: object) => convert({ contents: [user("x")], generationConfig: { responseMimeType: "application/json", ...extra } }).response_format;
+    const config = (extra: object) =>
+      convert({ contents: [user("x")], generationConfig: { responseMimeType: "application/json", ...extra } }).response_format;
     expect(config({})).toEqual({ type: "json_object" });
     expect(config({ responseSchema: { type: "ARRAY", items: { type: "INTEGER" }, maxItems: "3" } })).toEqual({
       type: "json_schema",
       json_schema: { name: "response", schema: { type: "array", items: { type: "integer" }, maxItems: 3 } },
     });
-    expect(config({ responseJsonSchema: { type: "object" } })).toEqual({ type: "json_schema", json_schema: { name: "response", schema: { type: "object" } } });
+    expect(config({ responseJsonSchema: { type: "object" } })).toEqual({
+      type: "json_schema",
+      json_schema: { name: "response", schema: { type: "object" } },
+    });
     expect(convert({ contents: [user("x")], generationConfig: { responseMimeType: "text/plain" } })).not.toHaveProperty("response_format");
   });
 
@@ -181,13 +212,19 @@ describe("convertGeminiSchema", () => {
       convertGeminiSchema({
         type: "OBJECT",
         property_ordering: ["b", "a"],
-        properties: { max_items: { type: "ARRAY", items: { type: "NUMBER", format: "float" }, max_items: "2" }, a: { anyOf: [{ type: "STRING" }, { type: "TYPE_UNSPECIFIED" }] } },
+        properties: {
+          max_items: { type: "ARRAY", items: { type: "NUMBER", format: "float" }, max_items: "2" },
+          a: { anyOf: [{ type: "STRING" }, { type: "TYPE_UNSPECIFIED" }] },
+        },
         example: { a: "x" },
         enum: ["x"],
       }),
     ).toEqual({
       type: "object",
-      properties: { max_items: { type: "array", items: { type: "number", format: "float" }, maxItems: 2 }, a: { anyOf: [{ type: "string" }, {}] } },
+      properties: {
+        max_items: { type: "array", items: { type: "number", format: "float" }, maxItems: 2 },
+        a: { anyOf: [{ type: "string" }, {}] },
+      },
       enum: ["x"],
     });
     expect(convertGeminiSchema("nope")).toEqual({});

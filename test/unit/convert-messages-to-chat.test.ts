@@ -26,12 +26,28 @@ describe("convertMessagesToChat", () => {
       thinking: { type: "enabled", budget_tokens: 2000 },
       service_tier: "auto",
     });
-    expect(chat).toEqual({ model: "claude-x", messages: [{ role: "user", content: "Hi" }], max_tokens: 256, temperature: 0.3, top_p: 0.9, stop: ["END", "STOP"] });
+    expect(chat).toEqual({
+      model: "claude-x",
+      messages: [{ role: "user", content: "Hi" }],
+      max_tokens: 256,
+      temperature: 0.3,
+      top_p: 0.9,
+      stop: ["END", "STOP"],
+    });
   });
 
   it("turns a string system or its text blocks into one system message", () => {
-    expect(convert({ system: "Be brief.", messages: [{ role: "user", content: "x" }] }).messages[0]).toEqual({ role: "system", content: "Be brief." });
-    const blocks = convert({ system: [{ type: "text", text: "A" }, { type: "text", text: "B", cache_control: { type: "ephemeral" } }], messages: [{ role: "user", content: "x" }] });
+    expect(convert({ system: "Be brief.", messages: [{ role: "user", content: "x" }] }).messages[0]).toEqual({
+      role: "system",
+      content: "Be brief.",
+    });
+    const blocks = convert({
+      system: [
+        { type: "text", text: "A" },
+        { type: "text", text: "B", cache_control: { type: "ephemeral" } },
+      ],
+      messages: [{ role: "user", content: "x" }],
+    });
     expect(blocks.messages[0]).toEqual({ role: "system", content: "A\n\nB" });
     expect(convert({ system: [], messages: [{ role: "user", content: "x" }] }).messages).toEqual([{ role: "user", content: "x" }]);
   });
@@ -78,7 +94,15 @@ describe("convertMessagesToChat", () => {
           role: "user",
           content: [
             { type: "tool_result", tool_use_id: "toolu_1", content: "sunny" },
-            { type: "tool_result", tool_use_id: "toolu_2", content: [{ type: "text", text: "rain" }, { type: "text", text: "12°C" }], is_error: false },
+            {
+              type: "tool_result",
+              tool_use_id: "toolu_2",
+              content: [
+                { type: "text", text: "rain" },
+                { type: "text", text: "12°C" },
+              ],
+              is_error: false,
+            },
             { type: "text", text: "Thanks" },
           ],
         },
@@ -107,7 +131,14 @@ describe("convertMessagesToChat", () => {
         { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "shot", input: {} }] },
         {
           role: "user",
-          content: [{ type: "tool_result", tool_use_id: "t1", content: [{ type: "image", source: { type: "base64", media_type: "image/jpeg", data: "/9j/" } }] }, { type: "tool_result", tool_use_id: "t2" }],
+          content: [
+            {
+              type: "tool_result",
+              tool_use_id: "t1",
+              content: [{ type: "image", source: { type: "base64", media_type: "image/jpeg", data: "/9j/" } }],
+            },
+            { type: "tool_result", tool_use_id: "t2" },
+          ],
         },
       ],
     });
@@ -121,11 +152,19 @@ describe("convertMessagesToChat", () => {
 
   it("maps custom tools and every tool_choice; server tools are dropped", () => {
     const tools = [
-      { name: "get_weather", description: "Weather by city", input_schema: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } },
+      {
+        name: "get_weather",
+        description: "Weather by city",
+        input_schema: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+      },
       { type: "custom", name: "noop", input_schema: { type: "object" } },
       { type: "web_search_20250305", name: "web_search" },
     ];
-    const chat = convert({ messages: [{ role: "user", content: "x" }], tools, tool_choice: { type: "any", disable_parallel_tool_use: true } });
+    const chat = convert({
+      messages: [{ role: "user", content: "x" }],
+      tools,
+      tool_choice: { type: "any", disable_parallel_tool_use: true },
+    });
     expect(chat.tools).toEqual([
       { type: "function", function: { name: "get_weather", description: "Weather by city", parameters: tools[0]!.input_schema } },
       { type: "function", function: { name: "noop", parameters: { type: "object" } } },
@@ -139,7 +178,11 @@ describe("convertMessagesToChat", () => {
   });
 
   it("sends no tool_choice when no tool has a chat form", () => {
-    const chat = convert({ messages: [{ role: "user", content: "x" }], tools: [{ type: "bash_20250124", name: "bash" }], tool_choice: { type: "any" } });
+    const chat = convert({
+      messages: [{ role: "user", content: "x" }],
+      tools: [{ type: "bash_20250124", name: "bash" }],
+      tool_choice: { type: "any" },
+    });
     expect(chat).not.toHaveProperty("tools");
     expect(chat).not.toHaveProperty("tool_choice");
   });
@@ -154,8 +197,20 @@ describe("convertMessagesToChat", () => {
   it("drops unknown, thinking and empty content instead of failing", () => {
     const chat = convert({
       messages: [
-        { role: "user", content: [{ type: "document", source: { type: "text", data: "x" } }, { type: "text", text: "Read this" }] },
-        { role: "assistant", content: [{ type: "thinking", thinking: "hmm", signature: "s" }, { type: "redacted_thinking", data: "x" }] },
+        {
+          role: "user",
+          content: [
+            { type: "document", source: { type: "text", data: "x" } },
+            { type: "text", text: "Read this" },
+          ],
+        },
+        {
+          role: "assistant",
+          content: [
+            { type: "thinking", thinking: "hmm", signature: "s" },
+            { type: "redacted_thinking", data: "x" },
+          ],
+        },
         { role: "assistant", content: [] },
         { role: "user", content: [{ type: "search_result", source: "x" }] },
         { role: "assistant", content: "" },

@@ -42,7 +42,10 @@ describe("isTransientDbError", () => {
     ["a query read timeout", new Error("Query read timeout")],
     ["a client no longer queryable", new Error("Client has encountered a connection error and is not queryable")],
     ["the gateway's own 503", new DatabaseUnavailableError()],
-    ["a pg error wrapped by drizzle (DrizzleQueryError's cause)", Object.assign(new Error("Failed query: select 1"), { cause: pgError("ECONNRESET") })],
+    [
+      "a pg error wrapped by drizzle (DrizzleQueryError's cause)",
+      Object.assign(new Error("Failed query: select 1"), { cause: pgError("ECONNRESET") }),
+    ],
   ])("%s is transient", (_name, err) => {
     expect(isTransientDbError(err)).toBe(true);
   });
@@ -67,7 +70,11 @@ describe("isTransientDbError", () => {
 
   it("the 503 names the code, says nothing was charged and carries Retry-After", () => {
     const err = new DatabaseUnavailableError();
-    expect({ status: err.status, code: err.code, retryAfter: err.headers?.["Retry-After"] }).toEqual({ status: 503, code: "database_unavailable", retryAfter: "2" });
+    expect({ status: err.status, code: err.code, retryAfter: err.headers?.["Retry-After"] }).toEqual({
+      status: 503,
+      code: "database_unavailable",
+      retryAfter: "2",
+    });
     expect(err.message).toMatch(/Nothing was charged/);
   });
 });
@@ -78,7 +85,11 @@ describe("request deadlines", () => {
 
   it("withinDeadline answers 503 when the step outlives the deadline, and tells onFault", async () => {
     const faults: unknown[] = [];
-    const result = withinDeadline(500, () => new Promise(() => {}), (err) => faults.push(err));
+    const result = withinDeadline(
+      500,
+      () => new Promise(() => {}),
+      (err) => faults.push(err),
+    );
     const settled = expect(result).rejects.toBeInstanceOf(DatabaseUnavailableError);
     await vi.advanceTimersByTimeAsync(500);
     await settled;
@@ -119,7 +130,11 @@ describe("request deadlines", () => {
   });
 
   it("waitForDatabase retries transient faults until the database answers, announcing it once", async () => {
-    const query = vi.fn().mockRejectedValueOnce(pgError("ECONNREFUSED")).mockRejectedValueOnce(pgError("57P03")).mockResolvedValue({ rows: [] });
+    const query = vi
+      .fn()
+      .mockRejectedValueOnce(pgError("ECONNREFUSED"))
+      .mockRejectedValueOnce(pgError("57P03"))
+      .mockResolvedValue({ rows: [] });
     const waiting: unknown[] = [];
     const done = waitForDatabase({ query } as unknown as Pool, { timeoutMs: 10_000, onWaiting: (err) => waiting.push(err) });
     await vi.advanceTimersByTimeAsync(1_000);
@@ -130,11 +145,15 @@ describe("request deadlines", () => {
 
   it("waitForDatabase gives up after its timeout, and at once on a definitive error", async () => {
     const down = vi.fn().mockRejectedValue(pgError("ECONNREFUSED"));
-    const gaveUp = expect(waitForDatabase({ query: down } as unknown as Pool, { timeoutMs: 3_000, onWaiting: () => {} })).rejects.toMatchObject({ code: "ECONNREFUSED" });
+    const gaveUp = expect(
+      waitForDatabase({ query: down } as unknown as Pool, { timeoutMs: 3_000, onWaiting: () => {} }),
+    ).rejects.toMatchObject({ code: "ECONNREFUSED" });
     await vi.advanceTimersByTimeAsync(3_500);
     await gaveUp;
     const wrongPassword = vi.fn().mockRejectedValue(pgError("28P01"));
-    await expect(waitForDatabase({ query: wrongPassword } as unknown as Pool, { timeoutMs: 3_000, onWaiting: () => {} })).rejects.toMatchObject({ code: "28P01" });
+    await expect(
+      waitForDatabase({ query: wrongPassword } as unknown as Pool, { timeoutMs: 3_000, onWaiting: () => {} }),
+    ).rejects.toMatchObject({ code: "28P01" });
     expect(wrongPassword).toHaveBeenCalledTimes(1);
   });
 });

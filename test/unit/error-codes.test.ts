@@ -18,9 +18,20 @@ describe("the error-code table", () => {
 
   it("builds errors from the code alone; a route may only change the status", () => {
     const err = new GatewayError({ code: "insufficient_quota", message: "m" });
-    expect(err).toMatchObject({ status: 429, type: "rate_limit_error", code: "insufficient_quota", param: null, errorClass: "quota_exceeded" });
+    expect(err).toMatchObject({
+      status: 429,
+      type: "rate_limit_error",
+      code: "insufficient_quota",
+      param: null,
+      errorClass: "quota_exceeded",
+    });
     const unprocessable = errors.unprocessable("bad", "state", "invalid_value");
-    expect(unprocessable).toMatchObject({ status: 422, type: "invalid_request_error", code: "invalid_value", errorClass: "invalid_request" });
+    expect(unprocessable).toMatchObject({
+      status: 422,
+      type: "invalid_request_error",
+      code: "invalid_value",
+      errorClass: "invalid_request",
+    });
     expect(errors.badRequest("no code given")).toMatchObject({ status: 400, code: "invalid_request" });
   });
 

@@ -16,7 +16,12 @@ const body = { contents: [{ role: "user", parts: [{ text: "hi" }] }] };
 
 describe("Gemini adapter", () => {
   it("posts generateContent to {base_url}/v1beta/models/{model} with x-goog-api-key, usage normalised", async () => {
-    upstream.answers = [jsonAnswer({ candidates: [], usageMetadata: { promptTokenCount: 8, candidatesTokenCount: 3, thoughtsTokenCount: 2, cachedContentTokenCount: 4 } })];
+    upstream.answers = [
+      jsonAnswer({
+        candidates: [],
+        usageMetadata: { promptTokenCount: 8, candidatesTokenCount: 3, thoughtsTokenCount: 2, cachedContentTokenCount: 4 },
+      }),
+    ];
     const result = await adapter.generateContent!(body, options());
     expect(result).toMatchObject({ kind: "json", usage: { promptTokens: 8, completionTokens: 5, cachedTokens: 4 } });
     const [req] = upstream.requests;
@@ -29,7 +34,10 @@ describe("Gemini adapter", () => {
   it("streams from :streamGenerateContent?alt=sse with a client's own key until the body ends after a finish reason", async () => {
     const chunks = [
       { candidates: [{ content: { role: "model", parts: [{ text: "Hel" }] }, index: 0 }] },
-      { candidates: [{ content: { role: "model", parts: [{ text: "lo" }] }, finishReason: "STOP", index: 0 }], usageMetadata: { promptTokenCount: 2, candidatesTokenCount: 2 } },
+      {
+        candidates: [{ content: { role: "model", parts: [{ text: "lo" }] }, finishReason: "STOP", index: 0 }],
+        usageMetadata: { promptTokenCount: 2, candidatesTokenCount: 2 },
+      },
     ];
     upstream.answers = [sseAnswer(chunks.map(chunk).join(""))];
     const result = await adapter.streamGenerateContent!(body, { ...options(), apiKey: "byok" });
@@ -46,7 +54,9 @@ describe("Gemini adapter", () => {
   });
 
   it("answers a non-2xx with an UpstreamError carrying its retry headers", async () => {
-    upstream.answers = [{ status: 429, headers: { "content-type": "application/json", "retry-after": "7" }, body: '{"error":{"code":429}}' }];
+    upstream.answers = [
+      { status: 429, headers: { "content-type": "application/json", "retry-after": "7" }, body: '{"error":{"code":429}}' },
+    ];
     await expect(adapter.generateContent!(body, options())).rejects.toMatchObject({ status: 429, retryHeaders: { "retry-after": "7" } });
   });
 });

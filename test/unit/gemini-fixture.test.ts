@@ -26,7 +26,13 @@ describe.runIf(compareWithReference(reference))("test/fixtures/gemini-proto.json
 describe("validateGemini", () => {
   it("accepts a well-formed answer and names what is wrong in a bad one", () => {
     const good = {
-      candidates: [{ content: { role: "model", parts: [{ text: "hi" }, { functionCall: { name: "f", args: { a: 1 } } }] }, finishReason: "STOP", index: 0 }],
+      candidates: [
+        {
+          content: { role: "model", parts: [{ text: "hi" }, { functionCall: { name: "f", args: { a: 1 } } }] },
+          finishReason: "STOP",
+          index: 0,
+        },
+      ],
       usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 1, totalTokenCount: 4 },
       modelVersion: "m",
       responseId: "r",
@@ -36,8 +42,8 @@ describe("validateGemini", () => {
     expect(validateGemini("GenerateContentResponse", bad)).toEqual([
       "/candidates/0/content/parts is not a list",
       "/candidates/0/content/parts/text is not a string: 1",
-      "/candidates/0/finishReason is not a Candidate.FinishReason: \"DONE\"",
-      "/candidates/0/index is not a int32: \"0\"",
+      '/candidates/0/finishReason is not a Candidate.FinishReason: "DONE"',
+      '/candidates/0/index is not a int32: "0"',
       "/usage is not a field of GenerateContentResponse",
     ]);
   });

@@ -65,7 +65,9 @@ describe("geminiGenerateContentRequestSchema", () => {
   });
 
   it("accepts part kinds it does not convert", () => {
-    expect(errors({ contents: [{ parts: [{ executableCode: { language: "PYTHON", code: "1" } }, { videoMetadata: {} }, {}] }] })).toEqual([]);
+    expect(errors({ contents: [{ parts: [{ executableCode: { language: "PYTHON", code: "1" } }, { videoMetadata: {} }, {}] }] })).toEqual(
+      [],
+    );
   });
 
   it("does not let a __proto__ key reach an object's prototype", () => {

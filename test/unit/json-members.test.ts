@@ -71,7 +71,8 @@ describe("findMembers", () => {
   });
 
   it("declines truncated text instead of guessing", () => {
-    for (const text of ['{"model":"up', '{"model":"up","x":[1,2', '{"model"', '{"x":{"model":"up"}']) expect(findMembers(text, ["model"])).toBeNull();
+    for (const text of ['{"model":"up', '{"model":"up","x":[1,2', '{"model"', '{"x":{"model":"up"}'])
+      expect(findMembers(text, ["model"])).toBeNull();
   });
 
   it("reports an absent member as absent, and an empty object as having none", () => {

@@ -13,7 +13,13 @@ it("redacts every credential field and header the gateway knows", () => {
     },
   });
   const logger = createLogger("info", sink);
-  const headers = { authorization: "Bearer secret-1", "x-api-key": "secret-2", "x-goog-api-key": "secret-3", "x-upstream-api-key": "secret-4", cookie: "secret-5" };
+  const headers = {
+    authorization: "Bearer secret-1",
+    "x-api-key": "secret-2",
+    "x-goog-api-key": "secret-3",
+    "x-upstream-api-key": "secret-4",
+    cookie: "secret-5",
+  };
   logger.info({ headers, options: { apiKey: "secret-6", signal: null }, provider: { api_key: "secret-7" } }, "request");
   expect(lines).toHaveLength(1);
   expect(lines[0]).not.toContain("secret-");

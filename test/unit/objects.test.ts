@@ -9,7 +9,10 @@ describe("extended", () => {
     const cases: [object, object][] = [
       [{ model: "pub", messages: [], max_tokens: 16 }, { model: "up" }],
       [{ model: "pub", stream: true }, { stream_options: { include_usage: true } }],
-      [{ b: 1, 2: "two", a: 2, 1: "one" }, { 0: "zero", c: 3, a: 4 }],
+      [
+        { b: 1, 2: "two", a: 2, 1: "one" },
+        { 0: "zero", c: 3, a: 4 },
+      ],
       [{}, { only: 1 }],
       [{ only: 1 }, {}],
     ];
@@ -39,7 +42,8 @@ describe("extended", () => {
     v8.setFlagsFromString("--allow-natives-syntax");
     // Compiled after the flag is set, so the intrinsic parses.
     const sameMap = new Function("a", "b", "return %HaveSameMap(a, b)") as (a: object, b: object) => boolean;
-    const make = (i: number) => extended({ requestId: `r${i}`, route: "/v1/chat/completions", startedAt: i * 1.5 }, { modelId: `m${i}`, streamed: false });
+    const make = (i: number) =>
+      extended({ requestId: `r${i}`, route: "/v1/chat/completions", startedAt: i * 1.5 }, { modelId: `m${i}`, streamed: false });
     for (let i = 0; i < 20_000; i++) make(i);
     expect(sameMap(make(1), make(2))).toBe(true);
   });

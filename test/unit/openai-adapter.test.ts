@@ -13,12 +13,22 @@ const options = () => ({ target, signal: AbortSignal.timeout(5000) });
 
 describe("OpenAI adapter: responses and embeddings", () => {
   it("posts responses to {base_url}/responses with the provider key, usage normalised", async () => {
-    upstream.answers = [jsonAnswer({ id: "resp_1", object: "response", usage: { input_tokens: 9, output_tokens: 3, input_tokens_details: { cached_tokens: 4 } } })];
+    upstream.answers = [
+      jsonAnswer({
+        id: "resp_1",
+        object: "response",
+        usage: { input_tokens: 9, output_tokens: 3, input_tokens_details: { cached_tokens: 4 } },
+      }),
+    ];
     const result = await adapter.responses!({ model: "gpt-x", input: "hi" }, options());
     expect(result).toMatchObject({ kind: "json", status: 200, usage: { promptTokens: 9, completionTokens: 3, cachedTokens: 4 } });
     const [req] = upstream.requests;
     expect(req).toMatchObject({ method: "POST", path: "/v1/responses" });
-    expect(req!.headers).toMatchObject({ authorization: "Bearer provider-key", "content-type": "application/json", accept: "application/json" });
+    expect(req!.headers).toMatchObject({
+      authorization: "Bearer provider-key",
+      "content-type": "application/json",
+      accept: "application/json",
+    });
     expect(JSON.parse(req!.body)).toEqual({ model: "gpt-x", input: "hi" });
   });
 
@@ -57,7 +67,12 @@ describe("OpenAI adapter: responses and embeddings", () => {
   });
 
   it("reports a non-2xx answer as an UpstreamError with only its status and retry headers", async () => {
-    upstream.answers = [{ status: 429, headers: { "content-type": "application/json", "retry-after": "3" }, body: '{"error":{"message":"secret"}}' }];
-    await expect(adapter.embeddings!({ model: "e", input: "a" }, options())).rejects.toMatchObject({ status: 429, retryHeaders: { "retry-after": "3" } });
+    upstream.answers = [
+      { status: 429, headers: { "content-type": "application/json", "retry-after": "3" }, body: '{"error":{"message":"secret"}}' },
+    ];
+    await expect(adapter.embeddings!({ model: "e", input: "a" }, options())).rejects.toMatchObject({
+      status: 429,
+      retryHeaders: { "retry-after": "3" },
+    });
   });
 });

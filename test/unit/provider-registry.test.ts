@@ -12,7 +12,9 @@ describe("provider registry", () => {
     expect(folders.length).toBeGreaterThan(0);
     for (const folder of folders) {
       expect(providerProtocols).toContain(folder);
-      expect(adapterFactories[folder as keyof typeof adapterFactories], `src/providers/${folder} is not in the registry`).toBeTypeOf("function");
+      expect(adapterFactories[folder as keyof typeof adapterFactories], `src/providers/${folder} is not in the registry`).toBeTypeOf(
+        "function",
+      );
     }
   });
 });

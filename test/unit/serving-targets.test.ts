@@ -18,7 +18,11 @@ const catalog = createCatalog(
         claude: { protocol: "anthropic", base_url: "http://c.test", allow_byok: true },
       },
       models: {
-        mixed: { kind: "chat", upstream: "m", targets: ["openA", "claude", "openB", { provider: "openB", model: "m2" }, { provider: "claude", model: "m3" }] },
+        mixed: {
+          kind: "chat",
+          upstream: "m",
+          targets: ["openA", "claude", "openB", { provider: "openB", model: "m2" }, { provider: "claude", model: "m3" }],
+        },
         closed: { kind: "chat", upstream: "m", targets: ["openA"] },
       },
     },
@@ -38,7 +42,11 @@ const refusal = (fn: () => unknown) => {
 
 describe("servingTargets", () => {
   it("keeps the targets of the route's protocols, in order, and the model itself when nothing is left out", () => {
-    expect(targetsOf(servingTargets(model("mixed"), ["openai"], "/v1/chat/completions", false))).toEqual(["openA:m", "openB:m", "openB:m2"]);
+    expect(targetsOf(servingTargets(model("mixed"), ["openai"], "/v1/chat/completions", false))).toEqual([
+      "openA:m",
+      "openB:m",
+      "openB:m2",
+    ]);
     expect(servingTargets(model("mixed"), ["anthropic", "openai"], "/messages", false)).toBe(model("mixed"));
   });
 

@@ -6,15 +6,18 @@ import { readSse } from "../../src/providers/sse.js";
 import { UpstreamError } from "../../src/providers/types.js";
 import { batchesOf, bytes } from "../helpers/async-iter.js";
 
-
 describe("readSse", () => {
   it("parses events split anywhere across chunks and stops at [DONE]", async () => {
-    const events = await batchesOf(readSse(bytes('data: {"a"', ':1}\n\nda', 'ta: {"b":2}\n\n', "data: [DONE]\n\n", 'data: {"late":1}\n\n')));
+    const events = await batchesOf(
+      readSse(bytes('data: {"a"', ":1}\n\nda", 'ta: {"b":2}\n\n', "data: [DONE]\n\n", 'data: {"late":1}\n\n')),
+    );
     expect(events).toEqual([[{ data: { a: 1 }, raw: '{"a":1}' }], [{ data: { b: 2 }, raw: '{"b":2}' }], [{ done: true }]]);
   });
 
   it("yields the events one network chunk completes as one batch, and nothing after [DONE]", async () => {
-    const batches = await batchesOf(readSse(bytes('data: {"a":1}\n\ndata: {"b":2}\n\ndata: {"c"', ':3}\n\ndata: [DONE]\n\ndata: {"late":1}\n\n')));
+    const batches = await batchesOf(
+      readSse(bytes('data: {"a":1}\n\ndata: {"b":2}\n\ndata: {"c"', ':3}\n\ndata: [DONE]\n\ndata: {"late":1}\n\n')),
+    );
     expect(batches).toEqual([
       [
         { data: { a: 1 }, raw: '{"a":1}' },
@@ -90,7 +93,13 @@ describe("readSse", () => {
 describe("token estimates", () => {
   const messages = [
     { role: "system", content: "You are terse." },
-    { role: "user", content: [{ type: "text", text: "Describe this picture in detail please." }, { type: "image_url", image_url: { url: "data:," } }] },
+    {
+      role: "user",
+      content: [
+        { type: "text", text: "Describe this picture in detail please." },
+        { type: "image_url", image_url: { url: "data:," } },
+      ],
+    },
   ];
 
   it("the cheap estimate is at least the tokenizer's count for ordinary text", async () => {
@@ -115,13 +124,19 @@ describe("convertOpenAIUsage", () => {
       cachedTokens: 4,
     });
   });
-  it.each([null, undefined, {}, { prompt_tokens: -1, completion_tokens: 1 }, { prompt_tokens: 1.5, completion_tokens: 1 }, { prompt_tokens: "3", completion_tokens: 1 }])(
-    "returns null for unusable usage %j",
-    (usage) => {
-      expect(convertOpenAIUsage(usage)).toBeNull();
-    },
-  );
+  it.each([
+    null,
+    undefined,
+    {},
+    { prompt_tokens: -1, completion_tokens: 1 },
+    { prompt_tokens: 1.5, completion_tokens: 1 },
+    { prompt_tokens: "3", completion_tokens: 1 },
+  ])("returns null for unusable usage %j", (usage) => {
+    expect(convertOpenAIUsage(usage)).toBeNull();
+  });
   it("caps cached tokens at the prompt", () => {
-    expect(convertOpenAIUsage({ prompt_tokens: 3, completion_tokens: 0, prompt_tokens_details: { cached_tokens: 9 } })?.cachedTokens).toBe(3);
+    expect(convertOpenAIUsage({ prompt_tokens: 3, completion_tokens: 0, prompt_tokens_details: { cached_tokens: 9 } })?.cachedTokens).toBe(
+      3,
+    );
   });
 });

@@ -32,7 +32,10 @@ function runStream(events: StreamEvent[], payload: unknown, protocol: (meter: { 
     resume() {},
   };
   let text = "";
-  relayStream({ meter: meter as unknown as Meter, requestId: "req_test", first: null, batches, upstream: new UpstreamAbort() }, protocol(meter)).start({
+  relayStream(
+    { meter: meter as unknown as Meter, requestId: "req_test", first: null, batches, upstream: new UpstreamAbort() },
+    protocol(meter),
+  ).start({
     write(t) {
       text += t;
       return true;
@@ -54,7 +57,9 @@ const echo = (): RelayProtocol => ({
 
 describe("relayStream", () => {
   it("relays every event and ends", () => {
-    expect(runStream([{ data: { n: 1 }, raw: '{"n":1}' }, { data: { n: 2 }, raw: '{"n":2}' }, { done: true }], null, echo)).toBe("12[DONE]<end>");
+    expect(runStream([{ data: { n: 1 }, raw: '{"n":1}' }, { data: { n: 2 }, raw: '{"n":2}' }, { done: true }], null, echo)).toBe(
+      "12[DONE]<end>",
+    );
   });
 
   it("leaves nothing of a finished stream for scavenges to promote", () => {

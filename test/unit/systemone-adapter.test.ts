@@ -7,7 +7,10 @@ let upstream: RecordingUpstream;
 let adapter: ProviderAdapter;
 let target: Target;
 // A base URL with a path (a proxy in front of the evaluator) keeps it.
-const fixture = useRecordingAdapter(createSystemOneAdapter, "systemone", (url) => `${url}/eval`, { providerId: "judge", upstreamModel: "1.13.0" });
+const fixture = useRecordingAdapter(createSystemOneAdapter, "systemone", (url) => `${url}/eval`, {
+  providerId: "judge",
+  upstreamModel: "1.13.0",
+});
 beforeAll(() => void ({ upstream, adapter, target } = fixture));
 
 const options = () => ({ target, signal: AbortSignal.timeout(5000) });
@@ -20,7 +23,11 @@ describe("systemone adapter", () => {
     expect(result).toMatchObject({ kind: "json", status: 200, usage: { promptTokens: 12, completionTokens: 1, cachedTokens: 0 } });
     const [req] = upstream.requests;
     expect(req).toMatchObject({ method: "POST", path: "/eval/v1/systemone", body });
-    expect(req!.headers).toMatchObject({ authorization: "Bearer provider-key", "content-type": "application/json", accept: "application/json" });
+    expect(req!.headers).toMatchObject({
+      authorization: "Bearer provider-key",
+      "content-type": "application/json",
+      accept: "application/json",
+    });
   });
 
   it("keeps explicit zeros, reads absent usage as null and refuses malformed usage as an invalid answer", async () => {
@@ -28,9 +35,19 @@ describe("systemone adapter", () => {
     expect((await adapter.evaluate!(body, options())).usage).toEqual({ promptTokens: 0, completionTokens: 0, cachedTokens: 0 });
     upstream.answers = [jsonAnswer({ answers: {} })];
     expect((await adapter.evaluate!(body, options())).usage).toBeNull();
-    for (const usage of [{ input_tokens: 3 }, { input_tokens: 1.5, output_tokens: 0 }, { input_tokens: "3", output_tokens: 0 }, { input_tokens: -1, output_tokens: 0 }, 7]) {
+    for (const usage of [
+      { input_tokens: 3 },
+      { input_tokens: 1.5, output_tokens: 0 },
+      { input_tokens: "3", output_tokens: 0 },
+      { input_tokens: -1, output_tokens: 0 },
+      7,
+    ]) {
       upstream.answers = [jsonAnswer({ answers: {}, usage })];
-      await expect(adapter.evaluate!(body, options())).rejects.toMatchObject({ name: "UpstreamError", failure: "protocol", retryable: true });
+      await expect(adapter.evaluate!(body, options())).rejects.toMatchObject({
+        name: "UpstreamError",
+        failure: "protocol",
+        retryable: true,
+      });
     }
   });
 

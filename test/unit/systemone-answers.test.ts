@@ -31,7 +31,10 @@ function accepted(answers: unknown, asked = questions): Answers {
   if (!result.ok) throw new Error(`refused: ${result.reason}`);
   return result.answers as unknown as Answers;
 }
-const withAnswer = (id: string, patch: Record<string, unknown>): Answers => ({ ...good, [id]: { ...good[id as keyof typeof good], ...patch } });
+const withAnswer = (id: string, patch: Record<string, unknown>): Answers => ({
+  ...good,
+  [id]: { ...good[id as keyof typeof good], ...patch },
+});
 
 describe("readAnswers", () => {
   it("accepts complete answers and keeps the rounded values as sent (no renormalisation)", () => {
@@ -54,10 +57,14 @@ describe("readAnswers", () => {
 
   it("keeps question IDs and option names such as __proto__ as plain keys", () => {
     const asked = JSON.parse('{"__proto__":{"type":"choice","criteria":{"__proto__":"a","b":"b"}}}') as Record<string, Question>;
-    const answers = JSON.parse('{"__proto__":{"type":"choice","choice":"__proto__","confidence":0.6,"probabilities":{"__proto__":0.6,"b":0.4}}}');
+    const answers = JSON.parse(
+      '{"__proto__":{"type":"choice","choice":"__proto__","confidence":0.6,"probabilities":{"__proto__":0.6,"b":0.4}}}',
+    );
     const answer = accepted(answers, asked);
     expect(Object.keys(answer)).toEqual(["__proto__"]);
-    expect(JSON.stringify(answer)).toBe('{"__proto__":{"type":"choice","choice":"__proto__","confidence":0.6,"probabilities":{"__proto__":0.6,"b":0.4}}}');
+    expect(JSON.stringify(answer)).toBe(
+      '{"__proto__":{"type":"choice","choice":"__proto__","confidence":0.6,"probabilities":{"__proto__":0.6,"b":0.4}}}',
+    );
   });
 
   const invalid: [string, unknown][] = [

@@ -81,11 +81,15 @@ describe("upstream cost estimate", () => {
     expect(systemOneVersion("systemone-1.13.0")).toBe("1.13.0");
     expect(systemOneVersion("1.13.0")).toBe("1.13.0");
     expect(rateCardFor("systemone-1.13.0", {})).toEqual(BUILT_IN_RATE_CARDS["1.13.0"]);
-    for (const alias of ["1.13", "latest", "systemone-latest", "1.14.0", "1.13.0-rc1", "toString", "__proto__"]) expect(rateCardFor(alias, {})).toBeNull();
+    for (const alias of ["1.13", "latest", "systemone-latest", "1.14.0", "1.13.0-rc1", "toString", "__proto__"])
+      expect(rateCardFor(alias, {})).toBeNull();
   });
 
   it("takes a configured rate card first, by the exact upstream name or its version", () => {
-    const configured = { "1.13.0": { input_usd_per_million: 0.05, output_usd_per_million: 0.01 }, latest: { input_usd_per_million: 0.07, output_usd_per_million: 0 } };
+    const configured = {
+      "1.13.0": { input_usd_per_million: 0.05, output_usd_per_million: 0.01 },
+      latest: { input_usd_per_million: 0.07, output_usd_per_million: 0 },
+    };
     expect(rateCardFor("systemone-1.13.0", configured)).toEqual(configured["1.13.0"]);
     expect(rateCardFor("latest", configured)).toEqual(configured.latest);
     expect(systemOneUpstreamCost(1_000_000, 2_000_000, configured["1.13.0"])).toBe("0.07");
@@ -98,7 +102,8 @@ describe("USD amounts", () => {
     expect(parseUsd("0.50")).toBe(500_000_000n);
     expect(parseUsd(" 0.000000001 ")).toBe(1n);
     expect(parseUsd("1000000000")).toBe(1_000_000_000_000_000_000n);
-    for (const bad of ["", "-1", "+1", "1e3", "0.0000000001", "1,5", ".5", "5.", "1000000001", "NaN", "0x10"]) expect(parseUsd(bad)).toBeNull();
+    for (const bad of ["", "-1", "+1", "1e3", "0.0000000001", "1,5", ".5", "5.", "1000000001", "NaN", "0x10"])
+      expect(parseUsd(bad)).toBeNull();
   });
 
   it("formats nano-dollars as plain decimal text, no float on the way", () => {

@@ -53,7 +53,8 @@ describe("evaluation request validation", () => {
   });
 
   it("keeps question IDs and option names exactly, __proto__ included", () => {
-    const text = '{"model":"judge","state":null,"questions":{"__proto__":{"type":"choice","criteria":{"__proto__":"a","b":null}},"Q 1/ü":{"type":"noul"}}}';
+    const text =
+      '{"model":"judge","state":null,"questions":{"__proto__":{"type":"choice","criteria":{"__proto__":"a","b":null}},"Q 1/ü":{"type":"noul"}}}';
     const { request } = toSystemOneCall(JSON.parse(text), text);
     expect(Object.keys(request.questions)).toEqual(["__proto__", "Q 1/ü"]);
     expect(Object.keys(request.questions["__proto__"]!.criteria!)).toEqual(["__proto__", "b"]);
@@ -62,7 +63,8 @@ describe("evaluation request validation", () => {
 
 describe("the upstream body", () => {
   it("is the client's text with only the model replaced: numbers keep their spelling", () => {
-    const text = '{ "questions": {"q1": {"type": "noul"}}, "model" : "judge", "state": {"id": 12345678901234567890, "w": 1.50, "e": 1e2}, "seed": 7 }';
+    const text =
+      '{ "questions": {"q1": {"type": "noul"}}, "model" : "judge", "state": {"id": 12345678901234567890, "w": 1.50, "e": 1e2}, "seed": 7 }';
     const forwarded = upstreamBody(toSystemOneCall(JSON.parse(text), text), "1.13.0");
     expect(forwarded).toBe(text.replace('"model" : "judge"', '"model" : "1.13.0"'));
   });

@@ -9,7 +9,14 @@ import { createGeminiAdapter } from "../../src/providers/gemini/index.js";
 import { createOpenAIAdapter } from "../../src/providers/openai/index.js";
 import { createSystemOneAdapter } from "../../src/providers/systemone/index.js";
 import { UpstreamAnswerTooLargeError, type ProviderAdapter, type Target } from "../../src/providers/types.js";
-import { answerLimits, drain, jsonAnswer, sseAnswer, startRecordingUpstream, type RecordingUpstream } from "../helpers/recording-upstream.js";
+import {
+  answerLimits,
+  drain,
+  jsonAnswer,
+  sseAnswer,
+  startRecordingUpstream,
+  type RecordingUpstream,
+} from "../helpers/recording-upstream.js";
 
 // The cap on a 2xx JSON answer (limits.upstream_answer_bytes): an answer of exactly the cap is read, one byte
 // more is refused (by Content-Length before reading, else as soon as the bytes read pass it) and the rest of
@@ -157,14 +164,26 @@ describe("the cap on a JSON answer", () => {
 });
 
 describe("each capability reads under its own cap", () => {
-  const limits = answerLimits({ chat_completions: 101, responses: 102, embeddings: 103, messages: 104, generate_content: 105, evaluate: 106 });
+  const limits = answerLimits({
+    chat_completions: 101,
+    responses: 102,
+    embeddings: 103,
+    messages: 104,
+    generate_content: 105,
+    evaluate: 106,
+  });
   let recording: RecordingUpstream;
   const adapters: Record<string, { adapter: ProviderAdapter; target: Target }> = {};
 
   beforeAll(async () => {
     recording = await startRecordingUpstream();
     recording.answers = [jsonAnswer({ pad: "a".repeat(200) })];
-    const factories = { openai: createOpenAIAdapter, anthropic: createAnthropicAdapter, gemini: createGeminiAdapter, systemone: createSystemOneAdapter };
+    const factories = {
+      openai: createOpenAIAdapter,
+      anthropic: createAnthropicAdapter,
+      gemini: createGeminiAdapter,
+      systemone: createSystemOneAdapter,
+    };
     for (const [protocol, create] of Object.entries(factories)) {
       const provider = recording.provider({ protocol, base_url: protocol === "openai" ? `${recording.url}/v1` : recording.url });
       adapters[protocol] = { adapter: create(provider, limits), target: { providerId: protocol, provider, upstreamModel: "m" } };

@@ -17,7 +17,14 @@ export function generateContentErrorFrame(requestId: string): string {
     code: 502,
     message: "The upstream stream ended unexpectedly.",
     status: "UNAVAILABLE",
-    details: [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "UPSTREAM_STREAM_INTERRUPTED", domain: "gateway", metadata: { request_id: requestId } }],
+    details: [
+      {
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        reason: "UPSTREAM_STREAM_INTERRUPTED",
+        domain: "gateway",
+        metadata: { request_id: requestId },
+      },
+    ],
   };
   return JSON.stringify({ error });
 }

@@ -56,7 +56,17 @@ export function createChatToMessagesStream(options: ChatToMessagesStreamOptions)
     messageId ??= messageIdFromChatId(chatId);
     const usage = toAnthropicUsage(known());
     // output_tokens is 0 here: nothing is generated yet, and message_delta carries the cumulative count.
-    const message = { id: messageId, type: "message", role: "assistant", content: [], model: options.publicModel, stop_reason: null, stop_sequence: null, stop_details: null, container: null };
+    const message = {
+      id: messageId,
+      type: "message",
+      role: "assistant",
+      content: [],
+      model: options.publicModel,
+      stop_reason: null,
+      stop_sequence: null,
+      stop_details: null,
+      container: null,
+    };
     out.push(frame("message_start", { message: extended(message, { usage: extended(usage, { output_tokens: 0 }) }) }));
   };
 

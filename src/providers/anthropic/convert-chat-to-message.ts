@@ -68,7 +68,13 @@ export function convertChatToMessage(completion: Record<string, unknown>, option
     const fn = asObject(asObject(call)?.function);
     const name = asString(fn?.name);
     if (!name) return;
-    const block: AnthropicToolUseOutput = { type: "tool_use", id: toolUseId(asObject(call)?.id, id, i), name, input: parseToolArguments(fn?.arguments), caller: { type: "direct" } };
+    const block: AnthropicToolUseOutput = {
+      type: "tool_use",
+      id: toolUseId(asObject(call)?.id, id, i),
+      name,
+      input: parseToolArguments(fn?.arguments),
+      caller: { type: "direct" },
+    };
     content.push(block);
   });
   return {

@@ -83,7 +83,10 @@ function chatTools(tools: AnthropicMessagesRequest["tools"]): ChatTool[] {
   for (const tool of tools ?? []) {
     if (tool.type !== undefined && tool.type !== "custom") continue;
     const { name, description, input_schema } = tool as { name: string; description?: string; input_schema: Record<string, unknown> };
-    out.push({ type: "function", function: description === undefined ? { name, parameters: input_schema } : { name, description, parameters: input_schema } });
+    out.push({
+      type: "function",
+      function: description === undefined ? { name, parameters: input_schema } : { name, description, parameters: input_schema },
+    });
   }
   return out;
 }

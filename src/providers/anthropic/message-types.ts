@@ -6,7 +6,13 @@ export type AnthropicStopReason = "end_turn" | "max_tokens" | "stop_sequence" | 
 
 export type AnthropicTextOutput = { type: "text"; text: string; citations: null };
 
-export type AnthropicToolUseOutput = { type: "tool_use"; id: string; name: string; input: Record<string, unknown>; caller: { type: "direct" } };
+export type AnthropicToolUseOutput = {
+  type: "tool_use";
+  id: string;
+  name: string;
+  input: Record<string, unknown>;
+  caller: { type: "direct" };
+};
 
 export type AnthropicUsage = {
   input_tokens: number;

@@ -21,7 +21,10 @@ const toolUseBlock = z.looseObject({ type: z.literal("tool_use"), id: z.string()
 const toolResultBlock = z.looseObject({
   type: z.literal("tool_result"),
   tool_use_id: z.string().min(1),
-  content: stringOrArray(openUnion({ text: textBlock, image: imageBlock }), "content must be a string or an array of content blocks").optional(),
+  content: stringOrArray(
+    openUnion({ text: textBlock, image: imageBlock }),
+    "content must be a string or an array of content blocks",
+  ).optional(),
   is_error: z.boolean().optional(),
 });
 

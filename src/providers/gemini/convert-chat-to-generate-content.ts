@@ -34,7 +34,10 @@ export function functionCallPart(id: unknown, name: string, args: unknown): Gemi
 /** Candidates always hold a part: an empty answer is one empty text, as Gemini writes it. */
 export const orEmptyText = (parts: GeminiOutputPart[]): GeminiOutputPart[] => (parts.length > 0 ? parts : [{ text: "" }]);
 
-export function convertChatToGenerateContent(completion: Record<string, unknown>, options: ChatToGenerateContentOptions): GenerateContentResponse {
+export function convertChatToGenerateContent(
+  completion: Record<string, unknown>,
+  options: ChatToGenerateContentOptions,
+): GenerateContentResponse {
   const candidates = asArray(completion.choices).flatMap((item, position) => {
     const choice = asObject(item);
     if (!choice) return [];
@@ -48,7 +51,9 @@ export function convertChatToGenerateContent(completion: Record<string, unknown>
       if (name) parts.push(functionCallPart(asObject(call)?.id, name, fn?.arguments));
     }
     const index = typeof choice.index === "number" && Number.isSafeInteger(choice.index) ? choice.index : position;
-    return [{ content: { role: "model" as const, parts: orEmptyText(parts) }, finishReason: mapChatFinishReason(choice.finish_reason), index }];
+    return [
+      { content: { role: "model" as const, parts: orEmptyText(parts) }, finishReason: mapChatFinishReason(choice.finish_reason), index },
+    ];
   });
   const usage = options.usage !== undefined ? options.usage : convertOpenAIUsage(completion.usage);
   const response: GenerateContentResponse = { candidates, modelVersion: options.publicModel };

@@ -17,9 +17,11 @@ const JOIN = "\n\n";
 /** Images only: chat has no generic file part that every OpenAI-compatible server takes. */
 function mediaPart(part: GeminiPart): ChatContentPart | null {
   const inline = part.inlineData;
-  if (inline?.mimeType.startsWith("image/")) return { type: "image_url", image_url: { url: `data:${inline.mimeType};base64,${inline.data}` } };
+  if (inline?.mimeType.startsWith("image/"))
+    return { type: "image_url", image_url: { url: `data:${inline.mimeType};base64,${inline.data}` } };
   const file = part.fileData;
-  if (file?.mimeType?.startsWith("image/") && /^https?:\/\//.test(file.fileUri)) return { type: "image_url", image_url: { url: file.fileUri } };
+  if (file?.mimeType?.startsWith("image/") && /^https?:\/\//.test(file.fileUri))
+    return { type: "image_url", image_url: { url: file.fileUri } };
   return null;
 }
 
@@ -55,7 +57,12 @@ function modelMessage(content: GeminiContent, ids: ReturnType<typeof callIds>): 
   const toolCalls: ChatToolCall[] = [];
   for (const part of content.parts) {
     const call = part.functionCall;
-    if (call) toolCalls.push({ id: ids.call(call.name, call.id), type: "function", function: { name: call.name, arguments: JSON.stringify(call.args ?? {}) } });
+    if (call)
+      toolCalls.push({
+        id: ids.call(call.name, call.id),
+        type: "function",
+        function: { name: call.name, arguments: JSON.stringify(call.args ?? {}) },
+      });
   }
   if (toolCalls.length > 0) return [{ role: "assistant", content: text || null, tool_calls: toolCalls }];
   return text ? [{ role: "assistant", content: text }] : [];
@@ -67,7 +74,8 @@ function userMessages(content: GeminiContent, ids: ReturnType<typeof callIds>): 
   const parts: ChatContentPart[] = [];
   for (const part of content.parts) {
     const response = part.functionResponse;
-    if (response) out.push({ role: "tool", tool_call_id: ids.response(response.name, response.id), content: JSON.stringify(response.response) });
+    if (response)
+      out.push({ role: "tool", tool_call_id: ids.response(response.name, response.id), content: JSON.stringify(response.response) });
     else if (typeof part.text === "string" && part.thought !== true) parts.push({ type: "text", text: part.text });
     else {
       const media = mediaPart(part);
@@ -114,7 +122,10 @@ function responseFormat(config: NonNullable<GeminiGenerateContentRequest["genera
   return schema ? { type: "json_schema", json_schema: { name: "response", schema } } : { type: "json_object" };
 }
 
-export function convertGenerateContentToChat(request: GeminiGenerateContentRequest, options: GenerateContentToChatOptions): ChatRequestBody {
+export function convertGenerateContentToChat(
+  request: GeminiGenerateContentRequest,
+  options: GenerateContentToChatOptions,
+): ChatRequestBody {
   const messages: ChatMessage[] = [];
   const system = (request.systemInstruction?.parts ?? [])
     .map((p) => p.text)
@@ -122,7 +133,8 @@ export function convertGenerateContentToChat(request: GeminiGenerateContentReque
     .join(JOIN);
   if (system) messages.push({ role: "system", content: system });
   const ids = callIds();
-  for (const content of request.contents) messages.push(...(content.role === "model" ? modelMessage(content, ids) : userMessages(content, ids)));
+  for (const content of request.contents)
+    messages.push(...(content.role === "model" ? modelMessage(content, ids) : userMessages(content, ids)));
 
   const body: ChatRequestBody = { model: options.model, messages };
   const config = request.generationConfig;

@@ -52,7 +52,11 @@ export async function geminiGenerateContent(endpoint: Endpoint, body: Record<str
 }
 
 /** POST ...:streamGenerateContent?alt=sse: `data: {GenerateContentResponse}` chunks. */
-export async function geminiStreamGenerateContent(endpoint: Endpoint, body: Record<string, unknown>, options: CallOptions): Promise<StreamResult> {
+export async function geminiStreamGenerateContent(
+  endpoint: Endpoint,
+  body: Record<string, unknown>,
+  options: CallOptions,
+): Promise<StreamResult> {
   const res = await post(endpoint, "streamGenerateContent?alt=sse", body, options, true);
   return readStreamResult(res, options.signal, geminiSseRules);
 }

@@ -78,7 +78,10 @@ function readAnswer(question: Question, value: unknown): Answer {
       const levels = question.criteria.length;
       const keys = levelKeys(levels);
       const legend = asObject(answer.legend) ?? fail("a score has no legend");
-      if (Object.keys(legend).length !== levels || !keys.every((key, i) => Object.hasOwn(legend, key) && isDeepStrictEqual(legend[key], question.criteria[i]))) {
+      if (
+        Object.keys(legend).length !== levels ||
+        !keys.every((key, i) => Object.hasOwn(legend, key) && isDeepStrictEqual(legend[key], question.criteria[i]))
+      ) {
         fail("the legend of a score does not repeat the level descriptions");
       }
       return {

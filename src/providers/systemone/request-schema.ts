@@ -17,19 +17,17 @@ const document = z.custom<JsonDocument>(isDocument, { error: "must be a string, 
 
 /** A non-empty JSON object whose every value passes `item`; issues name the entry's key. */
 function mapOf<T extends z.ZodType>(item: T, what: string, plural: string) {
-  return z
-    .custom<Record<string, z.output<T>>>(isObject, { error: `must be a map (JSON object) of ${plural}` })
-    .superRefine((map, ctx) => {
-      const entries = Object.entries(map);
-      if (entries.length === 0) ctx.addIssue({ code: "custom", message: `must hold at least one ${what}` });
-      for (const [key, value] of entries) {
-        if (key.length === 0) ctx.addIssue({ code: "custom", message: `a ${what} name must not be empty`, path: [key] });
-        const result = item.safeParse(value);
-        if (!result.success) {
-          for (const issue of result.error.issues) ctx.addIssue({ code: "custom", message: issue.message, path: [key, ...issue.path] });
-        }
+  return z.custom<Record<string, z.output<T>>>(isObject, { error: `must be a map (JSON object) of ${plural}` }).superRefine((map, ctx) => {
+    const entries = Object.entries(map);
+    if (entries.length === 0) ctx.addIssue({ code: "custom", message: `must hold at least one ${what}` });
+    for (const [key, value] of entries) {
+      if (key.length === 0) ctx.addIssue({ code: "custom", message: `a ${what} name must not be empty`, path: [key] });
+      const result = item.safeParse(value);
+      if (!result.success) {
+        for (const issue of result.error.issues) ctx.addIssue({ code: "custom", message: issue.message, path: [key, ...issue.path] });
       }
-    });
+    }
+  });
 }
 
 const instructions = document.optional();
@@ -37,7 +35,11 @@ const instructions = document.optional();
 const noulQuestion = z.looseObject({
   type: z.literal("noul"),
   instructions,
-  criteria: z.custom<Record<string, unknown> | null>((v) => v === null || isObject(v), { error: "must be an object describing true / false, or null" }).optional(),
+  criteria: z
+    .custom<Record<string, unknown> | null>((v) => v === null || isObject(v), {
+      error: "must be an object describing true / false, or null",
+    })
+    .optional(),
 });
 
 const choiceQuestion = z.looseObject({
