@@ -9,9 +9,20 @@ import type { Pool } from "./pool.js";
 /** SQLSTATEs that say nothing about the statement: connection exceptions, shutdowns, overload, lost races. */
 const TRANSIENT_STATES = /^(08|57P0[123]|53300|40001|40P01)/;
 /** Socket errors of a dead or unreachable server, and of a connection cut in the middle. */
-const TRANSIENT_ERRNOS = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", "ENOTFOUND", "ECONNABORTED"]);
+const TRANSIENT_ERRNOS = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EAI_AGAIN",
+  "ENOTFOUND",
+  "ECONNABORTED",
+]);
 /** What node-postgres and its pool say, without a code, when a connection ends, times out or is unusable. */
-const TRANSIENT_MESSAGES = /Connection terminated|connection timeout|timeout exceeded when trying to connect|Query read timeout|not queryable|Connection closed|Client was closed/i;
+const TRANSIENT_MESSAGES =
+  /Connection terminated|connection timeout|timeout exceeded when trying to connect|Query read timeout|not queryable|Connection closed|Client was closed/i;
 
 /**
  * The driver's error under the wrappers around it (drizzle's DrizzleQueryError carries the pg error as its
@@ -104,9 +115,12 @@ export function readWithinDeadline<T>(ms: number, read: () => Promise<T>, onFaul
         try {
           return await read();
         } catch (err) {
-          const left = deadline - performance.now();
-          if (!isTransientDbError(err) || left <= 0) throw err;
-          await sleep(Math.min(left, READ_RETRY_MAX_MS, READ_RETRY_MIN_MS * 2 ** attempt));
+          const pause = Math.min(READ_RETRY_MAX_MS, READ_RETRY_MIN_MS * 2 ** attempt);
+          // No attempt starts at or after the deadline (the request has its 503 by then), also when the pause
+          // overran it on a busy event loop.
+          if (!isTransientDbError(err) || performance.now() + pause >= deadline) throw err;
+          await sleep(pause);
+          if (performance.now() >= deadline) throw err;
         }
       }
     },
