@@ -2,6 +2,7 @@ import { defineConfig } from "drizzle-kit";
 
 export default defineConfig({
   dialect: "postgresql",
-  schema: "./src/db/schema.ts",
+  // Each feature folder owns its tables; listing them here keeps src/db from importing the folders above it.
+  schema: ["./src/auth/schema.ts", "./src/analytics/schema.ts", "./src/quota/schema.ts"],
   out: "./migrations",
 });
