@@ -1,6 +1,7 @@
 // Lint config. Besides the usual checks it enforces the one-way import direction of DESIGN.md §3:
-//   pure (errors, billing, config) <- providers <- db/quota <- server (the HTTP toolkit) <- services <- {routes, jobs}
+//   pure (errors, billing, config) <- providers <- db/quota <- server (the HTTP toolkit) <- services, in serviceOrder
 //   <- runtime (composition root, app assembly) <- {cli, worker-kit}
+// and, by scripts/check-cycles.mjs (also in `npm run lint`), no import cycle between files or folders.
 import js from "@eslint/js";
 import globals from "globals";
 import tseslint from "typescript-eslint";
@@ -11,6 +12,43 @@ const notCli = layer("(^|/)(cli|worker-kit)(/|$)", "src/ never imports cli/ or w
 const notRuntime = layer("(^|/)runtime/", "Only cli/ and the runtime itself use src/runtime (the composition root).");
 const serviceFolders = "(inference|media|support|transfers|analytics|server|jobs|runtime|auth|catalog|metering|account|mock-upstream)";
 const ioFolders = `(db|quota|providers|${serviceFolders.slice(1, -1)})`;
+
+/**
+ * The order among the service and route folders, lowest first: each imports only folders before it (and the
+ * layers below every service). Folders not built yet have their place already, so that they land in order.
+ */
+export const serviceOrder = [
+  "catalog",
+  "auth",
+  "analytics",
+  "account",
+  "metering",
+  "inference",
+  "media",
+  "transfers",
+  "support",
+  "jobs",
+  "mock-upstream",
+];
+
+const serviceLayers = serviceOrder.slice(0, -1).map((folder, i) => {
+  const above = serviceOrder.slice(i + 1);
+  return {
+    files: [`src/${folder}/**/*.ts`],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            notCli,
+            notRuntime,
+            layer(`(^|/)(${above.join("|")})/`, `src/${folder} sits below ${above.join(", ")}: it imports none of them.`),
+          ],
+        },
+      ],
+    },
+  };
+});
 
 export const importLayers = [
   {
@@ -47,6 +85,7 @@ export const importLayers = [
       ],
     },
   },
+  ...serviceLayers,
   {
     // The HTTP toolkit (context, body reading, respond, the error envelope, health): every route folder imports
     // it, so it imports none of them; the app that mounts them is assembled in src/runtime/app.ts.

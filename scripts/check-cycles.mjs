@@ -1,0 +1,89 @@
+#!/usr/bin/env node
+// No import cycles in src/, between files or between folders (issue 12; docs/architecture.md, "Layout"): a
+// cycle is where a one-way layering quietly stops being one. Run by `npm run lint`; `findCycles` is what
+// test/unit/import-layers.test.ts proves on examples.
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+// Relative imports and re-exports, type-only ones included (they tie the modules together just the same).
+const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^;]*?\sfrom\s+["'](\.[^"']+)["']|import\(\s*["'](\.[^"']+)["']\s*\)/g;
+
+function sourceFiles(dir) {
+  return readdirSync(dir).flatMap((entry) => {
+    const full = path.join(dir, entry);
+    if (statSync(full).isDirectory()) return sourceFiles(full);
+    return full.endsWith(".ts") ? [full] : [];
+  });
+}
+
+/** Strongly connected components of more than one node (Tarjan). */
+function components(nodes, next) {
+  let counter = 0;
+  const index = new Map();
+  const low = new Map();
+  const stack = [];
+  const onStack = new Set();
+  const found = [];
+  const visit = (v) => {
+    index.set(v, counter);
+    low.set(v, counter++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of next(v)) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v), low.get(w)));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v), index.get(w)));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const members = [];
+    let w;
+    do {
+      w = stack.pop();
+      onStack.delete(w);
+      members.push(w);
+    } while (w !== v);
+    if (members.length > 1) found.push(members.sort());
+  };
+  for (const v of nodes) if (!index.has(v)) visit(v);
+  return found;
+}
+
+/** The file-level and folder-level import cycles under `root` (paths relative to it). */
+export function findCycles(root) {
+  const imports = new Map();
+  for (const file of sourceFiles(root)) {
+    const targets = new Set();
+    for (const match of readFileSync(file, "utf8").matchAll(IMPORT)) {
+      const target = path.resolve(path.dirname(file), match[1] ?? match[2]).replace(/\.js$/, ".ts");
+      if (target.startsWith(root + path.sep)) targets.add(path.relative(root, target));
+    }
+    imports.set(path.relative(root, file), [...targets]);
+  }
+  // A file directly in root is a folder of its own (src/errors.ts, src/objects.ts).
+  const folderOf = (file) => file.split(path.sep)[0].replace(/\.ts$/, "");
+  const folders = new Map();
+  for (const [file, targets] of imports) {
+    for (const target of targets) {
+      const from = folderOf(file);
+      const to = folderOf(target);
+      if (from === to) continue;
+      if (!folders.has(from)) folders.set(from, new Set());
+      folders.get(from).add(to);
+    }
+  }
+  return {
+    files: components([...imports.keys()], (f) => imports.get(f) ?? []),
+    folders: components([...folders.keys()], (f) => [...(folders.get(f) ?? [])]),
+  };
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const root = path.resolve(process.argv[2] ?? "src");
+  const { files, folders } = findCycles(root);
+  for (const cycle of files) console.error(`import cycle between files: ${cycle.join(" <-> ")}`);
+  for (const cycle of folders) console.error(`import cycle between folders: ${cycle.join(" <-> ")}`);
+  if (files.length + folders.length > 0) process.exit(1);
+  console.log(`no import cycles in ${path.relative(process.cwd(), root) || "."}`);
+}
