@@ -114,7 +114,7 @@ export const importLayers = [
         {
           patterns: [
             notCli,
-            // Feature folders own their tables, which the schema index re-exports.
+            // A table may refer to another folder's (the ledger's foreign key to users): schema files may import schema files.
             layer(`(^|/)${serviceFolders}/(?!schema\\.js$)`, "The database and ledger layers do not import services or routes."),
           ],
         },
