@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
-import { isTransientDbError } from "../db/faults.js";
+import { faultCode, isDataError, isTransientDbError } from "../db/faults.js";
 import type { DatabaseHealth } from "../db/health.js";
 import type { Pool, TimedQuery } from "../db/pool.js";
 import { batchParameter, encodeRow, INSERT_ROWS } from "./row-json.js";
@@ -26,9 +26,6 @@ const DROP_WARN_INTERVAL_MS = 10_000;
 const CLOSE_GRACE_MS = 700;
 const CLOSE_BACKOFF_MS = 100;
 const CLOSE_BACKOFF_MAX_MS = 2_000;
-
-/** SQLSTATE classes 22 (data exception) and 23 (constraint violation): the same batch would fail again. */
-const isPoison = (code: unknown) => typeof code === "string" && /^2[23]/.test(code);
 
 /**
  * Buffered request-log writer (DESIGN.md §5: batch log writes, keep per-request database work to the
@@ -85,11 +82,11 @@ export function createRequestLogWriter(opts: RequestLogWriterOptions): RequestLo
       return true;
     } catch (err) {
       failedFlushes++;
-      const code = (err as { code?: unknown }).code;
       // A driver error's message can quote the offending value; the SQLSTATE (or errno) is enough to act on.
       if (opts.health && isTransientDbError(err)) opts.health.failed(err, "request log");
-      else log.warn({ code: code ?? "unknown", rows: count, failed_flushes: failedFlushes }, "request log flush failed");
-      if (isPoison(code)) {
+      else log.warn({ code: faultCode(err), rows: count, failed_flushes: failedFlushes }, "request log flush failed");
+      // The same batch would fail again: it is dropped (and counted), not retried for ever.
+      if (isDataError(err)) {
         drop(count, "batch rejected by the database");
         return true;
       }

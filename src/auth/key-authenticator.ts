@@ -1,7 +1,7 @@
 import pg from "pg";
 import type { Logger } from "pino";
 import type { Config } from "../config/schema.js";
-import { isTransientDbError, readWithinDeadline } from "../db/faults.js";
+import { isTransientDbError, requestRead, type RequestRead } from "../db/faults.js";
 import type { DatabaseHealth } from "../db/health.js";
 import type { Pool } from "../db/pool.js";
 import type { ApiKeyPrincipal } from "./principals.js";
@@ -75,10 +75,12 @@ class CachedKeyAuthenticator implements LocalKeyCache {
   private retryMs = RETRY_MIN_MS;
   private retryTimer: NodeJS.Timeout | undefined;
   private closed = false;
-  private readonly onFault = (err: unknown) => this.opts.health?.failed(err, "api key lookup");
+  /** A lookup is a request's read: a dead pooled connection is retried, under database.request_timeout_ms. */
+  private readonly read: RequestRead;
 
   constructor(private readonly opts: KeyAuthenticatorOptions) {
     this.ttlMs = opts.config.auth.key_cache_ttl_seconds * 1000;
+    this.read = requestRead(opts.config.database.request_timeout_ms, (err) => opts.health?.failed(err, "api key lookup"));
   }
 
   async start(): Promise<void> {
@@ -98,14 +100,9 @@ class CachedKeyAuthenticator implements LocalKeyCache {
       this.cache.delete(hash);
     }
     const generation = this.generation;
-    // A key this process does not know needs the database: a dead pooled connection is retried, and the whole
-    // lookup waits at most database.request_timeout_ms (then 503 database_unavailable, never 500).
-    const { pool, config } = this.opts;
-    const { rows } = await readWithinDeadline(
-      config.database.request_timeout_ms,
-      () => pool.query<KeyRow>(extended(LOOKUP, { values: [hash] })),
-      this.onFault,
-    );
+    // A key this process does not know needs the database (then 503 database_unavailable, never 500).
+    const { pool } = this.opts;
+    const { rows } = await this.read(() => pool.query<KeyRow>(extended(LOOKUP, { values: [hash] })));
     this.opts.health?.ok();
     const row = rows[0];
     if (!row) return null;
