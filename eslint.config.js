@@ -7,11 +7,13 @@ import globals from "globals";
 import tseslint from "typescript-eslint";
 
 const layer = (regex, message) => ({ regex, message });
+/** An import of any of `folders` (a path segment), optionally followed by `rest`. */
+const anyOf = (folders, rest = "") => `(^|/)(${folders.join("|")})/${rest}`;
+/** One block of the rule: these files may import none of these patterns. */
+const restrict = (files, ...patterns) => ({ files, rules: { "no-restricted-imports": ["error", { patterns }] } });
 
 const notCli = layer("(^|/)(cli|worker-kit)(/|$)", "src/ never imports cli/ or worker-kit/ (they depend on src/, not the reverse).");
 const notRuntime = layer("(^|/)runtime/", "Only cli/ and the runtime itself use src/runtime (the composition root).");
-const serviceFolders = "(inference|media|support|transfers|analytics|server|jobs|runtime|auth|catalog|metering|account|mock-upstream)";
-const ioFolders = `(db|quota|providers|${serviceFolders.slice(1, -1)})`;
 
 /**
  * The order among the service and route folders, lowest first: each imports only folders before it (and the
@@ -30,97 +32,46 @@ export const serviceOrder = [
   "jobs",
   "mock-upstream",
 ];
-
-const serviceLayers = serviceOrder.slice(0, -1).map((folder, i) => {
-  const above = serviceOrder.slice(i + 1);
-  return {
-    files: [`src/${folder}/**/*.ts`],
-    rules: {
-      "no-restricted-imports": [
-        "error",
-        {
-          patterns: [
-            notCli,
-            notRuntime,
-            layer(`(^|/)(${above.join("|")})/`, `src/${folder} sits below ${above.join(", ")}: it imports none of them.`),
-          ],
-        },
-      ],
-    },
-  };
-});
+/** Everything above the database and the ledger: the HTTP toolkit, the services, the composition root. */
+const aboveLedger = ["server", ...serviceOrder, "runtime"];
 
 export const importLayers = [
-  {
-    files: ["src/**/*.ts"],
-    rules: { "no-restricted-imports": ["error", { patterns: [notCli, notRuntime] }] },
-  },
-  {
-    files: ["src/runtime/**/*.ts"],
-    rules: { "no-restricted-imports": ["error", { patterns: [notCli] }] },
-  },
-  {
-    files: ["src/errors.ts", "src/billing/**/*.ts", "src/config/**/*.ts"],
-    rules: {
-      "no-restricted-imports": [
-        "error",
-        {
-          patterns: [
-            notCli,
-            layer(`(^|/)${ioFolders}/`, "Pure modules (errors, billing, config) import no I/O layer."),
-            layer("^(pg|drizzle-orm|undici|hono|graphile-worker)", "Pure modules stay free of I/O libraries."),
-          ],
-        },
-      ],
-    },
-  },
-  {
-    files: ["src/providers/**/*.ts"],
-    rules: {
-      "no-restricted-imports": [
-        "error",
-        {
-          patterns: [notCli, layer(`(^|/)(db|quota|${serviceFolders.slice(1, -1)})/`, "Providers sit below the ledger and the services.")],
-        },
-      ],
-    },
-  },
-  ...serviceLayers,
-  {
-    // The HTTP toolkit (context, body reading, respond, the error envelope, health): every route folder imports
-    // it, so it imports none of them; the app that mounts them is assembled in src/runtime/app.ts.
-    files: ["src/server/**/*.ts"],
-    rules: {
-      "no-restricted-imports": [
-        "error",
-        {
-          patterns: [
-            notCli,
-            notRuntime,
-            layer(
-              `(^|/)(quota|${serviceFolders.slice(1, -1).replace("server|", "")})/`,
-              "src/server is the HTTP toolkit below every route folder: it imports none of them.",
-            ),
-          ],
-        },
-      ],
-    },
-  },
-  {
-    files: ["src/db/**/*.ts", "src/quota/**/*.ts"],
-    rules: {
-      "no-restricted-imports": [
-        "error",
-        {
-          patterns: [
-            notCli,
-            // A table may refer to another folder's (the ledger's foreign key to users): schema files may import schema files.
-            layer(`(^|/)${serviceFolders}/(?!schema\\.js$)`, "The database and ledger layers do not import services or routes."),
-          ],
-        },
-      ],
-    },
-  },
+  restrict(["src/**/*.ts"], notCli, notRuntime),
+  restrict(["src/runtime/**/*.ts"], notCli),
+  restrict(
+    ["src/errors.ts", "src/billing/**/*.ts", "src/config/**/*.ts"],
+    notCli,
+    layer(anyOf(["db", "quota", "providers", ...aboveLedger]), "Pure modules (errors, billing, config) import no I/O layer."),
+    layer("^(pg|drizzle-orm|undici|hono|graphile-worker)", "Pure modules stay free of I/O libraries."),
+  ),
+  restrict(
+    ["src/providers/**/*.ts"],
+    notCli,
+    layer(anyOf(["db", "quota", ...aboveLedger]), "Providers sit below the ledger and the services."),
+  ),
+  ...serviceOrder.slice(0, -1).map((folder, i) => {
+    const above = serviceOrder.slice(i + 1);
+    return restrict(
+      [`src/${folder}/**/*.ts`],
+      notCli,
+      notRuntime,
+      layer(anyOf(above), `src/${folder} sits below ${above.join(", ")}: it imports none of them.`),
+    );
+  }),
+  // The HTTP toolkit (context, body reading, respond, the error envelope, health): every route folder imports
+  // it, so it imports none of them; the app that mounts them is assembled in src/runtime/app.ts.
+  restrict(
+    ["src/server/**/*.ts"],
+    notCli,
+    notRuntime,
+    layer(anyOf(["quota", ...serviceOrder]), "src/server is the HTTP toolkit below every route folder: it imports none of them."),
+  ),
+  restrict(
+    ["src/db/**/*.ts", "src/quota/**/*.ts"],
+    notCli,
+    // A table may refer to another folder's (the ledger's foreign key to users): schema files may import schema files.
+    layer(anyOf(aboveLedger, "(?!schema\\.js$)"), "The database and ledger layers do not import services or routes."),
+  ),
 ];
 
 export default tseslint.config(
