@@ -1,13 +1,10 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
+import { describe, expect, it } from "vitest";
 import { reconcileLedger } from "../../src/quota/index.js";
-import { gateway, tempDir } from "../helpers/cli.js";
-import { GatewayCluster, readAccounts, startLoad, startSampler, withPool, type Outcome } from "../helpers/crash-cluster.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
-import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
+import { readAccounts, type GatewayCluster, startLoad, startSampler, withPool, type Outcome } from "../helpers/crash-cluster.js";
+import { useClusterBench } from "../helpers/cluster-bench.js";
 import { startPgFaultProxy, type PgFaultProxy } from "../helpers/pg-fault-proxy.js";
 
 // An operator's bad day (docs/architecture.md, "Database faults"): a real `gateway serve` process (FAULTED)
@@ -61,56 +58,23 @@ interface Timeline {
 }
 
 describe("gateway serve through database faults", () => {
-  let work: Awaited<ReturnType<typeof tempDir>>;
-  let mock: MockUpstream;
-  let upstream: FaultProxy;
-  const clusters: GatewayCluster[] = [];
-  const proxies: PgFaultProxy[] = [];
-  const databases: TestDatabase[] = [];
-  const running: { stop(): Promise<unknown> }[] = [];
-
-  beforeAll(async () => {
-    work = await tempDir("gateway-e2e-dbfaults-");
-    mock = await startMockUpstream({ apiKey: "mock-key" });
-    upstream = await startFaultProxy(mock.url);
-  });
-
-  afterAll(async () => {
-    const stopping = running.map((r) => r.stop().catch(() => {}));
-    for (const proxy of proxies) proxy.up();
-    for (const cluster of clusters) cluster.killAll();
-    await Promise.all(stopping);
-    await Promise.all(clusters.flatMap((c) => c.all.map((p) => p.serve.proc.catch(() => {}))));
-    for (const proxy of proxies) await proxy.close();
-    await upstream?.close();
-    await mock?.close();
-    for (const db of databases) await db.drop().catch(() => {});
-    await work?.remove();
-  });
+  const bench = useClusterBench("gateway-e2e-dbfaults-");
 
   function writeConfig(name: string): string {
-    const file = path.join(work.dir, `${name}.yaml`);
-    const config = {
+    return bench.writeConfig(name, {
       server: { host: "127.0.0.1", drain_timeout_ms: 3_000 },
       database: { pool_size: 8, request_timeout_ms: REQUEST_TIMEOUT_MS },
       logging: { level: "info" },
       providers: {
-        mock: { protocol: "openai", base_url: upstream.baseUrl({ "x-mock-chunk-delay-ms": CHUNK_DELAY_MS }), api_key: "mock-key" },
+        mock: { protocol: "openai", base_url: bench.upstream.baseUrl({ "x-mock-chunk-delay-ms": CHUNK_DELAY_MS }), api_key: "mock-key" },
       },
       models: { "faults-chat": { kind: "chat", upstream: "mock-gpt-small", targets: ["mock"] } },
       plans: { faults: { daily_tokens: DAILY_TOKENS, context_limit: 128_000 } },
       default_plan: "faults",
       quota: { heartbeat_seconds: 1, instance_timeout_seconds: 3, expiry_sweep_seconds: 1, max_unsynced_settlements: MAX_UNSYNCED },
-    };
-    writeFileSync(file, JSON.stringify(config, null, 2));
-    return file;
+    });
   }
-
-  async function cli(args: string[], configFile: string, db: TestDatabase): Promise<Record<string, string>> {
-    const result = await gateway([...args, "--config", configFile, "--json"], { cwd: work.dir, env: { DATABASE_URL: db.url } });
-    if (result.exitCode !== 0) throw new Error(`gateway ${args.join(" ")} failed: ${result.stderr}`);
-    return JSON.parse(result.stdout) as Record<string, string>;
-  }
+  const cli = bench.cli;
 
   interface ScenarioOptions {
     name: string;
@@ -122,33 +86,31 @@ describe("gateway serve through database faults", () => {
   }
 
   async function scenario(opts: ScenarioOptions) {
-    const db = await createTestDatabase();
-    databases.push(db);
+    const db = await bench.database();
     const proxy = await startPgFaultProxy(db.url);
-    proxies.push(proxy);
+    bench.afterProcesses(() => proxy.close());
     const configFile = writeConfig(opts.name);
     const emails = Array.from({ length: USERS }, (_, i) => `faults-${opts.name}-${i}@example.test`);
     for (const email of emails) await cli(["users", "create", "--email", email, "--password", "correct horse"], configFile, db);
     const keys = await Promise.all(emails.map((email) => cli(["keys", "create", "--user", email], configFile, db)));
 
-    const cluster = new GatewayCluster({ cwd: work.dir, configFile, databaseUrl: db.url, worker: true });
-    clusters.push(cluster);
+    const cluster = bench.cluster({ configFile, databaseUrl: db.url, worker: true });
     await cluster.start(FAULTED, 0, proxy.url);
     await cluster.start(DIRECT);
 
-    const sampler = startSampler(db.url, 100);
-    running.push(sampler);
-    const load = startLoad({
-      cluster,
-      keys: keys.map((k) => k.key!),
-      model: "faults-chat",
-      clients: CLIENTS,
-      streams,
-      maxTokens: MAX_TOKENS,
-      pauseMs: 5,
-      route,
-    });
-    running.push(load);
+    const sampler = bench.running(startSampler(db.url, 100));
+    const load = bench.running(
+      startLoad({
+        cluster,
+        keys: keys.map((k) => k.key!),
+        model: "faults-chat",
+        clients: CLIENTS,
+        streams,
+        maxTokens: MAX_TOKENS,
+        pauseMs: 5,
+        route,
+      }),
+    );
     const t0 = performance.now();
     const windows: Window[] = [];
     const timeline: Timeline = {

@@ -1,13 +1,10 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
+import { describe, expect, it } from "vitest";
 import { reconcileLedger } from "../../src/quota/index.js";
-import { gateway, tempDir } from "../helpers/cli.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
-import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
-import { GatewayCluster, cutConnections, readAccounts, startLoad, startSampler, withPool, type Outcome } from "../helpers/crash-cluster.js";
+import { useClusterBench } from "../helpers/cluster-bench.js";
+import { cutConnections, readAccounts, startLoad, startSampler, withPool, type Outcome } from "../helpers/crash-cluster.js";
 
 // The ledger under crashes, with real processes (docs/billing.md, "Escrow"): three `gateway serve` processes on
 // one database take chat load; one is SIGKILLed with streams in flight and restarted, and twice every database
@@ -48,60 +45,27 @@ const VICTIM = 1;
 const LOSS_WINDOW_MS = 500;
 
 describe("the ledger with three gateway processes, a SIGKILL and cut database connections", () => {
-  let work: Awaited<ReturnType<typeof tempDir>>;
-  let mock: MockUpstream;
-  let proxy: FaultProxy;
-  const clusters: GatewayCluster[] = [];
-  const databases: TestDatabase[] = [];
-  /** Clients and samplers still running when a scenario failed half-way. */
-  const running: { stop(): Promise<unknown> }[] = [];
-
-  beforeAll(async () => {
-    work = await tempDir("gateway-e2e-crash-");
-    mock = await startMockUpstream({ apiKey: "mock-key" });
-    proxy = await startFaultProxy(mock.url);
-  });
-
-  afterAll(async () => {
-    const stopping = running.map((r) => r.stop().catch(() => {}));
-    for (const cluster of clusters) cluster.killAll();
-    await Promise.all(stopping);
-    await Promise.all(clusters.flatMap((c) => c.all.map((p) => p.serve.proc.catch(() => {}))));
-    await proxy?.close();
-    await mock?.close();
-    for (const db of databases) await db.drop().catch(() => {});
-    await work?.remove();
-  });
+  const bench = useClusterBench("gateway-e2e-crash-");
 
   function writeConfig(name: string): string {
-    const file = path.join(work.dir, `${name}.yaml`);
-    const config = {
+    return bench.writeConfig(name, {
       server: { host: "127.0.0.1", drain_timeout_ms: 3_000 },
       database: { pool_size: 8 },
       logging: { level: "warn" },
       providers: {
-        mock: { protocol: "openai", base_url: proxy.baseUrl({ "x-mock-chunk-delay-ms": CHUNK_DELAY_MS }), api_key: "mock-key" },
+        mock: { protocol: "openai", base_url: bench.upstream.baseUrl({ "x-mock-chunk-delay-ms": CHUNK_DELAY_MS }), api_key: "mock-key" },
       },
       models: { "crash-chat": { kind: "chat", upstream: "mock-gpt-small", targets: ["mock"] } },
       plans: { crash: { daily_tokens: DAILY_TOKENS, context_limit: 128_000 } },
       default_plan: "crash",
       quota: { heartbeat_seconds: 1, instance_timeout_seconds: 3, expiry_sweep_seconds: 1 },
-    };
-    // JSON is YAML.
-    writeFileSync(file, JSON.stringify(config, null, 2));
-    return file;
+    });
   }
-
-  async function cli(args: string[], configFile: string, db: TestDatabase): Promise<Record<string, string>> {
-    const result = await gateway([...args, "--config", configFile, "--json"], { cwd: work.dir, env: { DATABASE_URL: db.url } });
-    if (result.exitCode !== 0) throw new Error(`gateway ${args.join(" ")} failed: ${result.stderr}`);
-    return JSON.parse(result.stdout) as Record<string, string>;
-  }
+  const cli = bench.cli;
 
   async function scenario(worker: boolean) {
     const label = worker ? "worker" : "no-worker";
-    const db = await createTestDatabase();
-    databases.push(db);
+    const db = await bench.database();
     const configFile = writeConfig(label);
     const emails = Array.from({ length: USERS }, (_, i) => `crash-${label}-${i}@example.test`);
     const users = await Promise.all(
@@ -110,22 +74,21 @@ describe("the ledger with three gateway processes, a SIGKILL and cut database co
     const keys = await Promise.all(emails.map((email) => cli(["keys", "create", "--user", email], configFile, db)));
     expect(keys.map((k) => k.user_id)).toEqual(users.map((u) => u.id));
 
-    const cluster = new GatewayCluster({ cwd: work.dir, configFile, databaseUrl: db.url, worker });
-    clusters.push(cluster);
+    const cluster = bench.cluster({ configFile, databaseUrl: db.url, worker });
     await Promise.all(Array.from({ length: PROCESSES }, (_, i) => cluster.start(i)));
 
-    const sampler = startSampler(db.url, 100);
-    running.push(sampler);
-    const load = startLoad({
-      cluster,
-      keys: keys.map((k) => k.key!),
-      model: "crash-chat",
-      clients: CLIENTS,
-      streams,
-      maxTokens: MAX_TOKENS,
-      pauseMs: 5,
-    });
-    running.push(load);
+    const sampler = bench.running(startSampler(db.url, 100));
+    const load = bench.running(
+      startLoad({
+        cluster,
+        keys: keys.map((k) => k.key!),
+        model: "crash-chat",
+        clients: CLIENTS,
+        streams,
+        maxTokens: MAX_TOKENS,
+        pauseMs: 5,
+      }),
+    );
     const t0 = performance.now();
     const at = (ms: number) => sleep(Math.max(0, t0 + ms - performance.now()));
     const sinceStart = (t: number) => Math.round(t - t0);
