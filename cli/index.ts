@@ -3,6 +3,7 @@ import { configCommand } from "./config.js";
 import { keysCommand } from "./keys.js";
 import { migrateCommand } from "./migrate.js";
 import { mockUpstreamCommand } from "./mock-upstream.js";
+import { openapiCommand } from "./openapi.js";
 import { resellerCommand } from "./reseller.js";
 import { serveCommand } from "./serve.js";
 import { usersCommand } from "./users.js";
@@ -17,6 +18,13 @@ const program = new Command("gateway")
   .addCommand(usersCommand())
   .addCommand(keysCommand())
   .addCommand(resellerCommand())
+  .addCommand(openapiCommand())
   .addCommand(mockUpstreamCommand());
+
+// A reader that stops early (`gateway openapi | head`) is not an error.
+process.stdout.on("error", (err: NodeJS.ErrnoException) => {
+  if (err.code === "EPIPE") process.exit(0);
+  fail(err);
+});
 
 program.parseAsync(process.argv).catch(fail);

@@ -1,4 +1,4 @@
-// Writes test/fixtures/gemini-proto.json: the messages and enums of the Gemini protos (../shared/reference) that
+// Writes vendor-schemas/gemini-proto.json: the messages and enums of the Gemini protos (../shared/reference) that
 // the tests check translated answers against, as proto3 JSON sees them (lowerCamelCase field names), so the
 // tests run on a machine that has only this repository. Re-run when the reference protos change:
 //   node scripts/extract-gemini-proto.mjs [path/to/google/ai/generativelanguage/v1beta] [output file]
@@ -59,5 +59,5 @@ const out = {
   messages: sortKeys(messages),
   enums: sortKeys(enums),
 };
-writeFileSync(process.argv[3] ?? "test/fixtures/gemini-proto.json", `${JSON.stringify(out)}\n`);
+writeFileSync(process.argv[3] ?? "vendor-schemas/gemini-proto.json", `${JSON.stringify(out)}\n`);
 console.log(`wrote ${Object.keys(messages).length} messages and ${Object.keys(enums).length} enums from ${dir}`);

@@ -1,6 +1,7 @@
-// Writes test/fixtures/openai-schemas.json: the schemas of OpenAI's OpenAPI document (../shared/reference)
-// that the tests validate against, with everything they reference, so the tests run on a machine that has only
-// this repository. Re-run after adding a root schema or when the reference document changes:
+// Writes vendor-schemas/openai-schemas.json: the schemas of OpenAI's OpenAPI document (../shared/reference)
+// that the API description embeds (GET /openapi.json) and the tests validate against, with everything they
+// reference, so the gateway and its tests need only this repository.
+// Re-run after adding a root schema or when the reference document changes:
 //   node scripts/extract-openai-schemas.mjs [path/to/openapi.yaml]
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -16,6 +17,8 @@ const ROOTS = [
   "Response",
   "ResponseStreamEvent",
   "CreateChatCompletionRequest",
+  "CreateResponse",
+  "CreateEmbeddingRequest",
 ];
 
 const source = path.resolve(process.argv[2] ?? "../shared/reference/openai/openapi.yaml");
@@ -24,5 +27,5 @@ writeSchemaExtract({
   label: "shared/reference/openai/openapi.yaml",
   schemas: parse(readFileSync(source, "utf8")).components.schemas,
   roots: ROOTS,
-  out: "test/fixtures/openai-schemas.json",
+  out: "vendor-schemas/openai-schemas.json",
 });

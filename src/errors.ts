@@ -2,30 +2,36 @@
 // services throw GatewayError with a code; the server's error handler turns it into the envelope (DESIGN.md §5);
 // the request log and the metrics read the same code and its class. Pure: no I/O, no framework imports.
 
-export type ErrorType =
-  | "invalid_request_error"
-  | "authentication_error"
-  | "permission_error"
-  | "conflict_error"
-  | "rate_limit_error"
-  | "api_error"
-  | "overloaded_error";
+export const ERROR_TYPES = [
+  "invalid_request_error",
+  "authentication_error",
+  "permission_error",
+  "conflict_error",
+  "rate_limit_error",
+  "api_error",
+  "overloaded_error",
+] as const;
+
+export type ErrorType = (typeof ERROR_TYPES)[number];
 
 /** Coarse classes of failures, for the request log and metrics: never upstream text. */
-export type ErrorClass =
-  | "invalid_request"
-  | "authentication"
-  | "permission"
-  | "not_found"
-  | "quota_exceeded"
-  | "rate_limited"
-  | "context_limit"
-  | "upstream_error"
-  | "upstream_timeout"
-  | "upstream_unreachable"
-  | "client_cancelled"
-  | "unavailable"
-  | "internal";
+export const ERROR_CLASSES = [
+  "invalid_request",
+  "authentication",
+  "permission",
+  "not_found",
+  "quota_exceeded",
+  "rate_limited",
+  "context_limit",
+  "upstream_error",
+  "upstream_timeout",
+  "upstream_unreachable",
+  "client_cancelled",
+  "unavailable",
+  "internal",
+] as const;
+
+export type ErrorClass = (typeof ERROR_CLASSES)[number];
 
 export interface ErrorCodeSpec {
   /** The status a client gets (a route may word it otherwise: the evaluation service answers its 400s as 422). */

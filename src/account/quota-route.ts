@@ -1,8 +1,22 @@
 import { Hono } from "hono";
+import { z } from "zod";
 import type { Config } from "../config/schema.js";
 import type { RequestRead } from "../db/faults.js";
 import type { QuotaLedger } from "../quota/types.js";
+import { ours, type OperationDescription } from "../server/api-description.js";
 import type { AppEnv } from "../server/context.js";
+
+// Quota units stay far below 2^53, so JSON numbers are exact here.
+const quotaSchema = z.object({
+  plan: z.string(),
+  day: z.string().meta({ description: "The UTC day this account covers (YYYY-MM-DD)." }),
+  allowance: z.int().meta({ description: "The plan's daily allowance in quota units." }),
+  restored: z.int().meta({ description: "What restorations (reserve resets, received transfers) added today." }),
+  used: z.int(),
+  reserved: z.int().meta({ description: "Held by requests in flight." }),
+  remaining: z.int(),
+  resets_at: z.iso.datetime().meta({ description: "When the next UTC day's allowance starts." }),
+});
 
 /**
  * GET /api/v1/user/quota: today's account (quota units, UTC day): the plan's allowance, what restorations (reserve
@@ -13,8 +27,7 @@ export function userQuotaRoutes(deps: { ledger: QuotaLedger; config: Config; rea
     const session = c.get("session");
     const allowance = BigInt(deps.config.plans[session.plan]?.daily_tokens ?? 0);
     const balance = await deps.read(() => deps.ledger.balance({ kind: "daily_allowance", userId: session.userId, base: allowance }));
-    // Quota units stay far below 2^53, so JSON numbers are exact here.
-    return c.json({
+    const quota: z.infer<typeof quotaSchema> = {
       plan: session.plan,
       day: balance.period,
       allowance: Number(balance.credits),
@@ -23,6 +36,19 @@ export function userQuotaRoutes(deps: { ledger: QuotaLedger; config: Config; rea
       reserved: Number(balance.reserved),
       remaining: Number(balance.remaining),
       resets_at: balance.resetsAt!.toISOString(),
-    });
+    };
+    return c.json(quota);
   });
 }
+
+export const userQuotaOperations: OperationDescription[] = [
+  {
+    method: "get",
+    path: "/api/v1/user/quota",
+    operationId: "getUserQuota",
+    summary: "Today's quota account of the session user",
+    tag: "Account",
+    access: "session",
+    ok: { status: 200, description: "Today's account, in quota units.", schema: ours("Quota", quotaSchema) },
+  },
+];

@@ -1,3 +1,4 @@
+import { z } from "zod";
 import type { UserService } from "../auth/types.js";
 import { formatUsd, parseUsd } from "../billing/usd.js";
 import { errors } from "../errors.js";
@@ -6,13 +7,17 @@ import type { AccountBalance, QuotaLedger } from "../quota/types.js";
 // Reseller pay-as-you-go balances: operators credit one (`gateway reseller credit`, or the admin endpoint with
 // CSRF) and read any; a user reads their own. Amounts are exact decimal text in USD, both ways (docs/billing.md).
 
-export interface PublicResellerBalance {
-  user_id: string;
-  credited_usd: string;
-  spent_usd: string;
-  reserved_usd: string;
-  available_usd: string;
-}
+const usd = (description: string) => z.string().meta({ description: `${description}, exact decimal text in USD.` });
+
+export const resellerBalanceSchema = z.object({
+  user_id: z.string(),
+  credited_usd: usd("Every credit"),
+  spent_usd: usd("Charged to settled requests"),
+  reserved_usd: usd("Held by requests in flight"),
+  available_usd: usd("What new requests may spend"),
+});
+
+export type PublicResellerBalance = z.infer<typeof resellerBalanceSchema>;
 
 export interface ResellerAccounts {
   /** Adds `usd` (decimal text, at most 9 decimals) to the user's balance, with a note for the record. */

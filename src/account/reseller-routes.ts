@@ -1,14 +1,18 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import type { RequestRead } from "../db/faults.js";
+import { ours, type OperationDescription } from "../server/api-description.js";
 import { readValidJson } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
-import type { ResellerAccounts } from "./reseller-accounts.js";
+import { resellerBalanceSchema, type ResellerAccounts } from "./reseller-accounts.js";
 
 // The HTTP face of the reseller balances (reseller-accounts.ts): a user reads their own; an admin reads any and
 // credits one.
 
-const creditBody = z.object({ usd: z.string(), note: z.string().optional() });
+const creditBody = z.object({
+  usd: z.string().meta({ description: "A positive decimal amount in USD, at most 9 decimals: `25` or `0.50`." }),
+  note: z.string().optional().meta({ description: "Kept with the credit, for the record (at most 500 characters)." }),
+});
 
 /** GET /api/v1/user/reseller-balance: the session user's own balance (zeros before any credit). */
 export function resellerUserRoutes(deps: { accounts: ResellerAccounts; read: RequestRead }) {
@@ -26,3 +30,41 @@ export function resellerAdminRoutes(deps: { accounts: ResellerAccounts; bodyLimi
       return c.json(await deps.accounts.credit(c.req.param("user"), body.usd, body.note), 201);
     });
 }
+
+const balance = ours("ResellerBalance", resellerBalanceSchema);
+const userParam = { user: "The user's ID or email." };
+
+export const resellerOperations: OperationDescription[] = [
+  {
+    method: "get",
+    path: "/api/v1/user/reseller-balance",
+    operationId: "getResellerBalance",
+    summary: "The session user's own pay-as-you-go balance",
+    tag: "Account",
+    access: "session",
+    ok: { status: 200, description: "The balance (zeros before any credit).", schema: balance },
+  },
+  {
+    method: "get",
+    path: "/api/v1/admin/reseller-balances/{user}",
+    operationId: "adminGetResellerBalance",
+    summary: "A user's pay-as-you-go balance",
+    tag: "Admin",
+    access: "admin",
+    pathParams: userParam,
+    ok: { status: 200, description: "The balance.", schema: balance },
+    errors: ["user_not_found"],
+  },
+  {
+    method: "post",
+    path: "/api/v1/admin/reseller-balances/{user}/credits",
+    operationId: "adminCreditResellerBalance",
+    summary: "Credits a user's pay-as-you-go balance",
+    tag: "Admin",
+    access: "admin",
+    pathParams: userParam,
+    body: ours("ResellerCredit", creditBody),
+    ok: { status: 201, description: "The balance after the credit.", schema: balance },
+    errors: ["user_not_found"],
+  },
+];

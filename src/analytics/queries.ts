@@ -1,6 +1,7 @@
-import { errors, type ErrorCode } from "../errors.js";
+import { z } from "zod";
+import { ERROR_CLASSES, ERROR_CODES, errors, type ErrorCode } from "../errors.js";
 import type { Pool } from "../db/pool.js";
-import type { ErrorClass, UsageSource } from "./types.js";
+import { USAGE_SOURCES, type ErrorClass, type UsageSource } from "./types.js";
 
 /**
  * A request as its user sees it. Routing metadata (upstream model, provider, fallback path, upstream cost)
@@ -8,30 +9,36 @@ import type { ErrorClass, UsageSource } from "./types.js";
  * Number.MAX_SAFE_INTEGER, so the number is exact and clients need no big-integer parsing to add up their
  * bill. cost_usd (pay-as-you-go requests, else null) is a JSON number too, as the answer's `usage.cost` is.
  */
-export interface UserRequestLog {
-  request_id: string;
-  created_at: string;
-  route: string;
-  model: string;
-  status: number;
-  error_class: ErrorClass | null;
-  /** The gateway's own error code (docs/api.md), null for a success. */
-  error_code: ErrorCode | null;
-  streamed: boolean;
-  input_tokens: number;
-  output_tokens: number;
-  cached_tokens: number;
-  quota_charged: number;
-  cost_usd: number | null;
-  usage_source: UsageSource;
-  latency_ms: number;
-  ttfb_ms: number | null;
-}
+export const userRequestLogSchema = z.object({
+  request_id: z.string().meta({ description: "The X-Request-Id the request was answered with." }),
+  created_at: z.iso.datetime(),
+  route: z.string().meta({ description: "The route pattern, as `/v1/chat/completions`." }),
+  model: z.string().meta({ description: "The public model ID the client sent." }),
+  status: z.int(),
+  error_class: z.enum(ERROR_CLASSES).nullable(),
+  error_code: z
+    .enum(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]])
+    .nullable()
+    .meta({ description: "The gateway's own error code (docs/api.md), null for a success." }),
+  streamed: z.boolean(),
+  input_tokens: z.int(),
+  output_tokens: z.int(),
+  cached_tokens: z.int(),
+  quota_charged: z.int().meta({ description: "Quota units charged (exact: always below 2^53)." }),
+  cost_usd: z.number().nullable().meta({ description: "USD charged on pay-as-you-go, else null." }),
+  usage_source: z.enum(USAGE_SOURCES),
+  latency_ms: z.number(),
+  ttfb_ms: z.number().nullable(),
+});
 
-export interface UserRequestPage {
-  requests: UserRequestLog[];
-  next_cursor: string | null;
-}
+export type UserRequestLog = z.infer<typeof userRequestLogSchema>;
+
+export const userRequestPageSchema = z.object({
+  requests: z.array(userRequestLogSchema),
+  next_cursor: z.string().nullable().meta({ description: "Pass as `cursor` for the next (older) page; null on the last page." }),
+});
+
+export type UserRequestPage = z.infer<typeof userRequestPageSchema>;
 
 interface DbRow {
   request_id: string;

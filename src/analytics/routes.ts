@@ -2,9 +2,10 @@ import { Hono } from "hono";
 import { z } from "zod";
 import type { RequestRead } from "../db/faults.js";
 import type { Pool } from "../db/pool.js";
+import { ours, type OperationDescription } from "../server/api-description.js";
 import { validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
-import { listUserRequests } from "./queries.js";
+import { listUserRequests, userRequestPageSchema } from "./queries.js";
 
 const LIMIT_MESSAGE = "must be an integer from 1 to 100";
 
@@ -14,8 +15,9 @@ const listQuery = z.object({
     .regex(/^\d{1,3}$/, { error: LIMIT_MESSAGE })
     .transform(Number)
     .pipe(z.number().min(1, { error: LIMIT_MESSAGE }).max(100, { error: LIMIT_MESSAGE }))
-    .default(20),
-  cursor: z.string().optional(),
+    .default(20)
+    .meta({ description: "Requests per page, 1 to 100 (default 20)." }),
+  cursor: z.string().optional().meta({ description: "The `next_cursor` of the previous page." }),
 });
 
 /** Mounted under /api/v1/user (session auth): a user's own request log, with the quota charged per request. */
@@ -25,3 +27,17 @@ export function userRequestRoutes(deps: { pool: Pool; read: RequestRead }) {
     return c.json(await deps.read(() => listUserRequests(deps.pool, c.get("session").userId, query)));
   });
 }
+
+export const userRequestOperations: OperationDescription[] = [
+  {
+    method: "get",
+    path: "/api/v1/user/requests",
+    operationId: "listUserRequests",
+    summary: "The session user's own request log, newest first, with the quota charged per request",
+    tag: "Account",
+    access: "session",
+    query: listQuery,
+    ok: { status: 200, description: "One page of requests.", schema: ours("UserRequestPage", userRequestPageSchema) },
+    errors: ["invalid_cursor"],
+  },
+];

@@ -8,7 +8,9 @@ export type { ErrorClass } from "../errors.js";
  * Where the billed usage came from: the upstream's report, the gateway's local count, none (nothing billed), or
  * `hold`: the usage could not be priced (a pricing failure), so the hold was charged as the safe amount.
  */
-export type UsageSource = "upstream" | "estimated" | "none" | "hold";
+export const USAGE_SOURCES = ["upstream", "estimated", "none", "hold"] as const;
+
+export type UsageSource = (typeof USAGE_SOURCES)[number];
 
 export interface RequestLogRow {
   requestId: string;

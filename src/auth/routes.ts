@@ -2,10 +2,19 @@ import { Hono } from "hono";
 import { deleteCookie, setCookie } from "hono/cookie";
 import { z } from "zod";
 import type { Config } from "../config/schema.js";
-import { readValidJson } from "../server/body.js";
+import { ours, type OperationDescription } from "../server/api-description.js";
+import { readValidJson, validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
 import { SESSION_COOKIE, sessionAuth } from "./middleware.js";
-import type { ApiKeyService, SessionService, UserService } from "./types.js";
+import {
+  createdApiKeySchema,
+  loginResultSchema,
+  publicApiKeySchema,
+  publicUserSchema,
+  type ApiKeyService,
+  type SessionService,
+  type UserService,
+} from "./types.js";
 import { extended } from "../objects.js";
 import type { RequestRead } from "../db/faults.js";
 
@@ -22,12 +31,17 @@ const createUserBody = z.object({
 });
 
 const createKeyBody = z.object({
-  user: z.string().min(1),
+  user: z.string().min(1).meta({ description: "The owner's user ID or email." }),
   kind: z.enum(["inference", "reseller"]).optional(),
   name: z.string().optional(),
-  models: z.array(z.string()).nullable().optional(),
+  models: z.array(z.string()).nullable().optional().meta({ description: "Restricts the key to these public model IDs." }),
   pricing_group: z.string().optional(),
 });
+
+const listKeysQuery = z.object({ user: z.string().optional().meta({ description: "Only this user's keys (ID or email)." }) });
+
+const okSchema = z.object({ ok: z.literal(true) });
+const meSchema = publicUserSchema.pick({ id: true, email: true, role: true, plan: true });
 
 export function authRoutes(deps: { sessions: SessionService; config: Config; bodyLimit: number }) {
   const { sessions, config, bodyLimit } = deps;
@@ -42,14 +56,14 @@ export function authRoutes(deps: { sessions: SessionService; config: Config; bod
     .post("/logout", sessionAuth(sessions), async (c) => {
       await sessions.logout(c.get("session").sessionId);
       deleteCookie(c, SESSION_COOKIE, cookieOptions);
-      return c.json({ ok: true });
+      return c.json({ ok: true } satisfies z.infer<typeof okSchema>);
     });
 }
 
 export function userRoutes() {
   return new Hono<AppEnv>().get("/me", (c) => {
     const { userId, email, role, plan } = c.get("session");
-    return c.json({ id: userId, email, role, plan });
+    return c.json({ id: userId, email, role, plan } satisfies z.infer<typeof meSchema>);
   });
 }
 
@@ -62,7 +76,7 @@ export function adminRoutes(deps: { users: UserService; apiKeys: ApiKeyService; 
       return c.json(await users.create(body), 201);
     })
     .get("/keys", async (c) => {
-      const user = c.req.query("user");
+      const { user } = validate(listKeysQuery, c.req.query());
       return c.json({ keys: await read(() => apiKeys.list(user ? { user } : undefined)) });
     })
     .post("/keys", async (c) => {
@@ -74,5 +88,103 @@ export function adminRoutes(deps: { users: UserService; apiKeys: ApiKeyService; 
 
 /** Worker endpoints arrive later; /ping lets a worker check its token now. */
 export function internalRoutes() {
-  return new Hono<AppEnv>().get("/ping", (c) => c.json({ ok: true }));
+  return new Hono<AppEnv>().get("/ping", (c) => c.json({ ok: true } satisfies z.infer<typeof okSchema>));
 }
+
+const userRef = ours("User", publicUserSchema);
+const okRef = ours("Ok", okSchema);
+
+export const authOperations: OperationDescription[] = [
+  {
+    method: "post",
+    path: "/api/v1/auth/login",
+    operationId: "login",
+    summary: "Logs in with email and password",
+    description: "Returns the session token and its CSRF token, and sets the session cookie. Failed attempts are throttled.",
+    tag: "Auth",
+    access: "public",
+    body: ours("LoginRequest", loginBody),
+    ok: { status: 200, description: "Logged in.", schema: ours("LoginResult", loginResultSchema) },
+    errors: ["invalid_session", "login_rate_limited", "database_unavailable"],
+  },
+  {
+    method: "post",
+    path: "/api/v1/auth/logout",
+    operationId: "logout",
+    summary: "Ends the session",
+    tag: "Auth",
+    access: "session",
+    ok: { status: 200, description: "Logged out; the cookie is cleared.", schema: okRef },
+  },
+  {
+    method: "get",
+    path: "/api/v1/user/me",
+    operationId: "getMe",
+    summary: "The session's user",
+    tag: "Account",
+    access: "session",
+    ok: { status: 200, description: "The user.", schema: ours("Me", meSchema) },
+  },
+  {
+    method: "get",
+    path: "/api/v1/admin/users",
+    operationId: "adminListUsers",
+    summary: "Every user",
+    tag: "Admin",
+    access: "admin",
+    ok: { status: 200, description: "The users.", schema: ours("UserList", z.object({ users: z.array(publicUserSchema) })) },
+  },
+  {
+    method: "post",
+    path: "/api/v1/admin/users",
+    operationId: "adminCreateUser",
+    summary: "Creates a user",
+    tag: "Admin",
+    access: "admin",
+    body: ours("CreateUserRequest", createUserBody),
+    ok: { status: 201, description: "The user.", schema: userRef },
+    errors: ["invalid_request", "email_taken"],
+  },
+  {
+    method: "get",
+    path: "/api/v1/admin/keys",
+    operationId: "adminListKeys",
+    summary: "API keys (never their secrets)",
+    tag: "Admin",
+    access: "admin",
+    query: listKeysQuery,
+    ok: { status: 200, description: "The keys.", schema: ours("ApiKeyList", z.object({ keys: z.array(publicApiKeySchema) })) },
+    errors: ["user_not_found"],
+  },
+  {
+    method: "post",
+    path: "/api/v1/admin/keys",
+    operationId: "adminCreateKey",
+    summary: "Creates an API key; the answer holds its secret, shown once",
+    tag: "Admin",
+    access: "admin",
+    body: ours("CreateApiKeyRequest", createKeyBody),
+    ok: { status: 201, description: "The key with its secret.", schema: ours("CreatedApiKey", createdApiKeySchema) },
+    errors: ["invalid_request", "user_not_found"],
+  },
+  {
+    method: "post",
+    path: "/api/v1/admin/keys/{id}/revoke",
+    operationId: "adminRevokeKey",
+    summary: "Revokes an API key at once, in every gateway process",
+    tag: "Admin",
+    access: "admin",
+    pathParams: { id: "The key's ID (a UUID; never the secret)." },
+    ok: { status: 200, description: "The revoked key.", schema: ours("ApiKey", publicApiKeySchema) },
+    errors: ["key_not_found"],
+  },
+  {
+    method: "get",
+    path: "/api/v1/internal/ping",
+    operationId: "internalPing",
+    summary: "Lets a support worker check its bot token",
+    tag: "Internal",
+    access: "bot",
+    ok: { status: 200, description: "The token is accepted.", schema: okRef },
+  },
+];

@@ -1,27 +1,37 @@
+import { z } from "zod";
 import type { ApiKeyPrincipal, SessionPrincipal } from "./principals.js";
 
-// The contracts the rest of the gateway sees of src/auth. Implementations live beside this file.
+// The contracts the rest of the gateway sees of src/auth. Implementations live beside this file. What the HTTP
+// API answers is a zod schema, so the API description (GET /openapi.json) and the types are one.
 
-export interface PublicUser {
-  id: string;
-  email: string;
-  role: "user" | "admin";
-  plan: string;
-  created_at: string;
-}
+export const publicUserSchema = z.object({
+  id: z.string(),
+  email: z.string(),
+  role: z.enum(["user", "admin"]),
+  plan: z.string(),
+  created_at: z.iso.datetime(),
+});
 
-export interface PublicApiKey {
-  id: string;
-  user_id: string;
-  name: string;
-  kind: "inference" | "reseller";
-  prefix: string;
-  models: string[] | null;
-  pricing_group: string;
-  created_at: string;
-  revoked_at: string | null;
-  last_used_at: string | null;
-}
+export type PublicUser = z.infer<typeof publicUserSchema>;
+
+export const publicApiKeySchema = z.object({
+  id: z.string(),
+  user_id: z.string(),
+  name: z.string(),
+  kind: z.enum(["inference", "reseller"]),
+  prefix: z.string().meta({ description: "The secret's first characters, to recognise it." }),
+  models: z.array(z.string()).nullable().meta({ description: "The public model IDs the key may use; null for every model." }),
+  pricing_group: z.string(),
+  created_at: z.iso.datetime(),
+  revoked_at: z.iso.datetime().nullable(),
+  last_used_at: z.iso.datetime().nullable(),
+});
+
+export type PublicApiKey = z.infer<typeof publicApiKeySchema>;
+
+export const createdApiKeySchema = publicApiKeySchema.extend({
+  key: z.string().meta({ description: "The secret, shown this once." }),
+});
 
 export interface CreateUserInput {
   email: string;
@@ -48,18 +58,20 @@ export interface UserService {
 
 export interface ApiKeyService {
   /** Returns the secret exactly once, with the stored record. */
-  create(input: CreateKeyInput): Promise<PublicApiKey & { key: string }>;
+  create(input: CreateKeyInput): Promise<z.infer<typeof createdApiKeySchema>>;
   list(filter?: { user?: string }): Promise<PublicApiKey[]>;
   /** Revokes at once in every process sharing the database. Unknown id → not_found GatewayError. */
   revoke(id: string): Promise<PublicApiKey>;
 }
 
-export interface LoginResult {
-  token: string;
-  csrf_token: string;
-  expires_at: string;
-  user: PublicUser;
-}
+export const loginResultSchema = z.object({
+  token: z.string().meta({ description: "The session token: send it as `Authorization: Bearer <token>` (or use the cookie)." }),
+  csrf_token: z.string().meta({ description: "Send it as X-CSRF-Token on admin state changes." }),
+  expires_at: z.iso.datetime(),
+  user: publicUserSchema,
+});
+
+export type LoginResult = z.infer<typeof loginResultSchema>;
 
 export interface SessionService {
   login(email: string, password: string): Promise<LoginResult>;

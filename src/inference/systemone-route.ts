@@ -1,9 +1,10 @@
 import { Hono } from "hono";
 import type { Config } from "../config/schema.js";
-import { GatewayError, errors } from "../errors.js";
+import { z } from "zod";
+import { GatewayError, errors, type ErrorCode } from "../errors.js";
 import { countTextTokens } from "../metering/estimate.js";
 import { systemOnePricing } from "../metering/pricing.js";
-import { InvalidAnswerError, readAnswers, type Answer } from "../providers/systemone/read-answers.js";
+import { InvalidAnswerError, answerSchema, readAnswers, type Answer } from "../providers/systemone/read-answers.js";
 import type { UsageReport } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
 import type { BodyBudget } from "../server/body-budget.js";
@@ -23,10 +24,28 @@ interface Evaluation extends SystemOneCall {
 }
 
 /** Invalid input is 422 on this route (spec "Errors"); only the plan's context limit stays 400. */
-function unprocessable(err: GatewayError): GatewayError {
-  const invalid = (err.status === 400 && err.code !== "context_length_exceeded") || err.status === 404 || err.status === 415;
-  return invalid ? new GatewayError({ status: 422, message: err.message, code: err.code, param: err.param, headers: err.headers }) : err;
+export function evaluationStatus(status: number, code: ErrorCode): number {
+  const invalid = (status === 400 && code !== "context_length_exceeded") || status === 404 || status === 415;
+  return invalid ? 422 : status;
 }
+
+function unprocessable(err: GatewayError): GatewayError {
+  const status = evaluationStatus(err.status, err.code);
+  return status === err.status
+    ? err
+    : new GatewayError({ status, message: err.message, code: err.code, param: err.param, headers: err.headers });
+}
+
+/** The answer (`answerText` writes it by hand, without copying the answers). */
+export const evaluationResponseSchema = z.object({
+  model: z.string().meta({ description: "The model ID the client sent (an alias stays the alias)." }),
+  answers: z.record(z.string(), answerSchema).meta({ description: "Keyed by the request's question IDs." }),
+  usage: z.object({
+    input_tokens: z.int(),
+    output_tokens: z.int(),
+    cost: z.number().optional().meta({ description: "The price in USD, on pay-as-you-go only." }),
+  }),
+});
 
 /**
  * The client's answer: its own model ID (an alias stays the alias), the checked answers, integer usage, and for

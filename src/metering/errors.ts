@@ -1,5 +1,5 @@
 import { formatUsd } from "../billing/usd.js";
-import { GatewayError, errors, type ErrorClass } from "../errors.js";
+import { GatewayError, errors, type ErrorClass, type ErrorCode } from "../errors.js";
 import { UpstreamAnswerTooLargeError, UpstreamError } from "../providers/types.js";
 
 // Mapping of metering outcomes to client errors and coarse analytics classes. An upstream failure is told to
@@ -7,6 +7,31 @@ import { UpstreamAnswerTooLargeError, UpstreamError } from "../providers/types.j
 
 /** The header of a client's own upstream key (bring-your-own), as documented; read by src/inference/upstream-key.ts. */
 export const UPSTREAM_KEY_HEADER_NAME = "X-Upstream-Api-Key";
+
+/** Every error a metered route can answer besides those of its credential and body (the API description's list). */
+export const METERED_ERROR_CODES = [
+  "model_not_found",
+  "model_not_supported",
+  "model_not_allowed",
+  "model_not_priced",
+  "plan_missing",
+  "context_length_exceeded",
+  "insufficient_quota",
+  "insufficient_balance",
+  "invalid_upstream_key",
+  "upstream_key_not_accepted",
+  "upstream_key_rejected",
+  "upstream_invalid_request",
+  "upstream_request_too_large",
+  "upstream_rate_limited",
+  "upstream_error",
+  "upstream_invalid_output",
+  "upstream_answer_too_large",
+  "upstream_stream_interrupted",
+  "upstream_unreachable",
+  "upstream_timeout",
+  "upstream_overloaded",
+] as const satisfies readonly ErrorCode[];
 
 export const meteringErrors = {
   modelNotFound: (model: string) =>

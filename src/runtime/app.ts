@@ -28,6 +28,7 @@ import { handleError } from "../server/error-envelope.js";
 import { healthRoutes } from "../server/health.js";
 import { notFoundOrMethodNotAllowed } from "../server/not-found.js";
 import { requestContext } from "../server/request-context.js";
+import { apiDescriptionRoutes } from "./api-description.js";
 
 export interface AppDeps {
   config: Config;
@@ -59,6 +60,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.notFound(notFoundOrMethodNotAllowed(app));
 
   app.route("/", healthRoutes(deps.pool, deps.health));
+  app.route("/", apiDescriptionRoutes());
 
   app.use("/v1/*", apiKeyAuth(auth.keyAuth));
   app.use("/native/*", apiKeyAuth(auth.keyAuth));

@@ -1,12 +1,21 @@
 import { Hono } from "hono";
+import { z } from "zod";
 import { withinDeadline } from "../db/faults.js";
 import type { DatabaseHealth } from "../db/health.js";
 import type { Pool } from "../db/pool.js";
 import { migrationsApplied } from "../db/migrate.js";
+import { ours, type OperationDescription } from "./api-description.js";
 import type { AppEnv } from "./context.js";
 
 /** A readiness probe waits this long for the database (a load balancer's probe times out soon after). */
 const PROBE_MS = 1000;
+
+const livenessSchema = z.object({ status: z.literal("ok") });
+
+const readinessSchema = z.object({
+  status: z.enum(["ready", "not_ready"]),
+  checks: z.object({ database: z.boolean(), migrations: z.boolean() }),
+});
 
 /**
  * /healthz: the process is up (200 through a database outage: restarting it would not help). /readyz: the
@@ -17,7 +26,7 @@ export function healthRoutes(pool: Pool, health: DatabaseHealth) {
   // Migrations never un-apply while the process runs, so once seen applied the check is skipped.
   let migrated = false;
   return new Hono<AppEnv>()
-    .get("/healthz", (c) => c.json({ status: "ok" }))
+    .get("/healthz", (c) => c.json({ status: "ok" } satisfies z.infer<typeof livenessSchema>))
     .get("/readyz", async (c) => {
       let database = false;
       try {
@@ -29,6 +38,34 @@ export function healthRoutes(pool: Pool, health: DatabaseHealth) {
         if (!database) health.failed(err, "readiness probe");
       }
       const ready = database && migrated;
-      return c.json({ status: ready ? "ready" : "not_ready", checks: { database, migrations: migrated } }, ready ? 200 : 503);
+      const readiness: z.infer<typeof readinessSchema> = {
+        status: ready ? "ready" : "not_ready",
+        checks: { database, migrations: migrated },
+      };
+      return c.json(readiness, ready ? 200 : 503);
     });
 }
+
+const readiness = ours("Readiness", readinessSchema);
+
+export const healthOperations: OperationDescription[] = [
+  {
+    method: "get",
+    path: "/healthz",
+    operationId: "getLiveness",
+    summary: "Liveness: the process is up (also through a database outage)",
+    tag: "Operations",
+    access: "public",
+    ok: { status: 200, description: "Up.", schema: ours("Liveness", livenessSchema) },
+  },
+  {
+    method: "get",
+    path: "/readyz",
+    operationId: "getReadiness",
+    summary: "Readiness: the database answers within a second and every migration is applied",
+    tag: "Operations",
+    access: "public",
+    ok: { status: 200, description: "Ready.", schema: readiness },
+    otherResponses: [{ status: 503, description: "Not ready: load balancers should drain this process.", schema: readiness }],
+  },
+];

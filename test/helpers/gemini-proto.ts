@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 /**
  * Checks a value against a message of the Gemini protos as proto3 JSON writes it: `validateGemini(
  * "GenerateContentResponse", body)` returns the errors, [] when valid (unknown field names, wrong JSON types,
- * enum values the proto does not name). The messages come from test/fixtures/gemini-proto.json, extracted from
+ * enum values the proto does not name). The messages come from vendor-schemas/gemini-proto.json, extracted from
  * `shared/reference/gemini` by scripts/extract-gemini-proto.mjs (test/unit/gemini-fixture.test.ts checks it).
  * Proto fields are all optional, so required content is asserted by the tests themselves.
  */
@@ -12,7 +12,8 @@ type Field = { type: string; repeated: boolean };
 type Proto = { messages: Record<string, Record<string, Field>>; enums: Record<string, string[]> };
 
 let proto: Proto | undefined;
-const load = (): Proto => (proto ??= JSON.parse(readFileSync(new URL("../fixtures/gemini-proto.json", import.meta.url), "utf8")) as Proto);
+const load = (): Proto =>
+  (proto ??= JSON.parse(readFileSync(new URL("../../vendor-schemas/gemini-proto.json", import.meta.url), "utf8")) as Proto);
 
 const isObject = (v: unknown) => v !== null && typeof v === "object" && !Array.isArray(v);
 

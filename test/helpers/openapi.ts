@@ -4,7 +4,7 @@ import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 /**
  * Validates values against a schema of a vendor's OpenAPI document: `validateOpenAI("CreateChatCompletionResponse",
  * body)` or `validateAnthropic("Message", body)` returns the errors, [] when valid. The schemas come from
- * test/fixtures/<vendor>-schemas.json, extracted from `shared/reference/<vendor>/` by
+ * vendor-schemas/<vendor>-schemas.json, extracted from `shared/reference/<vendor>/` by
  * scripts/extract-<vendor>-schemas.mjs (the tests then need only this repository;
  * test/unit/reference-schemas.test.ts checks the extracts against the reference when present).
  */
@@ -50,7 +50,7 @@ function documentValidator(vendor: string, prepare: (schemas: Record<string, unk
   const validators = new Map<string, ValidateFunction>();
 
   function load(): Ajv2020 {
-    const fixture = new URL(`../fixtures/${vendor}-schemas.json`, import.meta.url);
+    const fixture = new URL(`../../vendor-schemas/${vendor}-schemas.json`, import.meta.url);
     const { schemas } = JSON.parse(readFileSync(fixture, "utf8")) as { schemas: Record<string, unknown> };
     // Hosted at the document's own JSON pointer, so its `#/components/schemas/X` refs resolve.
     const hosted = { $id: docId, components: { schemas: prepare(schemas) } };

@@ -10,13 +10,13 @@ import { compareWithReference, referencePath } from "../helpers/reference.js";
 // beside the checkout (developers) and always in CI; a lone clone skips it (test/helpers/reference.ts).
 const reference = referencePath("gemini", "google", "ai", "generativelanguage", "v1beta");
 
-describe.runIf(compareWithReference(reference))("test/fixtures/gemini-proto.json", () => {
+describe.runIf(compareWithReference(reference))("vendor-schemas/gemini-proto.json", () => {
   it("is the extract of the reference protos", () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "gemini-proto-"));
     try {
       const fresh = path.join(dir, "gemini-proto.json");
       execFileSync(process.execPath, ["scripts/extract-gemini-proto.mjs", reference, fresh], { stdio: "ignore" });
-      expect(readFileSync("test/fixtures/gemini-proto.json", "utf8")).toBe(readFileSync(fresh, "utf8"));
+      expect(readFileSync("vendor-schemas/gemini-proto.json", "utf8")).toBe(readFileSync(fresh, "utf8"));
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

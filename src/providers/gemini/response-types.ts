@@ -1,5 +1,5 @@
 // The GenerateContentResponse as the translations write it (proto3 JSON: lowerCamelCase names, zero counts
-// left out). test/fixtures/gemini-proto.json checks the field names and enum values against the reference.
+// left out). vendor-schemas/gemini-proto.json checks the field names and enum values against the reference.
 
 export type GeminiFinishReason = "STOP" | "MAX_TOKENS" | "SAFETY" | "OTHER";
 

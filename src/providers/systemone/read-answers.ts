@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from "node:util";
+import { z } from "zod";
 import { asObject } from "../json-guards.js";
 import { UpstreamError } from "../types.js";
 import type { Question } from "./request-schema.js";
@@ -10,27 +11,22 @@ import type { Question } from "./request-schema.js";
 // level's JSON description. Values are kept as the evaluator rounded them: nothing is renormalised, so
 // probabilities need not add up to exactly 1.
 
-interface NoulAnswer {
-  type: "noul";
-  noul: number;
-}
+const probabilities = z.record(z.string(), z.number()).meta({ description: "Probability per option or level index." });
 
-interface ChoiceAnswer {
-  type: "choice";
-  choice: string;
-  confidence: number;
-  probabilities: Record<string, number>;
-}
+/** One answer as the client gets it (the API description's `EvaluationAnswer`). */
+export const answerSchema = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("noul"), noul: z.number().meta({ description: "The probability of true, in [0, 1]." }) }),
+  z.object({ type: z.literal("choice"), choice: z.string(), confidence: z.number(), probabilities }),
+  z.object({
+    type: z.literal("score"),
+    score: z.number().meta({ description: "Fractional, within [0, last level index]." }),
+    confidence: z.number(),
+    probabilities,
+    legend: z.record(z.string(), z.unknown()).meta({ description: "Each level index's description, as sent." }),
+  }),
+]);
 
-interface ScoreAnswer {
-  type: "score";
-  score: number;
-  confidence: number;
-  probabilities: Record<string, number>;
-  legend: Record<string, unknown>;
-}
-
-export type Answer = NoulAnswer | ChoiceAnswer | ScoreAnswer;
+export type Answer = z.infer<typeof answerSchema>;
 
 /** The answers keyed by question ID, or why they are unusable (no client data in the reason: it is logged). */
 export type ReadAnswers = { ok: true; answers: Record<string, Answer> } | { ok: false; reason: string };

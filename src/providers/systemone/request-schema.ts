@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { jsonSchemaOf } from "../../json-schema.js";
 
 // The evaluation request (spec "the service request"): `model`, one shared `state`, and a non-empty map of
 // questions, each `noul`, `choice` or `score` with its criteria. Only these are checked; every other field
@@ -13,21 +14,28 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "obj
 
 const isDocument = (v: unknown): v is JsonDocument => v === null || typeof v === "string" || typeof v === "object";
 
-const document = z.custom<JsonDocument>(isDocument, { error: "must be a string, an object, an array or null" });
+// The checks below are custom, which JSON Schema cannot carry: each says in `meta` what it checks, for the API
+// description (GET /openapi.json).
+const document = z
+  .custom<JsonDocument>(isDocument, { error: "must be a string, an object, an array or null" })
+  .meta({ type: ["string", "object", "array", "null"] });
 
 /** A non-empty JSON object whose every value passes `item`; issues name the entry's key. */
 function mapOf<T extends z.ZodType>(item: T, what: string, plural: string) {
-  return z.custom<Record<string, z.output<T>>>(isObject, { error: `must be a map (JSON object) of ${plural}` }).superRefine((map, ctx) => {
-    const entries = Object.entries(map);
-    if (entries.length === 0) ctx.addIssue({ code: "custom", message: `must hold at least one ${what}` });
-    for (const [key, value] of entries) {
-      if (key.length === 0) ctx.addIssue({ code: "custom", message: `a ${what} name must not be empty`, path: [key] });
-      const result = item.safeParse(value);
-      if (!result.success) {
-        for (const issue of result.error.issues) ctx.addIssue({ code: "custom", message: issue.message, path: [key, ...issue.path] });
+  return z
+    .custom<Record<string, z.output<T>>>(isObject, { error: `must be a map (JSON object) of ${plural}` })
+    .superRefine((map, ctx) => {
+      const entries = Object.entries(map);
+      if (entries.length === 0) ctx.addIssue({ code: "custom", message: `must hold at least one ${what}` });
+      for (const [key, value] of entries) {
+        if (key.length === 0) ctx.addIssue({ code: "custom", message: `a ${what} name must not be empty`, path: [key] });
+        const result = item.safeParse(value);
+        if (!result.success) {
+          for (const issue of result.error.issues) ctx.addIssue({ code: "custom", message: issue.message, path: [key, ...issue.path] });
+        }
       }
-    }
-  });
+    })
+    .meta({ type: "object", minProperties: 1, propertyNames: { minLength: 1 }, additionalProperties: jsonSchemaOf(item, "input") });
 }
 
 const instructions = document.optional();
@@ -39,6 +47,7 @@ const noulQuestion = z.looseObject({
     .custom<Record<string, unknown> | null>((v) => v === null || isObject(v), {
       error: "must be an object describing true / false, or null",
     })
+    .meta({ type: ["object", "null"] })
     .optional(),
 });
 
@@ -68,7 +77,10 @@ export type Question = z.infer<typeof question>;
 export const systemOneRequestSchema = z.looseObject(
   {
     model: z.string({ error: "must be a string" }).min(1, { error: "must not be empty" }),
-    state: z.custom<JsonDocument>((v) => v !== undefined, { error: "is required (a string, an object, an array or null)" }).pipe(document),
+    state: z
+      .custom<JsonDocument>((v) => v !== undefined, { error: "is required (a string, an object, an array or null)" })
+      .pipe(document)
+      .meta({ type: ["string", "object", "array", "null"], description: "The one shared state every question is asked about." }),
     questions: mapOf(question, "question", "question IDs to questions"),
     stream: z
       .boolean({ error: "must be a boolean" })

@@ -1,0 +1,142 @@
+import { z } from "zod";
+import { ERROR_CODES } from "../errors.js";
+import { METERED_ERROR_CODES, UPSTREAM_KEY_HEADER_NAME } from "../metering/errors.js";
+import { ANTHROPIC_BETA } from "../providers/anthropic/anthropic-beta.js";
+import { ours, vendor, type OperationDescription } from "../server/api-description.js";
+import { nativeModelListSchema } from "./models-route.js";
+import { systemOneRequestSchema } from "../providers/systemone/request-schema.js";
+import { evaluationResponseSchema, evaluationStatus } from "./systemone-route.js";
+
+// The inference routes in the API description. The wire shapes the gateway speaks for a vendor's SDK are that
+// vendor's own schemas (vendor-schemas/, from ../shared/reference); the evaluation service's are ours.
+
+const byok = { [UPSTREAM_KEY_HEADER_NAME]: "Your own key for the model's provider (bring-your-own key), used instead of the gateway's." };
+
+function metered(op: Omit<OperationDescription, "access" | "tag" | "errors">): OperationDescription {
+  return Object.assign({ access: "apiKey", tag: "Inference", errors: METERED_ERROR_CODES, headers: byok } as const, op);
+}
+
+const messages = (path: string, operationId: string): OperationDescription =>
+  metered({
+    method: "post",
+    path,
+    operationId,
+    summary: `Anthropic messages${path === "/messages" ? "" : " (where the Anthropic SDK appends /v1/messages)"}`,
+    body: vendor("anthropic", "CreateMessageParams"),
+    ok: {
+      status: 200,
+      description: "The message; with `stream: true`, its server-sent events.",
+      schema: vendor("anthropic", "Message"),
+      events: vendor("anthropic", "MessageStreamEvent"),
+    },
+    headers: Object.assign({ [ANTHROPIC_BETA]: "Anthropic beta features, forwarded to Anthropic providers." }, byok),
+  });
+
+const sseOnly = z.object({ alt: z.literal("sse").meta({ description: "Server-sent events: the only streaming form served." }) });
+
+const GEMINI_ROUTE = "/compatible/v1beta/models/:target{.+}";
+
+const generateContent = (method: "generateContent" | "streamGenerateContent"): OperationDescription =>
+  metered({
+    method: "post",
+    path: `/compatible/v1beta/models/{model}:${method}`,
+    served: GEMINI_ROUTE,
+    operationId: method,
+    summary: method === "generateContent" ? "Gemini generateContent" : "Gemini streamGenerateContent (with `?alt=sse`)",
+    pathParams: { model: "The public model ID." },
+    query: method === "streamGenerateContent" ? sseOnly : undefined,
+    body: vendor("gemini", "GenerateContentRequest"),
+    ok:
+      method === "generateContent"
+        ? { status: 200, description: "The response.", schema: vendor("gemini", "GenerateContentResponse") }
+        : {
+            status: 200,
+            description: "The response in parts, one server-sent event each (`?alt=sse` is required: the JSON-array form is not served).",
+            events: vendor("gemini", "GenerateContentResponse"),
+          },
+  });
+
+const evaluation = (path: string, operationId: string): OperationDescription => ({
+  method: "post",
+  path,
+  operationId,
+  summary: "The evaluation service: answers the questions about one state",
+  tag: "Evaluation",
+  access: "apiKey",
+  body: ours("EvaluationRequest", systemOneRequestSchema),
+  ok: { status: 200, description: "The checked answers and the usage.", schema: ours("EvaluationResponse", evaluationResponseSchema) },
+  errors: [...METERED_ERROR_CODES, "token_limit_exceeded", "body_budget_exhausted"],
+  headers: byok,
+  statusOf: (code) => evaluationStatus(ERROR_CODES[code].status, code),
+});
+
+export const inferenceOperations: OperationDescription[] = [
+  {
+    method: "get",
+    path: "/v1/models",
+    operationId: "listModels",
+    summary: "The models this API key may use",
+    tag: "Inference",
+    access: "apiKey",
+    ok: { status: 200, description: "The list.", schema: vendor("openai", "ListModelsResponse") },
+  },
+  {
+    method: "get",
+    path: "/native/v1/models",
+    operationId: "listNativeModels",
+    summary: "The evaluation models this API key may use, in the native SDK's shape",
+    tag: "Evaluation",
+    access: "apiKey",
+    ok: { status: 200, description: "The list.", schema: ours("NativeModelList", nativeModelListSchema) },
+  },
+  metered({
+    method: "post",
+    path: "/v1/chat/completions",
+    operationId: "createChatCompletion",
+    summary: "OpenAI chat completions",
+    body: vendor("openai", "CreateChatCompletionRequest"),
+    ok: {
+      status: 200,
+      description: "The completion; with `stream: true`, its chunks as server-sent events, then `data: [DONE]`.",
+      schema: vendor("openai", "CreateChatCompletionResponse"),
+      events: vendor("openai", "CreateChatCompletionStreamResponse"),
+    },
+  }),
+  metered({
+    method: "post",
+    path: "/v1/embeddings",
+    operationId: "createEmbedding",
+    summary: "OpenAI embeddings",
+    body: vendor("openai", "CreateEmbeddingRequest"),
+    ok: { status: 200, description: "The embeddings.", schema: vendor("openai", "CreateEmbeddingResponse") },
+  }),
+  metered({
+    method: "post",
+    path: "/v1/responses",
+    operationId: "createResponse",
+    summary: "OpenAI responses",
+    body: vendor("openai", "CreateResponse"),
+    ok: {
+      status: 200,
+      description: "The response; with `stream: true`, its events as server-sent events.",
+      schema: vendor("openai", "Response"),
+      events: vendor("openai", "ResponseStreamEvent"),
+    },
+  }),
+  messages("/messages", "createMessage"),
+  messages("/v1/messages", "createMessageV1"),
+  generateContent("generateContent"),
+  generateContent("streamGenerateContent"),
+  evaluation("/v1/systemone", "evaluate"),
+  evaluation("/native/v1/systemone", "evaluateNative"),
+  {
+    method: "post",
+    path: "/v1/evaluate",
+    operationId: "evaluateRemoved",
+    summary: "Removed: send the same body to POST /v1/systemone",
+    tag: "Evaluation",
+    access: "apiKey",
+    errors: ["route_removed"],
+    deprecated: true,
+  },
+];
