@@ -1,5 +1,5 @@
 // Lint config. Besides the usual checks it enforces the one-way import direction of DESIGN.md §3:
-//   pure (errors, billing, config) <- providers <- db/quota <- server (the HTTP toolkit) <- services, in serviceOrder
+//   pure (errors, billing, config) <- metrics <- providers <- db/quota <- server (the HTTP toolkit) <- services, in serviceOrder
 //   <- runtime (composition root, app assembly) <- {cli, worker-kit}
 // and, by scripts/check-cycles.mjs (also in `npm run lint`), no import cycle between files or folders.
 import js from "@eslint/js";
@@ -41,8 +41,16 @@ export const importLayers = [
   restrict(
     ["src/errors.ts", "src/billing/**/*.ts", "src/config/**/*.ts"],
     notCli,
-    layer(anyOf(["db", "quota", "providers", ...aboveLedger]), "Pure modules (errors, billing, config) import no I/O layer."),
-    layer("^(pg|drizzle-orm|undici|hono|graphile-worker)", "Pure modules stay free of I/O libraries."),
+    layer(anyOf(["metrics", "db", "quota", "providers", ...aboveLedger]), "Pure modules (errors, billing, config) import no I/O layer."),
+    layer("^(pg|drizzle-orm|undici|hono|graphile-worker|prom-client)", "Pure modules stay free of I/O libraries."),
+  ),
+  // The recorders every layer that records is given (the ledger, the metering path, the app's middleware): below
+  // all of them, so it reads their numbers through structural types (src/metrics/recorders.ts), never their modules.
+  restrict(
+    ["src/metrics/**/*.ts"],
+    notCli,
+    notRuntime,
+    layer(anyOf(["providers", "db", "quota", ...aboveLedger]), "src/metrics sits below every layer that records: it imports none of them."),
   ),
   restrict(
     ["src/providers/**/*.ts"],
@@ -90,7 +98,7 @@ export default tseslint.config(
     // builds a new hidden class for every object (src/objects.ts, docs/performance.md "Object spread"), and a
     // getter or setter in an object literal puts an accessor pair in the old generation for every object, which
     // keeps the accessor's closure (and all it refers to) through scavenges (src/inference/stream-relay.ts).
-    files: ["src/{inference,metering,providers,server,quota,analytics,auth,account,catalog}/**/*.ts"],
+    files: ["src/{inference,metering,providers,server,quota,analytics,auth,account,catalog,metrics}/**/*.ts"],
     rules: {
       "no-restricted-syntax": [
         "error",

@@ -30,6 +30,10 @@ const TARGETS = { p50: 1, p99: 5, ttfb: 1.5, ratio: 0.5, rssMb: 200 };
 // Records GC pauses and pg calls inside the gateway during its paced runs and reports what its slow requests
 // overlapped (bench/gateway-probe.mjs, bench/tail-report.mjs). The probe costs the gateway a little CPU.
 const PROBE = process.env.BENCH_PROBE === "1";
+// The gateway with GET /metrics on (token on the main address), scraped once at the end of the run, so a run with
+// and one without show what recording costs (docs/performance.md, "Metrics on and off").
+const METRICS = process.env.BENCH_METRICS === "1";
+const METRICS_TOKEN = "bench-metrics-token-0123456789";
 
 const chatBody = (model, stream) =>
   JSON.stringify({ model, messages: [{ role: "user", content: "Say hello" }], max_tokens: 16, ...(stream ? { stream: true } : {}) });
@@ -74,6 +78,7 @@ async function startGateway(dataDir, mockUrl) {
     models: { "bench-chat": { kind: "chat", upstream: "mock-gpt-small", targets: ["mock"] } },
     plans: { bench: { daily_tokens: 1e15, context_limit: 128_000 } },
     default_plan: "bench",
+    ...(METRICS ? { metrics: { enabled: true, token: METRICS_TOKEN } } : {}),
   };
   const configFile = path.join(dataDir, "gateway.yaml");
   writeFileSync(configFile, JSON.stringify(config, null, 2));
@@ -94,6 +99,38 @@ async function startGateway(dataDir, mockUrl) {
   await runNode("users create", [gatewayBin, "users", "create", "--email", "bench@example.com", "--password", "benchpass1", ...common]);
   const { key } = JSON.parse(await runNode("keys create", [gatewayBin, "keys", "create", "--user", "bench@example.com", ...common]));
   return { url: gw.match[1], key, model: "bench-chat", pid: gw.pid, probeDir: PROBE ? dataDir : undefined };
+}
+
+/** The sum of the samples of `name` (whose labels include `labels`) in a Prometheus text exposition. */
+function sampleSum(text, name, labels = {}) {
+  let sum = 0;
+  for (const line of text.split("\n")) {
+    const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!match || match[1] !== name) continue;
+    const got = Object.fromEntries([...(match[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]));
+    if (Object.entries(labels).every(([k, v]) => got[k] === v)) sum += Number(match[3]);
+  }
+  return sum;
+}
+
+/** Scrapes the gateway's /metrics once and returns a few counters as lines, so one can see them move. */
+async function metricsSummary(t) {
+  const res = await request(`${t.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+  const text = await res.body.text();
+  if (res.statusCode !== 200) return [`metrics: GET /metrics answered ${res.statusCode}`];
+  const chat = { route: "/v1/chat/completions" };
+  const n = (name, labels) => sampleSum(text, name, labels).toLocaleString("en-US");
+  return [
+    "\ngateway metrics at the end of the run (GET /metrics):",
+    `  gateway_requests_total ${n("gateway_requests_total")} (chat 2xx ${n("gateway_requests_total", { ...chat, status_class: "2xx" })}, ` +
+      `4xx ${n("gateway_requests_total", { status_class: "4xx" })}, 5xx ${n("gateway_requests_total", { status_class: "5xx" })})`,
+    `  gateway_ledger_holds_total ${n("gateway_ledger_holds_total")}, posts ${n("gateway_ledger_posts_total")}, ` +
+      `voids ${n("gateway_ledger_voids_total")}, overshoots ${n("gateway_ledger_overshoots_total")}`,
+    `  gateway_upstream_duration_seconds_count ${n("gateway_upstream_duration_seconds_count")}, ` +
+      `fallbacks ${n("gateway_upstream_fallbacks_total")}, lease syncs ${n("gateway_ledger_lease_sync_duration_seconds_count")}`,
+    `  gateway_request_log_dropped_rows_total ${n("gateway_request_log_dropped_rows_total")}, ` +
+      `settlements unsynced ${n("gateway_ledger_settlements_unsynced")}`,
+  ];
 }
 
 /** One request per target first, so a missing route is one clear line rather than a run full of errors. */
@@ -261,7 +298,9 @@ async function main() {
     for (const n of names) keep(n, "json", await sampleDuring(() => paced(active[n], false)));
     for (const n of names) keep(n, "stream", await sampleDuring(() => paced(active[n], true)));
   }
+  const metricsLines = METRICS && active.gateway ? await metricsSummary(active.gateway) : [];
   report(res, maxRss, missing);
+  for (const line of metricsLines) console.log(line);
 }
 
 function report(res, maxRss, missing) {
@@ -291,7 +330,8 @@ function report(res, maxRss, missing) {
   );
   const d = s.direct;
   console.log(
-    `\nchat completions, ${os.cpus().length} cores, Node ${process.version}; ${ROUNDS} interleaved round(s) of ${SECONDS}s per run`,
+    `\nchat completions, ${os.cpus().length} cores, Node ${process.version}; ${ROUNDS} interleaved round(s) of ${SECONDS}s per run` +
+      (METRICS ? "; gateway metrics on (BENCH_METRICS=1)" : ""),
   );
   console.log(`max: autocannon, ${CONNECTIONS} connections (whole-ms percentiles); paced: ${RATE} req/s evenly spaced (µs timer)`);
   const rows = Object.fromEntries(

@@ -1,7 +1,7 @@
-import { createHash, timingSafeEqual } from "node:crypto";
 import type { Context, MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
 import { errors } from "../errors.js";
+import { bearerToken, safeEqual, secretCheck } from "../server/bearer.js";
 import type { AppEnv } from "../server/context.js";
 import type { SessionPrincipal } from "./principals.js";
 import { requestHeader } from "../server/headers.js";
@@ -10,20 +10,6 @@ import type { ApiKeyAuthenticator, SessionService } from "./types.js";
 export const SESSION_COOKIE = "gw_session";
 
 const STATE_CHANGING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
-const BEARER = /^bearer +(\S+) *$/i;
-
-/** The credential of `Authorization: Bearer <credential>`; null when absent or in another scheme. */
-function bearerToken(header: string | undefined): string | null {
-  if (!header) return null;
-  return BEARER.exec(header)?.[1] ?? null;
-}
-
-const sha256 = (value: string) => createHash("sha256").update(value).digest();
-
-/** Constant-time whatever the lengths: digests are compared, so not even the expected length leaks. */
-function safeEqual(given: string, expected: string): boolean {
-  return timingSafeEqual(sha256(given), sha256(expected));
-}
 
 /**
  * {root}/v1, /native, /messages and /compatible: an inference or reseller key, in whichever header the client's
@@ -82,10 +68,9 @@ export function adminAuth(sessions: SessionService): MiddlewareHandler<AppEnv> {
 
 /** /api/v1/internal: the support bot token. Without a configured token the surface is closed. */
 export function botAuth(token: string | undefined): MiddlewareHandler<AppEnv> {
-  const expected = token ? sha256(token) : undefined;
+  const matches = token ? secretCheck(token) : undefined;
   return async function botAuth(c, next) {
-    const given = bearerToken(requestHeader(c, "authorization"));
-    if (!expected || !given || !timingSafeEqual(sha256(given), expected)) throw errors.unauthorized("Invalid or missing bot token.");
+    if (!matches?.(bearerToken(requestHeader(c, "authorization")))) throw errors.unauthorized("Invalid or missing bot token.");
     await next();
   };
 }

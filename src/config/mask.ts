@@ -1,6 +1,6 @@
 import type { Config } from "./schema.js";
 
-const secretKeys = new Set(["api_key", "jwt_secret", "password"]);
+const secretKeys = new Set(["api_key", "jwt_secret", "password", "token"]);
 
 function maskUrlPassword(value: string): string {
   try {

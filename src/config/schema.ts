@@ -102,6 +102,20 @@ const planSchema = z.strictObject({
   models: z.array(id).optional(),
 });
 
+/**
+ * GET /metrics (Prometheus text format; docs/api.md, "Metrics"): off unless enabled. Served on the main address
+ * behind a bearer token, or on an address of its own (an internal interface) where the network is the protection.
+ */
+const metricsSchema = z
+  .strictObject({
+    enabled: z.boolean().default(false),
+    /** The bearer token every scrape sends (`${METRICS_TOKEN}`); required on the main address. */
+    token: z.string().min(16, "must be at least 16 characters").optional(),
+    /** Serve /metrics here (and not on the main address). */
+    listen: z.strictObject({ host: z.string().min(1).default("127.0.0.1"), port: z.int().min(0).max(65535) }).optional(),
+  })
+  .prefault({});
+
 const pricingGroupSchema = z.strictObject({
   /** Applies to every quota charge of keys in the group (the key's global multiplier). */
   multiplier: z.number().nonnegative().default(1),
@@ -218,6 +232,7 @@ export const configSchema = z
       })
       .prefault({}),
     limits: z.strictObject({ upstream_answer_bytes: upstreamAnswerLimitsSchema }).prefault({}),
+    metrics: metricsSchema,
     pricing_groups: z.record(id, pricingGroupSchema).default({ default: { multiplier: 1 } }),
     providers: z.record(id, providerSchema).default({}),
     models: z.record(id, modelSchema).default({}),
@@ -272,6 +287,19 @@ export const configSchema = z
         path: ["retention", "ledger_days"],
         message: `must be 0 (keep for ever) or longer than quota.max_hold_seconds (${cfg.quota.max_hold_seconds} s)`,
       });
+    }
+    const { metrics } = cfg;
+    // Anyone who reaches the gateway's address could read its traffic and ledger numbers: an address of its own
+    // (firewalled like the database) or a token; never neither.
+    if (metrics.enabled && !metrics.listen && metrics.token === undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["metrics", "token"],
+        message: "required when metrics are served on the main address: set a token (e.g. ${METRICS_TOKEN}) or metrics.listen",
+      });
+    }
+    if (metrics.listen && metrics.listen.port !== 0 && metrics.listen.port === cfg.server.port) {
+      ctx.addIssue({ code: "custom", path: ["metrics", "listen", "port"], message: "must differ from server.port" });
     }
     if (!cfg.pricing_groups.default) {
       ctx.addIssue({ code: "custom", path: ["pricing_groups"], message: 'a "default" pricing group is required' });

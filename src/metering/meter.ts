@@ -5,6 +5,7 @@ import { formatUsd } from "../billing/usd.js";
 import type { CatalogModel } from "../catalog/catalog.js";
 import type { Config } from "../config/schema.js";
 import { GatewayError, errors, type ErrorCode } from "../errors.js";
+import type { UpstreamMetrics } from "../metrics/recorders.js";
 import type { Target, UsageReport } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
 import type { Clock } from "../quota/clock.js";
@@ -26,6 +27,8 @@ export interface MeteringDeps {
   requestLog: RequestLogWriter;
   logger: Logger;
   clock: Clock;
+  /** Upstream latency, time to first byte and fallbacks, by provider. */
+  metrics: UpstreamMetrics;
 }
 
 export interface MeterStart extends RowStart {
@@ -82,6 +85,8 @@ export class Meter {
   private fallbackPath: string[] = [];
   private target: Target | undefined;
   private upstreamStartedAt: number | undefined;
+  /** When the request to the target that answered was sent. */
+  private answerSentAt = 0;
   private upstreamDoneAt: number | undefined;
   private firstByteAt: number | undefined;
   private done = false;
@@ -106,12 +111,18 @@ export class Meter {
   async call<T>(attempt: (target: Target) => Promise<T>): Promise<T> {
     // Built only on failure: an Error with its stack per successful request is measurable on the hot path.
     let last: UpstreamError | undefined;
+    const { metrics } = this.deps;
     this.upstreamStartedAt = performance.now();
     for (const target of this.start.model.targets) {
+      // The previous target failed and this one is tried: a fallback.
+      if (last) metrics.fallback(this.fallbackPath.at(-1)!, last.failure, last.status);
+      const sentAt = performance.now();
       try {
         const result = await attempt(target);
         this.target = target;
+        this.answerSentAt = sentAt;
         this.upstreamDoneAt = performance.now();
+        metrics.answered(target.providerId, (this.upstreamDoneAt - sentAt) / 1000);
         return result;
       } catch (err) {
         if (!(err instanceof UpstreamError)) {
@@ -246,6 +257,7 @@ export class Meter {
    * tracks the promise (settle() tracks its count with it, fail() this alone).
    */
   private resolve(charged: bigint | null, outcome: RowOutcome): Promise<void> {
+    if (this.target) this.deps.metrics.ended(this.target.providerId, (outcome.endedAt - this.answerSentAt) / 1000);
     const record = encodeRow(requestRow(this.start, outcome));
     const { ledger, logger } = this.deps;
     const holdId = this.hold.id;

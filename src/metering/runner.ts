@@ -121,6 +121,8 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
       startedAt,
       streamed: false,
     };
+    // Its model ID is filled in below; the request counter reads it once the answer is built.
+    c.set("metered", base);
     let body: B;
     let request: MeteredRequest | undefined;
     let model: CatalogModel;

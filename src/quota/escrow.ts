@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { DatabaseUnavailableError } from "../db/faults.js";
 import type { DatabaseHealth } from "../db/health.js";
 import type { Pool } from "../db/pool.js";
+import type { AccountMetrics, AccountStats } from "../metrics/recorders.js";
 import { accountAt, kindSpec } from "./account-kinds.js";
 import type { Clock } from "./clock.js";
 import type { DirectPostFn, SyncLeaseFn } from "./lease-sql.js";
@@ -37,6 +38,8 @@ export interface EscrowOptions {
   /** How long a settlement may wait for others to share its sync. */
   lingerMs: number;
   onSyncError?: (err: unknown, leaseId: string) => void;
+  /** This kind's holds, resolutions, expiries and syncs. */
+  metrics: AccountMetrics;
 }
 
 export interface Escrow {
@@ -51,6 +54,8 @@ export interface Escrow {
   flush(): Promise<void>;
   /** Closes every lease (outstanding requests still settle) and waits for the syncs. */
   close(): Promise<void>;
+  /** Leases, holds and units now (read at scrape time). */
+  stats(): AccountStats;
 }
 
 interface Reservation {
@@ -62,7 +67,7 @@ interface Reservation {
 }
 
 export function createEscrow(opts: EscrowOptions): Escrow {
-  const { clock, instance } = opts;
+  const { clock, instance, metrics } = opts;
   const maxHoldMs = opts.maxHoldSeconds * 1000;
   const spec = kindSpec(opts.kind);
   // Per account (user and period): the lease taking new reservations.
@@ -84,11 +89,13 @@ export function createEscrow(opts: EscrowOptions): Escrow {
     lingerMs: opts.lingerMs,
     statementTimeoutMs: opts.statementTimeoutMs,
     slowMs: opts.admissionTimeoutMs,
+    metrics,
     fresh: () => instance.fresh(),
     beaten: (sentAt) => instance.beaten(sentAt),
     resetsAt: (now) => spec.periodEnd(now),
     admit(lease, waiter) {
       lease.hold(waiter.input.amount);
+      metrics.held();
       return { ok: true, hold: record(lease, waiter.input, waiter.now) };
     },
     retry: (waiter) => enqueue(waiter.input, waiter.now, waiter),
@@ -139,6 +146,7 @@ export function createEscrow(opts: EscrowOptions): Escrow {
     }
     const lease = leaseFor(input.userId, base, spec.period(now), nowMs);
     if (lease.base === base && lease.tryTake(input.amount, nowMs)) {
+      metrics.held();
       return Promise.resolve({ ok: true, hold: record(lease, input, now) });
     }
     return new Promise((resolve, reject) => {
@@ -172,6 +180,8 @@ export function createEscrow(opts: EscrowOptions): Escrow {
     if (!reservation) return Promise.reject(new HoldResolvedError(holdId));
     holds.delete(holdId);
     const { lease, amount, requestId, reservedAt } = reservation;
+    if (charged === null) metrics.voided();
+    else metrics.posted(charged, amount);
     const resolution = { holdId, requestId, amount, charged, reservedAt, record: journalRecord };
     if (!lease.poisoned) return lease.resolve(resolution, reservation.expired);
     // Its lease can no longer sync (and was ended, its units returned): the charge posts straight to the account.
@@ -185,6 +195,7 @@ export function createEscrow(opts: EscrowOptions): Escrow {
       if (!r.expired && now - r.reservedAt.getTime() > maxHoldMs) {
         r.expired = true;
         r.lease.expire(r.amount);
+        metrics.expired();
       }
     }
     for (const lease of all) if (lease.ended || lease.poisoned) all.delete(lease);
@@ -210,6 +221,18 @@ export function createEscrow(opts: EscrowOptions): Escrow {
     async close() {
       for (const lease of all) if (!lease.ended && !lease.poisoned) lease.retire();
       await settleAll();
+    },
+    stats() {
+      let leaseCount = 0;
+      let free = 0n;
+      for (const lease of all) {
+        if (lease.ended || lease.poisoned) continue;
+        leaseCount++;
+        free += lease.free;
+      }
+      let held = 0n;
+      for (const r of holds.values()) if (!r.expired) held += r.amount;
+      return { kind: opts.kind, leases: leaseCount, holds: holds.size, held, free };
     },
   };
 }

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { DatabaseUnavailableError, isDataError, isTransientDbError } from "../db/faults.js";
 import type { DatabaseHealth } from "../db/health.js";
 import type { Pool } from "../db/pool.js";
+import type { AccountMetrics } from "../metrics/recorders.js";
 import { openLease, type DirectPostFn, type Resolution, type SyncLease, type SyncLeaseFn, type SyncReply } from "./lease-sql.js";
 import type { AccountKind, ReserveInput, ReserveResult } from "./types.js";
 
@@ -60,6 +61,8 @@ export interface LeaseContext {
   /** The lease must not take new reservations any more. */
   retire(lease: Lease): void;
   onSyncError(err: unknown, lease: Lease): void;
+  /** Where syncs are timed and their definitive failures counted. */
+  metrics: AccountMetrics;
 }
 
 const DEMAND_WINDOW_MS = 1000;
@@ -303,6 +306,7 @@ export class Lease {
       reply = await this.withRetries(() => this.ctx.sync(this.ctx.pool, payload));
     } catch (err) {
       // A definitive answer (a data error, a sequence this lease cannot be at), or shutdown's grace ran out.
+      this.ctx.metrics.syncFailed();
       this.poisoned = true;
       this.ctx.retire(this);
       this.ctx.onSyncError(err, this);
@@ -317,6 +321,7 @@ export class Lease {
       return;
     }
     this.seq = payload.seq;
+    this.ctx.metrics.synced((performance.now() - sentAt) / 1000);
     if (touch) this.ctx.beaten(sentAt);
     this.overshot = reply.credits + reply.restored - reply.posted - reply.pending < 0n;
     if (!reply.live || close) {

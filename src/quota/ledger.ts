@@ -1,6 +1,7 @@
 import { pino } from "pino";
 import { createDatabaseHealth, type DatabaseHealth } from "../db/health.js";
 import type { Pool } from "../db/pool.js";
+import { noMetrics, type LedgerMetrics } from "../metrics/recorders.js";
 import { accountAt, accountKinds, kindSpec } from "./account-kinds.js";
 import { ensureAccount, readAccount, type AccountKey, type AccountRow } from "./account-sql.js";
 import { systemClock, type Clock } from "./clock.js";
@@ -54,6 +55,8 @@ export interface LedgerOptions {
   /** A background statement (sync, direct post, expiry) whose answer takes longer is abandoned and retried. */
   statementTimeoutMs?: number;
   onSyncError?: (err: unknown, leaseId: string) => void;
+  /** Holds, resolutions, overshoots, expiries and lease syncs; none recorded without it. */
+  metrics?: LedgerMetrics;
 }
 
 const SWEEP_MS = 1000;
@@ -65,6 +68,7 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
   const directPost = leaseDirectPost(opts.journal, opts.statementTimeoutMs);
   // Without a monitor (tests, tools) faults are still retried, just not reported.
   const health = opts.health ?? createDatabaseHealth(pino({ enabled: false }));
+  const metrics = opts.metrics ?? noMetrics.ledger;
   const unsynced = { count: 0 };
   health.watch("settlements_waiting", () => unsynced.count);
   let givingUp = false;
@@ -90,6 +94,7 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
           idleMs: opts.leaseIdleMs ?? 2000,
           lingerMs: opts.settleLingerMs ?? 50,
           onSyncError: opts.onSyncError,
+          metrics: metrics.account(kind),
         }),
       );
     }
@@ -278,6 +283,11 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
       }
     },
     sweep,
-    expire: () => expireRows(pool, instanceTimeoutSeconds, clock.now()),
+    async expire() {
+      const expired = await expireRows(pool, instanceTimeoutSeconds, clock.now());
+      metrics.expired(expired.leases, expired.durable);
+      return expired;
+    },
+    stats: () => ({ unsynced: unsynced.count, accounts: all.map((e) => e.stats()) }),
   };
 }

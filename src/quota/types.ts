@@ -5,6 +5,7 @@
 // it in memory; what is settled later than its request (a video job, a pending transfer) takes a durable hold,
 // a row of its own in PostgreSQL (docs/billing.md).
 
+import type { LedgerStats } from "../metrics/recorders.js";
 import type { AccountKind } from "./account-kinds.js";
 
 export type { AccountKind } from "./account-kinds.js";
@@ -144,6 +145,8 @@ export interface QuotaLedger {
   sweep(): void;
   /** Adds `amount` nano-dollars to a user's reseller balance, with a record of the credit; returns the balance after it. */
   creditReseller(userId: string, amount: bigint, note: string): Promise<AccountBalance>;
+  /** This process's leases, holds and unwritten settlements now, for the metrics. */
+  stats(): LedgerStats;
 }
 
 export class HoldResolvedError extends Error {

@@ -11,6 +11,7 @@ import { packageRoot } from "../package-root.js";
 import { ours, type OperationDescription } from "../server/api-description.js";
 import type { AppEnv } from "../server/context.js";
 import { healthOperations } from "../server/health.js";
+import { metricsOperations } from "../server/metrics-route.js";
 import { buildOpenApiDocument } from "../server/openapi-document.js";
 import { embedOpenApiSchemas, protoJsonSchemas, type ProtoExtract } from "../server/openapi-vendor.js";
 
@@ -25,7 +26,7 @@ const TAGS = [
   { name: "Account", description: "A user's own quota, request log and balances (session)." },
   { name: "Admin", description: "Users, API keys and balances (admin session; CSRF token on state changes)." },
   { name: "Internal", description: "Endpoints of the support workers (bot token)." },
-  { name: "Operations", description: "Probes and the API description." },
+  { name: "Operations", description: "Probes, metrics and the API description." },
 ] as const;
 
 const documentSchema = z.looseObject({
@@ -48,6 +49,7 @@ export function apiOperations(): OperationDescription[] {
   return [
     ...healthOperations,
     describeDescription,
+    ...metricsOperations,
     ...inferenceOperations,
     ...authOperations,
     ...userRequestOperations,

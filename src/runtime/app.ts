@@ -17,6 +17,7 @@ import { responsesRoutes } from "../inference/responses-route.js";
 import { systemoneRoutes } from "../inference/systemone-route.js";
 import { modelListRoutes, nativeModelListRoutes } from "../inference/models-route.js";
 import type { Metering } from "../metering/meter.js";
+import type { Exposition, Metrics } from "../metrics/recorders.js";
 import type { Providers } from "../providers/registry.js";
 import { userQuotaRoutes } from "../account/quota-route.js";
 import type { ResellerAccounts } from "../account/reseller-accounts.js";
@@ -26,9 +27,11 @@ import type { BodyBudget } from "../server/body-budget.js";
 import type { AppEnv } from "../server/context.js";
 import { handleError } from "../server/error-envelope.js";
 import { healthRoutes } from "../server/health.js";
+import { metricsRoutes } from "../server/metrics-route.js";
 import { notFoundOrMethodNotAllowed } from "../server/not-found.js";
 import { requestContext } from "../server/request-context.js";
 import { apiDescriptionRoutes } from "./api-description.js";
+import { countRequests } from "../server/request-metrics.js";
 
 export interface AppDeps {
   config: Config;
@@ -44,6 +47,8 @@ export interface AppDeps {
   /** The process-wide budget of evaluation request bodies (`systemone.admission_budget_bytes`). */
   bodyBudget: BodyBudget;
   resellers: ResellerAccounts;
+  /** The instance's recorders; `exposition` null when metrics are off. */
+  metrics: Metrics;
 }
 
 /**
@@ -56,6 +61,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
   app.use("*", requestContext(deps.logger));
+  const { exposition } = deps.metrics;
+  if (exposition) app.use("*", countRequests(deps.metrics.requests));
   app.onError(handleError);
   app.notFound(notFoundOrMethodNotAllowed(app));
 
@@ -93,6 +100,21 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route("/api/v1/admin", adminRoutes({ users: auth.users, apiKeys: auth.apiKeys, bodyLimit, read }));
   app.route("/api/v1/admin", resellerAdminRoutes({ accounts: deps.resellers, bodyLimit, read }));
   app.route("/api/v1/internal", internalRoutes());
+  // GET /metrics (docs/api.md, "Metrics"): here, behind its token, unless it has an address of its own.
+  if (exposition && !config.metrics.listen) app.route("/", metricsRoutes(exposition, config.metrics.token));
 
+  return app;
+}
+
+/**
+ * The app of `metrics.listen`: GET /metrics alone (a token only if one is configured), with the main app's
+ * request ids, access log and error envelope.
+ */
+export function createMetricsApp(deps: Pick<AppDeps, "config" | "logger">, exposition: Exposition): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  app.use("*", requestContext(deps.logger));
+  app.onError(handleError);
+  app.notFound(notFoundOrMethodNotAllowed(app));
+  app.route("/", metricsRoutes(exposition, deps.config.metrics.token));
   return app;
 }

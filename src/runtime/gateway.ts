@@ -3,7 +3,7 @@ import type { Config } from "../config/schema.js";
 import { faultCode, waitForDatabase } from "../db/faults.js";
 import { runMigrations } from "../db/migrate.js";
 import { startWorker, type BackgroundWorker } from "../jobs/worker.js";
-import { createApp } from "./app.js";
+import { createApp, createMetricsApp } from "./app.js";
 import { listen, type HttpServer } from "../server/listen.js";
 import { openDatabase } from "./database.js";
 import { createServices, type Services } from "./services.js";
@@ -18,6 +18,8 @@ export interface GatewayOptions {
 
 export interface RunningGateway {
   url: string;
+  /** The address of GET /metrics when it has one of its own (config.metrics.listen). */
+  metricsUrl?: string;
   services: Services;
   /** Drains HTTP, then stops the worker, the database pool and (when embedded) PostgreSQL. Idempotent. */
   stop(): Promise<void>;
@@ -64,11 +66,27 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       });
       cleanups.push(() => worker!.stop());
     }
+    // Before the main address, so that it closes after it: the drain can still be watched.
+    const { exposition } = services.metrics;
+    const metricsAt = config.metrics.listen;
+    let metricsUrl: string | undefined;
+    if (exposition && metricsAt) {
+      const served = await listen(createMetricsApp(services, exposition), metricsAt.host, metricsAt.port);
+      cleanups.push(() => served.close(0));
+      metricsUrl = served.url;
+      logger.info({ url: metricsUrl }, "metrics listening");
+    }
     const http: HttpServer = await listen(createApp(services), config.server.host, config.server.port);
     cleanups.push(() => http.close(config.server.drain_timeout_ms));
     logger.info({ url: http.url, database: db.source, worker: Boolean(worker) }, "gateway listening");
     let stopping: Promise<void> | undefined;
-    return { url: http.url, services, stop: () => (stopping ??= unwind()), hurry: () => http.closeConnections() };
+    return {
+      url: http.url,
+      metricsUrl,
+      services,
+      stop: () => (stopping ??= unwind()),
+      hurry: () => http.closeConnections(),
+    };
   } catch (err) {
     await unwind();
     throw err;

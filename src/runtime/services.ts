@@ -9,6 +9,8 @@ import { createCatalog } from "../catalog/catalog.js";
 import type { Config } from "../config/schema.js";
 import type { Pool, TimedQuery } from "../db/pool.js";
 import { createMetering } from "../metering/meter.js";
+import { createPrometheusMetrics } from "../metrics/prometheus.js";
+import { noMetrics } from "../metrics/recorders.js";
 import { unpricedEvaluators } from "../metering/pricing.js";
 import { createProviders } from "../providers/registry.js";
 import { systemClock, type Clock } from "../quota/clock.js";
@@ -48,6 +50,8 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
   const auth = await createAuthServices({ pool, config, logger, env: opts.env ?? process.env, listen: serving, health });
   const clock = opts.clock ?? systemClock;
   const { quota, database } = config;
+  // Admin commands serve nothing: their metrics would never be read.
+  const metrics = serving && config.metrics.enabled ? createPrometheusMetrics(config) : noMetrics;
   const instance = serving
     ? await registerInstance(pool, {
         heartbeatMs: quota.heartbeat_seconds * 1000,
@@ -72,6 +76,7 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
     maxUnsyncedSettlements: quota.max_unsynced_settlements,
     shutdownGraceMs: quota.shutdown_grace_seconds * 1000,
     onSyncError: (err, leaseId) => logger.error({ err, lease_id: leaseId }, "LEASE_SYNC_FAILED"),
+    metrics: metrics.ledger,
   });
   const expiry = serving ? startExpirySweep(ledger, quota.expiry_sweep_seconds * 1000, logger, health) : undefined;
   const requestLog = createRequestLogWriter({
@@ -90,7 +95,9 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
   for (const unpriced of serving ? unpricedEvaluators(catalog, config) : []) {
     logger.warn(unpriced, "SYSTEMONE_RATE_CARD_MISSING: no rate card prices this upstream; its cost is logged as unknown (null)");
   }
-  const metering = createMetering({ config, ledger, requestLog, logger, clock });
+  const metering = createMetering({ config, ledger, requestLog, logger, clock, metrics: metrics.upstream });
+  const bodyBudget = createBodyBudget(config.systemone.admission_budget_bytes);
+  metrics.watch({ requestLog, bodyBudget, health, ledger });
   return {
     config,
     pool,
@@ -102,8 +109,9 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
     providers,
     requestLog,
     metering,
-    bodyBudget: createBodyBudget(config.systemone.admission_budget_bytes),
+    bodyBudget,
     resellers: createResellerAccounts({ ledger, users: auth.users }),
+    metrics,
     async close() {
       await expiry?.stop();
       await metering.drain();

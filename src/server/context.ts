@@ -9,6 +9,8 @@ export interface AppVariables {
   requestId: string;
   /** The process logger; requestLog(c) binds it to the request id. */
   logger: Logger;
+  /** What a metered route learnt of its request (src/metering/runner.ts), for the request counter's labels. */
+  metered?: { readonly modelId: string; readonly clientProtocol: string };
 }
 
 export interface AppEnv {

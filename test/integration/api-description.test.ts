@@ -11,6 +11,7 @@ import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 type Document = Parameters<typeof describedRoutes>[0] & { openapi: string; info: { version: string } };
 
 const BOT_TOKEN = "bot-token-for-the-description-test";
+const METRICS_TOKEN = "metrics-token-for-the-description-test";
 const PASSWORD = "correct horse battery";
 
 let gw: TestGateway;
@@ -18,7 +19,11 @@ let document: Document;
 
 beforeAll(async () => {
   gw = await startTestGateway({
-    config: { plans: { free: { daily_tokens: 5000, weekly_resets: 1, context_limit: 100000 } } },
+    // Metrics on the main address, so that every described route is served.
+    config: {
+      plans: { free: { daily_tokens: 5000, weekly_resets: 1, context_limit: 100000 } },
+      metrics: { enabled: true, token: METRICS_TOKEN },
+    },
     env: { SUPPORT_BOT_TOKEN: BOT_TOKEN },
   });
   const res = await fetch(`${gw.url}/openapi.json`);
@@ -182,6 +187,10 @@ describe("real answers of the gateway's own routes match the description", () =>
     await expectDescribed("GET", "/api/v1/user/requests", badCursor, 400);
     const ping = await fetch(`${gw.url}/api/v1/internal/ping`, { headers: bearer(BOT_TOKEN) });
     await expectDescribed("GET", "/api/v1/internal/ping", ping, 200);
+    await expectDescribed("GET", "/metrics", await fetch(`${gw.url}/metrics`, { headers: bearer("wrong") }), 401);
+    const metrics = await fetch(`${gw.url}/metrics`, { headers: bearer(METRICS_TOKEN) });
+    expect(metrics.status).toBe(200);
+    expect(metrics.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
   });
 
   it("the validator refuses an answer that does not match", () => {

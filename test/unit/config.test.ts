@@ -121,6 +121,48 @@ describe("config loading", () => {
     expect(err.path).toBe(expectedPath);
   });
 
+  it("serves no metrics by default; on the main address with a token, or on an address of its own", () => {
+    expect(parseConfig({}, "t").metrics).toEqual({ enabled: false });
+    const withToken = loadConfigFile(file("metrics.yaml", "metrics:\n  enabled: true\n  token: ${METRICS_TOKEN}\n"), {
+      METRICS_TOKEN: "t".repeat(32),
+    });
+    expect(withToken.metrics).toEqual({ enabled: true, token: "t".repeat(32) });
+    const apart = loadConfigFile(file("metrics-listen.yaml", "metrics: { enabled: true, listen: { port: 9464 } }\n"));
+    expect(apart.metrics).toEqual({ enabled: true, listen: { host: "127.0.0.1", port: 9464 } });
+    // Off, a missing token is no matter.
+    expect(parseConfig({ metrics: { enabled: false } }, "t").metrics.enabled).toBe(false);
+  });
+
+  it.each([
+    [
+      "on the main address without a token",
+      "metrics: { enabled: true }",
+      {},
+      "metrics.token",
+      /required when metrics are served on the main address/,
+    ],
+    [
+      "a token from an unset variable",
+      "metrics:\n  enabled: true\n  token: ${METRICS_TOKEN}",
+      {},
+      "metrics.token",
+      /METRICS_TOKEN is not set/,
+    ],
+    ["a short token", "metrics: { enabled: true, token: short }", {}, "metrics.token", /at least 16 characters/],
+    [
+      "its listener on the main port",
+      "metrics: { enabled: true, listen: { port: 8080 } }",
+      {},
+      "metrics.listen.port",
+      /differ from server.port/,
+    ],
+    ["a listener without a port", "metrics: { enabled: true, listen: { host: 0.0.0.0 } }", {}, "metrics.listen.port", /./],
+  ])("refuses metrics %s", (_name, text, env, expectedPath, reason) => {
+    const err = failure(() => loadConfigFile(file("bad-metrics.yaml", `${text}\n`), env));
+    expect(err.path).toBe(expectedPath);
+    expect(err.message).toMatch(reason);
+  });
+
   it("reports unreadable files and broken YAML without a path", () => {
     expect(failure(() => loadConfigFile(path.join(dir, "absent.yaml"))).message).toMatch(/cannot read file \(ENOENT\)/);
     expect(failure(() => loadConfigFile(file("broken.yaml", "models: [unclosed\n"))).message).toMatch(/not valid YAML/);
@@ -128,12 +170,20 @@ describe("config loading", () => {
   });
 
   it("masks secrets when printed", () => {
-    const config = parseConfig({ database: { url: "postgres://u:hunter2@db/x" }, auth: { jwt_secret: "s".repeat(40) } }, "t");
+    const config = parseConfig(
+      {
+        database: { url: "postgres://u:hunter2@db/x" },
+        auth: { jwt_secret: "s".repeat(40) },
+        metrics: { enabled: true, token: "m".repeat(24) },
+      },
+      "t",
+    );
     const text = JSON.stringify(maskSecrets(loadConfigFile(file("m.yaml", minimal), { MAIN_API_KEY: "sk-live-123" })));
     expect(text).not.toContain("sk-live-123");
     const masked = JSON.stringify(maskSecrets(config));
     expect(masked).not.toContain("hunter2");
     expect(masked).not.toContain("s".repeat(40));
+    expect(masked).not.toContain("m".repeat(24));
   });
 });
 

@@ -29,6 +29,10 @@ describe("import direction lint rule", () => {
     ["src/catalog/catalog.ts", 'import { x } from "../auth/index.js";\nexport const y = x;\n'],
     ["src/metering/runner.ts", 'import { x } from "../inference/chat-route.js";\nexport const y = x;\n'],
     ["src/analytics/queries.ts", 'import { x } from "../account/quota-route.js";\nexport const y = x;\n'],
+    // The metrics recorders sit below every layer that records, just above the pure modules.
+    ["src/metrics/prometheus.ts", 'import { x } from "../quota/ledger.js";\nexport const y = x;\n'],
+    ["src/metrics/labels.ts", 'import type { X } from "../server/context.js";\nexport type Y = X;\n'],
+    ["src/config/schema.ts", 'import { x } from "../metrics/labels.js";\nexport const y = x;\n'],
   ])("rejects an upward import in %s", async (file, code) => {
     expect(await violations(file, code)).toHaveLength(1);
   });
@@ -42,6 +46,10 @@ describe("import direction lint rule", () => {
     ["src/server/health.ts", 'import { x } from "../db/pool.js";\nexport const y = x;\n'],
     ["src/runtime/services.ts", 'import { x } from "../auth/index.js";\nexport const y = x;\n'],
     ["cli/serve.ts", 'import { x } from "../src/runtime/gateway.js";\nexport const y = x;\n'],
+    ["src/quota/escrow.ts", 'import type { X } from "../metrics/recorders.js";\nexport type Y = X;\n'],
+    ["src/server/request-metrics.ts", 'import type { X } from "../metrics/recorders.js";\nexport type Y = X;\n'],
+    ["src/metering/meter.ts", 'import type { X } from "../metrics/recorders.js";\nexport type Y = X;\n'],
+    ["src/metrics/labels.ts", 'import type { Config } from "../config/schema.js";\nexport type Y = Config;\n'],
   ])("allows a downward import in %s", async (file, code) => {
     expect(await violations(file, code)).toEqual([]);
   });
