@@ -4,6 +4,7 @@ import type { z } from "zod";
 import { GatewayError, errors } from "../errors.js";
 import type { AppEnv } from "./context.js";
 import type { BodyReservation } from "./body-budget.js";
+import { sendContinue } from "./expect-continue.js";
 import { requestHeader } from "./headers.js";
 import { closeAfterAnswer } from "./lingering-close.js";
 
@@ -24,6 +25,7 @@ async function readCapped(c: Context<AppEnv>, limit: number, reservation?: BodyR
     if (reservation && !known && !reservation.take(buf.length)) throw overBudget();
     return buf;
   }
+  sendContinue(incoming, c.env.outgoing, requestHeader(c, "expect"));
   return readIncoming(c, incoming, limit, known ? undefined : reservation);
 }
 
