@@ -3,7 +3,7 @@ import net from "node:net";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { closeAfterAnswer, LINGER, type LingerBounds } from "../../src/server/lingering-close.js";
-import { writeThenRead } from "../helpers/body-clients.js";
+import { drained, writeThenRead } from "../helpers/body-clients.js";
 
 // The lingering close (src/server/lingering-close.ts) on a bare Node server that refuses every body before
 // reading it: a client still sending its body reads the answer and then a clean end, never a reset; one that
@@ -64,18 +64,6 @@ function keepSending(port: number, declared: number, next: () => Promise<Buffer 
     }
   })();
   return { socket, done };
-}
-
-function drained(socket: net.Socket): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      socket.off("drain", done);
-      socket.off("close", done);
-      resolve();
-    };
-    socket.on("drain", done);
-    socket.on("close", done);
-  });
 }
 
 const answered = (text: string) => {
