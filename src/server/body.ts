@@ -4,7 +4,9 @@ import type { z } from "zod";
 import { GatewayError, errors } from "../errors.js";
 import type { AppEnv } from "./context.js";
 import type { BodyReservation } from "./body-budget.js";
+import { sendContinue } from "./expect-continue.js";
 import { requestHeader } from "./headers.js";
+import { closeAfterAnswer } from "./lingering-close.js";
 
 // Bodies are read straight from Node's incoming stream (DESIGN.md §5: no WHATWG Request body per call) and the
 // size cap is enforced while reading, so an oversize body is refused before it is buffered or parsed.
@@ -12,22 +14,23 @@ import { requestHeader } from "./headers.js";
 async function readCapped(c: Context<AppEnv>, limit: number, reservation?: BodyReservation): Promise<Buffer> {
   const declared = Number(requestHeader(c, "content-length"));
   const known = Number.isFinite(declared);
-  if (known && declared > limit) throw tooLarge(limit);
+  if (known && declared > limit) throw refused(c, errors.payloadTooLarge(limit));
   // With a Content-Length the whole body is reserved before a byte is read; without, chunk by chunk.
-  if (reservation && known && !reservation.take(declared)) throw overBudget();
+  if (reservation && known && !reservation.take(declared)) throw refused(c, overBudget());
   const incoming = c.env?.incoming;
   if (!incoming) {
     // In-process calls (app.request) have no Node stream; the same cap applies.
     const buf = Buffer.from(await c.req.raw.arrayBuffer());
-    if (buf.length > limit) throw tooLarge(limit);
+    if (buf.length > limit) throw errors.payloadTooLarge(limit);
     if (reservation && !known && !reservation.take(buf.length)) throw overBudget();
     return buf;
   }
-  return readIncoming(incoming, limit, known ? undefined : reservation);
+  sendContinue(incoming, c.env.outgoing, requestHeader(c, "expect"));
+  return readIncoming(c, incoming, limit, known ? undefined : reservation);
 }
 
 /** Event listeners rather than `for await`, which builds an async iterator and a promise per chunk. */
-function readIncoming(incoming: IncomingMessage, limit: number, reservation?: BodyReservation): Promise<Buffer> {
+function readIncoming(c: Context<AppEnv>, incoming: IncomingMessage, limit: number, reservation?: BodyReservation): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -41,10 +44,9 @@ function readIncoming(incoming: IncomingMessage, limit: number, reservation?: Bo
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      const refusal = size > limit ? tooLarge(limit) : reservation && !reservation.take(chunk.length) ? overBudget() : null;
+      const refusal = size > limit ? errors.payloadTooLarge(limit) : reservation && !reservation.take(chunk.length) ? overBudget() : null;
       if (refusal) {
-        incoming.pause();
-        done(refusal);
+        done(refused(c, refusal));
         return;
       }
       chunks.push(chunk);
@@ -66,22 +68,22 @@ function readIncoming(incoming: IncomingMessage, limit: number, reservation?: Bo
   });
 }
 
-/** The rest of the body is never read; closing the connection stops the client from sending it. */
-function closing(err: GatewayError): GatewayError {
-  err.headers.Connection = "close";
+/**
+ * A refusal of a body the client may still be sending: its answer closes the connection, which reads and
+ * discards the rest first (src/server/lingering-close.ts), so that the client can read the answer.
+ */
+function refused(c: Context<AppEnv>, err: GatewayError): GatewayError {
+  const incoming = c.env?.incoming;
+  if (incoming) closeAfterAnswer(incoming, c.env.outgoing);
   return err;
 }
 
-const tooLarge = (limit: number) => closing(errors.payloadTooLarge(limit));
-
 const overBudget = () =>
-  closing(
-    new GatewayError({
-      message: "The gateway is reading as many large request bodies as it can hold right now; retry shortly with backoff.",
-      code: "body_budget_exhausted",
-      headers: { "Retry-After": "1" },
-    }),
-  );
+  new GatewayError({
+    message: "The gateway is reading as many large request bodies as it can hold right now; retry shortly with backoff.",
+    code: "body_budget_exhausted",
+    headers: { "Retry-After": "1" },
+  });
 
 function isJson(contentType: string | undefined): boolean {
   if (!contentType) return false;
@@ -101,7 +103,7 @@ interface JsonBody {
  */
 export async function readJsonBody(c: Context<AppEnv>, limit: number, reservation?: BodyReservation): Promise<JsonBody> {
   if (!isJson(requestHeader(c, "content-type"))) {
-    throw errors.unsupportedMediaType("Content-Type must be application/json.");
+    throw refused(c, errors.unsupportedMediaType("Content-Type must be application/json."));
   }
   const buf = await readCapped(c, limit, reservation);
   if (buf.length === 0) throw errors.badRequest("Request body is empty; a JSON object is required.", null, "invalid_json");

@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { createAdaptorServer } from "@hono/node-server";
 import type { Hono } from "hono";
 import type { AppEnv } from "./context.js";
+import { deferContinue } from "./expect-continue.js";
 
 export interface HttpServer {
   url: string;
@@ -20,6 +21,7 @@ export async function listen(app: Hono<AppEnv>, host: string, port: number): Pro
   // Node's default 5s keep-alive is shorter than most load balancers' idle timeout; a mismatch drops requests.
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
+  deferContinue(server);
   await new Promise<void>((resolve, reject) => {
     server.once("error", (err: NodeJS.ErrnoException) => {
       const reason =
