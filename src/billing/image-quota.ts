@@ -144,7 +144,7 @@ const whole = (n: number, name: string): bigint => {
   return BigInt(n);
 };
 
-/** Input prices relative to image output, in the spec's thirtieths (USD per million tokens against 30). */
+/** The spec's input weights, spelled as it writes them (a fraction of an image-output token). */
 const perThirty = (price: number): Ratio => mul(ratioOf(price), { num: 1n, den: 30n });
 const UNCACHED_TEXT = perThirty(5);
 const UNCACHED_IMAGE = perThirty(8);
