@@ -1,4 +1,4 @@
-import { add, ceil, mul, ratioOf } from "./ratio.js";
+import { add, ceil, mul, ratioOf, whole } from "./ratio.js";
 
 // The chat billing rule (docs/billing.md; the spec gives none):
 //   units = ceil(((prompt - cached) + cached × cached_ratio + completion × completion_ratio)
@@ -20,11 +20,6 @@ export interface ChatRates {
   /** For a request on the client's own upstream key: the share of the charge it pays. Absent: the full charge. */
   byokRatio?: number;
 }
-
-const whole = (n: number, name: string): bigint => {
-  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`${name} must be a non-negative integer, got ${n}`);
-  return BigInt(n);
-};
 
 export function chatQuota(usage: TokenUsage, rates: ChatRates): bigint {
   const prompt = whole(usage.promptTokens, "promptTokens");

@@ -1,4 +1,4 @@
-import { add, ceil, mul, ratioOf, type Ratio } from "./ratio.js";
+import { add, ceil, mul, ratioOf, whole, type Ratio } from "./ratio.js";
 
 // The image quota rules of the spec ("Image quota", docs/billing.md):
 //   native    units = ceil((image_output + uncached_text × 5/30 + uncached_image × 8/30
@@ -138,11 +138,6 @@ export interface ImageRates {
 
 const effectiveMultiplier = (rates: ImageRates): Ratio =>
   mul(ratioOf(rates.tokenMultiplier), ratioOf(rates.groupMultiplier), ratioOf(rates.byokRatio ?? 1));
-
-const whole = (n: number, name: string): bigint => {
-  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`${name} must be a non-negative integer, got ${n}`);
-  return BigInt(n);
-};
 
 /** The spec's input weights, spelled as it writes them (a fraction of an image-output token). */
 const perThirty = (price: number): Ratio => mul(ratioOf(price), { num: 1n, den: 30n });

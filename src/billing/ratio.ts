@@ -47,3 +47,9 @@ export const add = (...rs: Ratio[]): Ratio =>
 export function ceil(r: Ratio): bigint {
   return (r.num + r.den - 1n) / r.den;
 }
+
+/** A count as a bigint: a non-negative safe integer, else a RangeError naming it. */
+export const whole = (n: number, name: string): bigint => {
+  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`${name} must be a non-negative integer, got ${n}`);
+  return BigInt(n);
+};
