@@ -1,8 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { MediaDownloadConfig } from "../../src/config/schema.js";
-import { createSafeDownloader, SafeDownloadError, type HostLookup } from "../../src/providers/safe-download.js";
+import { createSafeDownloader, SafeDownloadError, type HostLookup, type SafeDownloadOptions } from "../../src/providers/safe-download.js";
 
 // The media downloader against real HTTP servers on loopback: loopback is private, so every success needs the
 // allow-list, and every refusal is proven to happen before a request reaches the server (it records each one).
@@ -96,7 +95,7 @@ const lookup: HostLookup = async (hostname) => {
   return addresses.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
 };
 
-const settings = (overrides: Partial<MediaDownloadConfig> = {}): MediaDownloadConfig =>
+const settings = (overrides: Partial<SafeDownloadOptions> = {}): SafeDownloadOptions =>
   Object.assign({ max_bytes: CAP, timeout_ms: 2000, max_redirects: 3, allow_private: [] }, overrides);
 
 /** The download's refusal; fails the test if it succeeded or failed otherwise. */
