@@ -83,7 +83,7 @@ export function isPublicAddress(address: string): boolean {
 }
 
 /** A hostname as compared with the allow-list: case and a trailing dot do not matter. */
-export function normaliseHostname(hostname: string): string {
+function normaliseHostname(hostname: string): string {
   return hostname.toLowerCase().replace(/\.$/, "");
 }
 

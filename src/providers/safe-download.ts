@@ -1,4 +1,5 @@
 import { lookup as dnsLookup } from "node:dns/promises";
+import type { LookupAddress } from "node:dns";
 import { isIP, type LookupFunction } from "node:net";
 import { Agent, type Dispatcher } from "undici";
 import type { MediaDownloadConfig } from "../config/schema.js";
@@ -30,13 +31,8 @@ export class SafeDownloadError extends Error {
   }
 }
 
-export interface ResolvedAddress {
-  address: string;
-  family: number;
-}
-
-/** Every address of a hostname; rejects when it has none. */
-export type HostLookup = (hostname: string) => Promise<ResolvedAddress[]>;
+/** Every address of a hostname (rejects, or answers none, when it has none). */
+export type HostLookup = (hostname: string) => Promise<Array<{ address: string; family: number }>>;
 
 export type SafeDownloadOptions = MediaDownloadConfig & {
   /** Tests resolve names of their own; the default is the system resolver (dns.lookup, as net.connect uses). */
@@ -59,24 +55,22 @@ const systemLookup: HostLookup = (hostname) => dnsLookup(hostname, { all: true, 
  * with the normalised addresses it checked.
  */
 function checkedLookup(policy: AddressPolicy, resolve: HostLookup): LookupFunction {
+  async function checked(hostname: string): Promise<LookupAddress[]> {
+    const resolved = await resolve(hostname).catch(() => []);
+    if (resolved.length === 0) throw new SafeDownloadError("dns", "the host did not resolve");
+    return resolved.map(({ address }) => {
+      const normal = normaliseAddress(address);
+      if (!normal || !policy.permits(hostname, normal.address)) {
+        throw new SafeDownloadError("private_address", "the host has an address that is not public");
+      }
+      return { address: normal.address, family: normal.family === "ipv4" ? 4 : 6 };
+    });
+  }
   return (hostname, options, callback) => {
-    resolve(hostname)
-      .catch(() => {
-        throw new SafeDownloadError("dns", "the host did not resolve");
-      })
-      .then((resolved) => {
-        if (resolved.length === 0) throw new SafeDownloadError("dns", "the host did not resolve");
-        const addresses = resolved.map(({ address }) => {
-          const normal = normaliseAddress(address);
-          if (!normal || !policy.permits(hostname, normal.address)) {
-            throw new SafeDownloadError("private_address", "the host has an address that is not public");
-          }
-          return { address: normal.address, family: normal.family === "ipv4" ? 4 : 6 };
-        });
-        if (options.all) callback(null, addresses);
-        else callback(null, addresses[0]!.address, addresses[0]!.family);
-      })
-      .catch((err: Error) => callback(err, ""));
+    checked(hostname).then(
+      (addresses) => (options.all ? callback(null, addresses) : callback(null, addresses[0]!.address, addresses[0]!.family)),
+      (err: Error) => callback(err, ""),
+    );
   };
 }
 

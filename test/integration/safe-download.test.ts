@@ -46,6 +46,9 @@ async function startUpstream(): Promise<Upstream> {
       }
       case "/stall":
         return; // never answers
+      case "/stall-body":
+        res.writeHead(200, { "content-type": "image/png", "content-length": 1000 });
+        return void res.write(Buffer.alloc(10));
       case "/missing":
         res.writeHead(404, { "content-type": "text/plain" });
         return res.end("upstream secret: internal bucket name");
@@ -130,9 +133,12 @@ describe("allowed upstreams", () => {
     expect(upstream.seen).toEqual(["/image.png?sig=s3cr3t"]);
   });
 
-  it("returns the bytes of an upstream on the allow-list by hostname", async () => {
-    const download = createSafeDownloader(settings({ allow_private: ["allowed.test"], lookup }));
+  it("returns the bytes of an upstream on the allow-list by hostname, resolved once: the connection uses what was checked", async () => {
+    const resolved: string[] = [];
+    const counting: HostLookup = (hostname) => (resolved.push(hostname), lookup(hostname));
+    const download = createSafeDownloader(settings({ allow_private: ["allowed.test"], lookup: counting }));
     expect((await download(at("/image.png", "allowed.test"))).bytes.equals(PNG)).toBe(true);
+    expect(resolved).toEqual(["allowed.test"]);
   });
 
   it("follows a redirect, and reads a body of exactly the cap", async () => {
@@ -211,9 +217,10 @@ describe("refused URLs and answers", () => {
     await expect.poll(() => upstream.cutOff).toBe(true);
   });
 
-  it("gives up on a server that stalls", async () => {
+  it("gives up on a server that stalls, before its headers or within its body", async () => {
     const download = createSafeDownloader(settings({ allow_private: ["127.0.0.1"], timeout_ms: 200 }));
     expect((await refusal(download(at("/stall")))).reason).toBe("timeout");
+    expect((await refusal(download(at("/stall-body")))).reason).toBe("timeout");
   });
 
   it("says aborted when the caller gives up", async () => {
