@@ -116,6 +116,39 @@ const metricsSchema = z
   })
   .prefault({});
 
+/** A hostname whose last label is not a number: `999.1.1.1` is a mistyped address, never a name (WHATWG URL refuses it). */
+const isHostname = (v: string) => z.hostname().safeParse(v).success && !/(^|\.)\d+\.?$/.test(v);
+
+/** An allow_private entry: a CIDR, one address (IPv4 or IPv6), or a hostname matched exactly. */
+const privateUpstream = z
+  .string()
+  .refine((v) => [z.cidrv4(), z.cidrv6(), z.ipv4(), z.ipv6()].some((format) => format.safeParse(v).success) || isHostname(v), {
+    message: "must be a CIDR (10.0.0.0/8, fc00::/7), an IP address or a hostname",
+  });
+
+/**
+ * Fetching upstream media by URL (an image provider's answer): the URL is the upstream's, so every fetch is
+ * checked against non-public addresses after DNS resolution (src/providers/address-policy.ts) unless allowed here.
+ */
+const mediaSchema = z
+  .strictObject({
+    download: z
+      .strictObject({
+        max_bytes: z
+          .int()
+          .positive()
+          .max(bufferConstants.MAX_LENGTH)
+          .default(32 * MiB),
+        /** The whole download, redirects included. */
+        timeout_ms: z.int().positive().default(30_000),
+        max_redirects: z.int().min(0).max(10).default(3),
+        /** Non-public upstreams fetched anyway (a mock upstream on 127.0.0.1, a CDN on an internal network). */
+        allow_private: z.array(privateUpstream).default([]),
+      })
+      .prefault({}),
+  })
+  .prefault({});
+
 const pricingGroupSchema = z.strictObject({
   /** Applies to every quota charge of keys in the group (the key's global multiplier). */
   multiplier: z.number().nonnegative().default(1),
@@ -233,6 +266,7 @@ export const configSchema = z
       .prefault({}),
     limits: z.strictObject({ upstream_answer_bytes: upstreamAnswerLimitsSchema }).prefault({}),
     metrics: metricsSchema,
+    media: mediaSchema,
     pricing_groups: z.record(id, pricingGroupSchema).default({ default: { multiplier: 1 } }),
     providers: z.record(id, providerSchema).default({}),
     models: z.record(id, modelSchema).default({}),
@@ -316,3 +350,4 @@ export type ModelConfig = z.infer<typeof modelSchema>;
 export type PlanConfig = z.infer<typeof planSchema>;
 export type UpstreamAnswerLimits = z.infer<typeof upstreamAnswerLimitsSchema>;
 export type RetentionConfig = Config["retention"];
+export type MediaDownloadConfig = Config["media"]["download"];

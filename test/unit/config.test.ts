@@ -91,6 +91,31 @@ describe("config loading", () => {
     expect(err.path).toBe(expectedPath);
   });
 
+  it("downloads media under a byte cap, a timeout and a few redirects; private upstreams only when allowed", () => {
+    expect(parseConfig({}, "t").media.download).toEqual({
+      max_bytes: 32 * 1024 * 1024,
+      timeout_ms: 30_000,
+      max_redirects: 3,
+      allow_private: [],
+    });
+    const allow = ["127.0.0.1/32", "10.0.0.0/8", "fd00::/8", "::1", "192.168.1.7", "mock-upstream.internal", "localhost."];
+    expect(parseConfig({ media: { download: { allow_private: allow } } }, "t").media.download.allow_private).toEqual(allow);
+  });
+
+  it.each([
+    ["a prefix too long", "allow_private: [10.0.0.0/33]", "media.download.allow_private.0"],
+    ["an octet out of range", "allow_private: [127.0.0.1/32, 10.0.0.300/8]", "media.download.allow_private.1"],
+    ["an IPv6 prefix too long", "allow_private: [fc00::/129]", "media.download.allow_private.0"],
+    ["a mistyped address", "allow_private: [999.1.1.1]", "media.download.allow_private.0"],
+    ["not a hostname", "allow_private: [mock upstream]", "media.download.allow_private.0"],
+    ["a zero cap", "max_bytes: 0", "media.download.max_bytes"],
+    ["too many redirects", "max_redirects: 11", "media.download.max_redirects"],
+  ])("refuses a media download setting with %s", (_name, entry, expectedPath) => {
+    const err = failure(() => loadConfigFile(file("bad-media.yaml", `media:\n  download: { ${entry} }\n`)));
+    expect(err.path).toBe(expectedPath);
+    expect(err.message).toContain(`at ${expectedPath}`);
+  });
+
   it("keeps 35 days of the ledger and 90 of the request log by default; 0 keeps for ever", () => {
     expect(parseConfig({}, "t").retention).toEqual({ ledger_days: 35, request_log_days: 90, batch_rows: 5000 });
     const config = loadConfigFile(file("retention.yaml", "retention: { ledger_days: 0, request_log_days: 400, batch_rows: 1 }\n"));
