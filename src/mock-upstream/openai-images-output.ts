@@ -1,4 +1,5 @@
 import { MOCK_IMAGES, type MockImageFormat } from "./mock-images.js";
+import type { Faults } from "./context.js";
 import type { ImageKind, ImageUsageKind } from "./openai-images-faults.js";
 import { jsonEvent, type MockEvent } from "./sse.js";
 
@@ -8,11 +9,14 @@ import { jsonEvent, type MockEvent } from "./sse.js";
  * `x-mock-image` choice; the usage's shape is `x-mock-image-usage`'s (absent with `x-mock-omit-usage`).
  */
 
-export const CREATED = 1735689600;
+const CREATED = 1735689600;
 /** Where the mock serves its images (./openai-images.ts); an ID starting `missing-` 404s, `redirect-` redirects. */
 export const MOCK_IMAGES_PATH = "/mock-images";
 /** Where `url-redirect-private` sends a downloader: the cloud metadata address an SSRF guard must refuse. */
 export const PRIVATE_TARGET = "http://169.254.169.254/latest/meta-data";
+
+/** The faults that shape an image answer. */
+type ImageFaults = Pick<Faults, "image" | "imageUsage" | "omitUsage">;
 
 /** What the route made of the request, in the answer's terms. */
 export interface ImagePlan {
@@ -37,13 +41,12 @@ export interface ImagePlan {
 /** The usage, as `x-mock-image-usage` shapes it. */
 export function usageOf(p: ImagePlan, kind: ImageUsageKind | undefined): object {
   const input = p.textTokens + p.imageTokens;
-  const totals = { input_tokens: input, output_tokens: p.outputTokens, total_tokens: input + p.outputTokens };
-  if (kind === "partial") return totals;
-  const details =
-    kind === "cached"
-      ? { text_tokens: p.textTokens, image_tokens: p.imageTokens, cached_tokens: Math.floor(input / 2) }
-      : { text_tokens: p.textTokens, image_tokens: p.imageTokens };
-  return { ...totals, input_tokens_details: details };
+  const usage: Record<string, unknown> = { input_tokens: input, output_tokens: p.outputTokens, total_tokens: input + p.outputTokens };
+  if (kind === "partial") return usage;
+  const details: Record<string, number> = { text_tokens: p.textTokens, image_tokens: p.imageTokens };
+  if (kind === "cached") details.cached_tokens = Math.floor(input / 2);
+  usage.input_tokens_details = details;
+  return usage;
 }
 
 /** The base64 an item or event carries, by `x-mock-image`. */
@@ -83,11 +86,7 @@ function itemOf(p: ImagePlan, index: number, kind: ImageKind | undefined, origin
 }
 
 /** The JSON answer, an `ImagesResponse`; `origin` is the mock's own, which served links point at. */
-export function imagesResponse(
-  p: ImagePlan,
-  faults: { image?: ImageKind; imageUsage?: ImageUsageKind; omitUsage: boolean },
-  origin: string,
-) {
+export function imagesResponse(p: ImagePlan, faults: ImageFaults, origin: string) {
   const data = Array.from({ length: p.count }, (_, i) => itemOf(p, i, faults.image, origin));
   const answer: Record<string, unknown> = {
     created: CREATED,
@@ -105,21 +104,26 @@ export function imagesResponse(
  * A stream of one image: `partial_images` partial events, then the completed one, the only one with usage.
  * `prefix` is `image_generation` or `image_edit`.
  */
-export function imageEvents(
-  p: ImagePlan,
-  prefix: "image_generation" | "image_edit",
-  faults: { image?: ImageKind; imageUsage?: ImageUsageKind; omitUsage: boolean },
-): MockEvent[] {
+export function imageEvents(p: ImagePlan, prefix: "image_generation" | "image_edit", faults: ImageFaults): MockEvent[] {
   const b64 = base64Of(p, faults.image);
-  const settings = { created_at: CREATED, size: p.size, quality: p.quality, background: p.background, output_format: p.format };
+  /** An event of `type` with the fields every image event has, in the reference's order. */
+  const event = (type: string): Record<string, unknown> => ({
+    type,
+    b64_json: b64,
+    created_at: CREATED,
+    size: p.size,
+    quality: p.quality,
+    background: p.background,
+    output_format: p.format,
+  });
   const events: MockEvent[] = [];
   for (let i = 0; i < p.partialImages; i++) {
-    const type = `${prefix}.partial_image`;
-    events.push(jsonEvent({ type, b64_json: b64, ...settings, partial_image_index: i }, { event: type, content: true }));
+    const partial = event(`${prefix}.partial_image`);
+    partial.partial_image_index = i;
+    events.push(jsonEvent(partial, { event: `${prefix}.partial_image`, content: true }));
   }
-  const type = `${prefix}.completed`;
-  const completed: Record<string, unknown> = { type, b64_json: b64, ...settings };
+  const completed = event(`${prefix}.completed`);
   if (!faults.omitUsage) completed.usage = usageOf(p, faults.imageUsage);
-  events.push(jsonEvent(completed, { event: type }));
+  events.push(jsonEvent(completed, { event: `${prefix}.completed` }));
   return events;
 }
