@@ -47,7 +47,10 @@ export class ImageDeliveryError extends UpstreamError {
   }
 }
 
-/** The formats delivered, by file-type's extension; their MIME types are written here, not taken from anywhere. */
+/**
+ * The formats delivered, by file-type's extension; their MIME types are written here, not taken from anywhere.
+ * An animated PNG (file-type's `apng`) is refused with the rest: no upstream is known to send one.
+ */
 const DELIVERED_TYPES: ReadonlyMap<string, string> = new Map([
   ["png", "image/png"],
   ["jpg", "image/jpeg"],

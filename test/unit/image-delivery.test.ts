@@ -110,6 +110,13 @@ describe("deliverImage: base64 from the upstream", () => {
     await expectRefused({ b64_json: b64(MOCK_IMAGES.svg) }, "not_an_image");
   });
 
+  it("refuses an animated PNG", async () => {
+    // An acTL chunk before the image data is what makes a PNG animated (its CRC left zero: sniffing reads the type).
+    const actl = Buffer.from([0, 0, 0, 8, 0x61, 0x63, 0x54, 0x4c, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0]);
+    const apng = Buffer.concat([PNG.subarray(0, 33), actl, PNG.subarray(33)]);
+    await expectRefused({ b64_json: b64(apng) }, "unsupported_type");
+  });
+
   it("refuses an item with no image", async () => {
     await expectRefused({}, "no_image");
     await expectRefused({ b64_json: null, url: null, revised_prompt: "x" }, "no_image");
