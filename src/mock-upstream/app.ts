@@ -6,6 +6,8 @@ import { injectFaults } from "./faults.js";
 import { geminiGenerateRoute } from "./gemini-generate.js";
 import { openaiChatRoute } from "./openai-chat.js";
 import { openaiEmbeddingsRoute } from "./openai-embeddings.js";
+import { openaiImagesRoute } from "./openai-images.js";
+import { MOCK_IMAGES_PATH } from "./openai-images-output.js";
 import { openaiModelsRoute } from "./openai-models.js";
 import { openaiResponsesRoute } from "./openai-responses.js";
 import { systemoneRoute } from "./systemone.js";
@@ -16,6 +18,7 @@ const routes: Hono<MockUpstreamEnv>[] = [
   openaiChatRoute,
   openaiResponsesRoute,
   openaiEmbeddingsRoute,
+  openaiImagesRoute,
   anthropicMessagesRoute,
   geminiGenerateRoute,
   systemoneRoute,
@@ -35,6 +38,8 @@ export function createMockUpstreamApp(opts: { apiKey?: string } = {}): Hono<Mock
   const { apiKey } = opts;
   if (apiKey !== undefined) {
     app.use("*", async function mockAuth(c, next) {
+      // The images an answer links to are fetched without the provider's key, as signed links are.
+      if (c.req.path.startsWith(`${MOCK_IMAGES_PATH}/`)) return next();
       const dialect = dialectFor(c.req.path);
       if (!dialect.hasKey(c, apiKey)) return dialect.unauthorized(c);
       await next();

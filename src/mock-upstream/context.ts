@@ -1,4 +1,5 @@
 import type { HttpBindings } from "@hono/node-server";
+import type { ImageKind, ImageUsageKind } from "./openai-images-faults.js";
 import type { InvalidAnswer } from "./systemone-evaluator.js";
 
 /**
@@ -28,6 +29,10 @@ export interface Faults {
   zeroUsage: boolean;
   /** `x-mock-invalid-answer`: the evaluator spoils its first answer (missing, wrong type, out of range). */
   invalidAnswer?: InvalidAnswer;
+  /** `x-mock-image`: the image routes answer this instead of a good base64 image (a link, bad bytes, …). */
+  image?: ImageKind;
+  /** `x-mock-image-usage`: the image routes' usage with cached tokens, or without its details. */
+  imageUsage?: ImageUsageKind;
 }
 
 export type MockUpstreamEnv = {

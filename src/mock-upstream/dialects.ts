@@ -124,6 +124,11 @@ export async function parseBody<S extends z.ZodType>(c: Context, dialect: Dialec
   if (body === undefined) {
     return dialect.error(c, 400, "We could not parse the JSON body of your request.", { code: "invalid_json" });
   }
+  return checkBody(c, dialect, schema, body);
+}
+
+/** Validates a body already read (a multipart form made an object), as parseBody does. */
+export function checkBody<S extends z.ZodType>(c: Context, dialect: Dialect, schema: S, body: unknown): z.output<S> | Response {
   const parsed = schema.safeParse(body);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];

@@ -3,6 +3,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { z } from "zod";
 import type { Faults, MockUpstreamEnv } from "./context.js";
 import { dialectFor } from "./dialects.js";
+import { IMAGE_KINDS, IMAGE_USAGES } from "./openai-images-faults.js";
 import { INVALID_ANSWERS } from "./systemone-evaluator.js";
 
 /**
@@ -42,6 +43,8 @@ const faultHeaders = z.object({
   "x-mock-no-base64": flag.optional().catch(undefined),
   "x-mock-zero-usage": flag.optional().catch(undefined),
   "x-mock-invalid-answer": z.string().trim().toLowerCase().pipe(z.enum(INVALID_ANSWERS)).optional().catch(undefined),
+  "x-mock-image": z.string().trim().toLowerCase().pipe(z.enum(IMAGE_KINDS)).optional().catch(undefined),
+  "x-mock-image-usage": z.string().trim().toLowerCase().pipe(z.enum(IMAGE_USAGES)).optional().catch(undefined),
 });
 
 export function parseFaults(headers: Headers): Faults {
@@ -62,6 +65,8 @@ export function parseFaults(headers: Headers): Faults {
     noBase64: h["x-mock-no-base64"] ?? false,
     zeroUsage: h["x-mock-zero-usage"] ?? false,
     invalidAnswer: h["x-mock-invalid-answer"],
+    image: h["x-mock-image"],
+    imageUsage: h["x-mock-image-usage"],
   };
 }
 

@@ -1,0 +1,131 @@
+import { fileTypeFromBuffer } from "file-type";
+import { UpstreamError } from "../providers/types.js";
+
+/**
+ * Delivery of one upstream image to the client (issue 14, "Delivery", rules 1-3), shared by image generations,
+ * edits and chat images. Whatever the upstream sent (base64, a data: URI, a link), the client gets the bytes
+ * themselves, typed by what the bytes are: never an upstream URL (it may expire, leak the provider, or point
+ * anywhere), never a type taken from a header, a data: URI or the requested `output_format`.
+ */
+
+/** The client's `response_format`: a data: URI in `url`, or plain base64 in `b64_json`. */
+export type ImageResponseFormat = "url" | "b64_json";
+
+/** One item of an upstream `ImagesResponse.data` (null fields count as absent). */
+export interface UpstreamImage {
+  b64_json?: string | null;
+  url?: string | null;
+  revised_prompt?: string | null;
+}
+
+/** What the client gets: exactly one of `url` and `b64_json`, as `response_format` asked. */
+export interface DeliveredImage {
+  url?: string;
+  b64_json?: string;
+  revised_prompt?: string;
+}
+
+/**
+ * Fetches an upstream image link. The gateway's implementation guards against SSRF (private addresses,
+ * redirects to them) and caps the size; it rejects on any failure. The content type is not trusted here.
+ */
+export type ImageDownload = (url: string, signal: AbortSignal) => Promise<{ bytes: Buffer; contentType: string | null }>;
+
+/** Why an upstream image was refused: for logs and tests, never shown with the image or its URL. */
+export type ImageRejection =
+  "no_image" | "invalid_base64" | "invalid_data_uri" | "unsupported_url" | "download_failed" | "not_an_image" | "unsupported_type";
+
+/**
+ * An upstream image the gateway will not deliver: an `invalid_output` failure, so the route answers 502
+ * `upstream_invalid_output` and never tries another target (which would generate, and bill, again).
+ */
+export class ImageDeliveryError extends UpstreamError {
+  constructor(readonly reason: ImageRejection) {
+    super("invalid_output", null);
+    this.name = "ImageDeliveryError";
+    this.message = `upstream image refused: ${reason}`;
+  }
+}
+
+/**
+ * The formats delivered, by file-type's extension; their MIME types are written here, not taken from anywhere.
+ * An animated PNG (file-type's `apng`) is refused with the rest: no upstream is known to send one.
+ */
+const DELIVERED_TYPES: ReadonlyMap<string, string> = new Map([
+  ["png", "image/png"],
+  ["jpg", "image/jpeg"],
+  ["webp", "image/webp"],
+  ["gif", "image/gif"],
+]);
+
+/** An image's bytes, with their base64 when the upstream sent it (proven canonical, so it is not encoded again). */
+interface Source {
+  bytes: Buffer;
+  base64?: string;
+}
+
+/**
+ * Strict base64: only the canonical encoding of its own bytes is accepted, that is the standard alphabet,
+ * padding to a multiple of 4, no whitespace or line breaks, zero unused bits in the last character. Node's
+ * decoder skips characters outside the alphabet, accepts the URL-safe alphabet and missing padding, and ignores
+ * stray bits, so comparing the re-encoded bytes with the text refuses exactly what it would have silently
+ * accepted. (Upstreams send unbroken base64 in JSON; a wrapped or padded-differently string is not theirs.)
+ */
+function decodeBase64(text: string): Source {
+  const bytes = Buffer.from(text, "base64");
+  if (bytes.length === 0 || bytes.toString("base64") !== text) throw new ImageDeliveryError("invalid_base64");
+  return { bytes, base64: text };
+}
+
+/** `data:[type/subtype];base64,<base64>`: the only data: URI form accepted; the declared type is ignored. */
+const DATA_URI = /^data:(?:[\w!#$&^.+-]+\/[\w!#$&^.+-]+)?;base64,/i;
+
+function dataUriSource(uri: string): Source {
+  const head = DATA_URI.exec(uri);
+  if (!head) throw new ImageDeliveryError("invalid_data_uri");
+  return decodeBase64(uri.slice(head[0].length));
+}
+
+async function linkSource(url: string, download: ImageDownload, signal: AbortSignal): Promise<Source> {
+  if (/^data:/i.test(url)) return dataUriSource(url);
+  if (!/^https?:\/\//i.test(url)) throw new ImageDeliveryError("unsupported_url");
+  try {
+    return { bytes: (await download(url, signal)).bytes };
+  } catch {
+    // A client that went away is not the upstream's fault; the downloader's own error (which may quote the URL)
+    // is dropped either way.
+    if (signal.aborted) throw new UpstreamError("aborted", null);
+    throw new ImageDeliveryError("download_failed");
+  }
+}
+
+/** The MIME type the bytes are, if one delivered. */
+async function sniff(bytes: Buffer): Promise<string> {
+  const type = await fileTypeFromBuffer(bytes);
+  if (!type) throw new ImageDeliveryError("not_an_image");
+  const mime = DELIVERED_TYPES.get(type.ext);
+  if (!mime) throw new ImageDeliveryError("unsupported_type");
+  return mime;
+}
+
+/**
+ * One upstream image as the client gets it. Base64 wins when the upstream sent both (no network call). Throws
+ * ImageDeliveryError for anything not deliverable, or an `aborted` UpstreamError when `signal` fired during a
+ * download.
+ */
+export async function deliverImage(
+  image: UpstreamImage,
+  format: ImageResponseFormat,
+  deps: { download: ImageDownload; signal: AbortSignal },
+): Promise<DeliveredImage> {
+  let source: Source;
+  if (typeof image.b64_json === "string") source = decodeBase64(image.b64_json);
+  else if (typeof image.url === "string") source = await linkSource(image.url, deps.download, deps.signal);
+  else throw new ImageDeliveryError("no_image");
+
+  const mime = await sniff(source.bytes);
+  const base64 = source.base64 ?? source.bytes.toString("base64");
+  const delivered: DeliveredImage = format === "url" ? { url: `data:${mime};base64,${base64}` } : { b64_json: base64 };
+  if (typeof image.revised_prompt === "string") delivered.revised_prompt = image.revised_prompt;
+  return delivered;
+}
