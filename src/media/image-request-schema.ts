@@ -4,7 +4,7 @@ import { z } from "zod";
 // Only the fields the gateway knows are checked; any other field passes through to the provider, as for chat.
 // `null` is not taken for absent: each field is its type or left out.
 
-/** OpenAI's own cap on images per request; above it every provider refuses or bills for what it cannot keep. */
+/** OpenAI's own cap on images per request; it also bounds what one request can hold against the quota. */
 const MAX_N = 10;
 /** OpenAI's cap on input images of one edit. */
 const MAX_EDIT_IMAGES = 16;
@@ -76,7 +76,7 @@ export const imageGenerationSchema = z.looseObject(
 export type ImageGenerationRequest = z.infer<typeof imageGenerationSchema>;
 
 /** An input image: a URL or data: URI, as a string, `{image_url: "…"}` or `{image_url: {url: "…"}}`. */
-const inputImage = z.union([z.string().min(1), z.looseObject({ image_url: z.union([z.string().min(1), z.looseObject({ url: text })]) })], {
+const inputImage = z.union([z.string().min(1), z.looseObject({ image_url: z.union([text, z.looseObject({ url: text })]) })], {
   error: 'must be a non-empty string, {"image_url": "…"} or {"image_url": {"url": "…"}}',
 });
 

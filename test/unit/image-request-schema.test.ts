@@ -118,6 +118,7 @@ describe("imageEditJsonSchema", () => {
     [[7], "images[0]"],
     [["a", { url: "x" }], "images[1]"],
     [[{ image_url: 7 }], "images[0]"],
+    [[{ image_url: "" }], "images[0].image_url"],
     [[{ image_url: { href: "x" } }], "images[0]"],
     [[{ image_url: { url: "" } }], "images[0].image_url.url"],
     [[], "images"],
