@@ -96,6 +96,10 @@ export interface ProviderAdapter {
   responses?: Capability;
   /** OpenAI `POST {base_url}/embeddings` (never streams). */
   embeddings?: Capability<JsonResult>;
+  /** OpenAI `POST {base_url}/images/generations` (JSON; the gateway does not ask for image streams). */
+  imageGenerations?: Capability<JsonResult>;
+  /** OpenAI `POST {base_url}/images/edits`, JSON body; SSE with `stream: true`. */
+  imageEdits?: Capability;
   /** Anthropic `POST {base_url}/v1/messages`. */
   messages?: Capability;
   /** Gemini `POST {base_url}/v1beta/models/{target model}:generateContent`; the body carries no model. */

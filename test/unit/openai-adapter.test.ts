@@ -76,3 +76,48 @@ describe("OpenAI adapter: responses and embeddings", () => {
     });
   });
 });
+
+describe("OpenAI adapter: images", () => {
+  const usage = { input_tokens: 12, output_tokens: 272, total_tokens: 284, input_tokens_details: { text_tokens: 12, image_tokens: 0 } };
+
+  it("posts generations to {base_url}/images/generations as JSON, the answer kept whole and its usage read as tokens", async () => {
+    const answer = { created: 1, data: [{ b64_json: "aGk=" }], usage };
+    upstream.answers = [jsonAnswer(answer)];
+    const result = await adapter.imageGenerations!({ model: "gpt-x", prompt: "a cat", n: 1 }, options());
+    expect(result).toMatchObject({
+      kind: "json",
+      status: 200,
+      body: answer,
+      usage: { promptTokens: 12, completionTokens: 272, cachedTokens: 0 },
+    });
+    expect(upstream.requests[0]).toMatchObject({ method: "POST", path: "/v1/images/generations" });
+    expect(upstream.requests[0]!.headers).toMatchObject({ authorization: "Bearer provider-key", accept: "application/json" });
+    expect(JSON.parse(upstream.requests[0]!.body)).toEqual({ model: "gpt-x", prompt: "a cat", n: 1 });
+  });
+
+  it("posts JSON edits to {base_url}/images/edits, and streams them with their event names", async () => {
+    upstream.answers = [jsonAnswer({ created: 1, data: [{ b64_json: "aGk=" }] })];
+    const edit = { model: "gpt-x", prompt: "a hat", images: [{ image_url: "data:image/png;base64,aGk=" }] };
+    expect(await adapter.imageEdits!(edit, options())).toMatchObject({ kind: "json", usage: null });
+    expect(upstream.requests[0]).toMatchObject({ path: "/v1/images/edits" });
+
+    const completed = { type: "image_edit.completed", b64_json: "aGk=", usage };
+    upstream.answers = [sseAnswer(`event: image_edit.completed\ndata: ${JSON.stringify(completed)}\n\n`)];
+    const result = await adapter.imageEdits!(Object.assign({ stream: true }, edit), options());
+    if (result.kind !== "stream") throw new Error("expected a stream");
+    expect(await drain(result.batches)).toEqual([{ data: completed, raw: JSON.stringify(completed), event: "image_edit.completed" }]);
+    expect(upstream.requests[1]!.headers).toMatchObject({ accept: "text/event-stream" });
+  });
+
+  it("raises an edit stream's error event by its code, and refuses a stream that ends before an image completed", async () => {
+    const edit = { model: "gpt-x", prompt: "a hat", images: ["data:image/png;base64,aGk="], stream: true };
+    upstream.answers = [sseAnswer(`event: error\ndata: {"type":"error","code":"rate_limit_exceeded","message":"secret"}\n\n`)];
+    const limited = await adapter.imageEdits!(edit, options());
+    if (limited.kind !== "stream") throw new Error("expected a stream");
+    await expect(drain(limited.batches)).rejects.toMatchObject({ name: "UpstreamError", status: 429 });
+    upstream.answers = [sseAnswer(`event: image_edit.partial_image\ndata: {"type":"image_edit.partial_image","b64_json":"aGk="}\n\n`)];
+    const cut = await adapter.imageEdits!(edit, options());
+    if (cut.kind !== "stream") throw new Error("expected a stream");
+    await expect(drain(cut.batches)).rejects.toMatchObject({ name: "UpstreamError" });
+  });
+});

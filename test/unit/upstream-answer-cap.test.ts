@@ -171,6 +171,7 @@ describe("each capability reads under its own cap", () => {
     messages: 104,
     generate_content: 105,
     evaluate: 106,
+    images: 107,
   });
   let recording: RecordingUpstream;
   const adapters: Record<string, { adapter: ProviderAdapter; target: Target }> = {};
@@ -202,6 +203,8 @@ describe("each capability reads under its own cap", () => {
     ["messages", 104, () => adapters.anthropic!.adapter.messages!({ model: "m", max_tokens: 5, messages: [] }, options("anthropic"))],
     ["generateContent", 105, () => adapters.gemini!.adapter.generateContent!({ contents: [] }, options("gemini"))],
     ["evaluate", 106, () => adapters.systemone!.adapter.evaluate!('{"model":"m"}', options("systemone"))],
+    ["imageGenerations", 107, () => adapters.openai!.adapter.imageGenerations!({ model: "m", prompt: "a cat" }, options("openai"))],
+    ["imageEdits", 107, () => adapters.openai!.adapter.imageEdits!({ model: "m", prompt: "a cat", images: [] }, options("openai"))],
   ];
 
   it.each(calls)("%s refuses past its cap of %i bytes", async (_name, cap, call) => {

@@ -4,6 +4,7 @@ import type { ProviderAdapter } from "../types.js";
 import { openaiChatCompletions } from "./chat-completions.js";
 import { openaiEmbeddings } from "./embeddings.js";
 import { openaiHeaders } from "./endpoint.js";
+import { openaiImageEdits, openaiImageGenerations } from "./images.js";
 import { openaiResponses } from "./responses.js";
 
 /** `base_url` includes `/v1`, as the OpenAI SDK's base URL does. */
@@ -12,11 +13,15 @@ export function createOpenAIAdapter(provider: ProviderConfig, limits: UpstreamAn
   const chat = createEndpoint(pool, provider, "/chat/completions", openaiHeaders, limits.chat_completions);
   const responses = createEndpoint(pool, provider, "/responses", openaiHeaders, limits.responses);
   const embeddings = createEndpoint(pool, provider, "/embeddings", openaiHeaders, limits.embeddings);
+  const imageGenerations = createEndpoint(pool, provider, "/images/generations", openaiHeaders, limits.images);
+  const imageEdits = createEndpoint(pool, provider, "/images/edits", openaiHeaders, limits.images);
   return {
     protocol: "openai",
     chatCompletions: (body, options) => openaiChatCompletions(chat, body, options),
     responses: (body, options) => openaiResponses(responses, body, options),
     embeddings: (body, options) => openaiEmbeddings(embeddings, body, options),
+    imageGenerations: (body, options) => openaiImageGenerations(imageGenerations, body, options),
+    imageEdits: (body, options) => openaiImageEdits(imageEdits, body, options),
     close: () => pool.close(),
   };
 }

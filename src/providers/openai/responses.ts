@@ -20,7 +20,8 @@ export const responsesSseRules: SseRules = {
   },
 };
 
-function streamError(code: string | undefined): UpstreamError {
+/** An in-stream error event of OpenAI's typed streams (responses, image edits), by its code only. */
+export function streamError(code: string | undefined): UpstreamError {
   return new UpstreamError("status", code === "rate_limit_exceeded" ? 429 : 502);
 }
 
