@@ -1,4 +1,5 @@
-import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
+import type { ValidateFunction } from "ajv/dist/2020.js";
+import { errorsOf, hostComponents } from "./openapi.js";
 
 // Reads the gateway's own API description (GET /openapi.json): the routes it describes, for the route-coverage
 // test, and a validator of real answers against the response schemas it gives for an operation.
@@ -45,8 +46,7 @@ export function coverageGaps(served: Set<string>, described: Set<string>): { und
 
 /** Validates a JSON answer against the schema the document gives for `method path` and its status. */
 export function answerValidator(document: Document) {
-  const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false, logger: false });
-  ajv.addSchema({ $id: "gateway", components: document.components });
+  const ajv = hostComponents("gateway", document.components);
   const cache = new Map<string, ValidateFunction>();
   return (method: string, path: string, status: number, body: unknown): string[] => {
     const key = `${method} ${path} ${status}`;
@@ -59,7 +59,6 @@ export function answerValidator(document: Document) {
       validate = ajv.compile({ $ref: `gateway${String(schema.$ref ?? "")}` });
       cache.set(key, validate);
     }
-    if (validate(body)) return [];
-    return (validate.errors ?? []).map((e) => `${e.instancePath || "/"} ${e.message ?? e.keyword} ${JSON.stringify(e.params)}`);
+    return errorsOf(validate, body);
   };
 }
