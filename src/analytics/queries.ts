@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { IMAGE_USAGE_FALLBACK_REASONS, type ImageUsageFallbackReason } from "../billing/image-quota.js";
 import { ERROR_CLASSES, ERROR_CODES, errors, type ErrorCode } from "../errors.js";
 import type { Pool } from "../db/pool.js";
 import { USAGE_SOURCES, type ErrorClass, type UsageSource } from "./types.js";
@@ -27,6 +28,10 @@ export const userRequestLogSchema = z.object({
   quota_charged: z.int().meta({ description: "Quota units charged (exact: always below 2^53)." }),
   cost_usd: z.number().nullable().meta({ description: "USD charged on pay-as-you-go, else null." }),
   usage_source: z.enum(USAGE_SOURCES),
+  gpt_image_usage_fallback: z
+    .enum(IMAGE_USAGE_FALLBACK_REASONS)
+    .nullable()
+    .meta({ description: "Why an image request of a designated model was billed by the per-image fallback (docs/billing.md), else null." }),
   latency_ms: z.number(),
   ttfb_ms: z.number().nullable(),
 });
@@ -56,6 +61,7 @@ interface DbRow {
   quota_charged: string;
   cost_usd: string | null;
   usage_source: UsageSource;
+  gpt_image_usage_fallback: ImageUsageFallbackReason | null;
   latency_ms: number;
   ttfb_ms: number | null;
 }
@@ -65,7 +71,7 @@ interface DbRow {
 const SELECT = `select request_id, created_at,
   to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_t,
   route, public_model, status, error_class, error_code, streamed, input_tokens, output_tokens, cached_tokens,
-  quota_charged, cost_usd::text, usage_source, latency_ms::float8 as latency_ms, ttfb_ms::float8 as ttfb_ms
+  quota_charged, cost_usd::text, usage_source, gpt_image_usage_fallback, latency_ms::float8 as latency_ms, ttfb_ms::float8 as ttfb_ms
 from request_logs`;
 const ORDER = "order by created_at desc, request_id desc";
 const FIRST_PAGE = `${SELECT} where user_id = $1 ${ORDER} limit $2`;
@@ -116,6 +122,7 @@ function toApi(row: DbRow): UserRequestLog {
     quota_charged: Number(row.quota_charged),
     cost_usd: row.cost_usd === null ? null : Number(row.cost_usd),
     usage_source: row.usage_source,
+    gpt_image_usage_fallback: row.gpt_image_usage_fallback,
     latency_ms: row.latency_ms,
     ttfb_ms: row.ttfb_ms,
   };

@@ -62,6 +62,7 @@ export function encodeRow(r: RequestLogRow): string | null {
     cached_tokens: clampInt(r.cachedTokens, INT4_MAX),
     quota_charged: r.quotaCharged.toString(),
     usage_source: r.usageSource,
+    gpt_image_usage_fallback: r.gptImageUsageFallback,
     latency_ms: clampMs(r.latencyMs),
     ttfb_ms: r.ttfbMs === null ? null : clampMs(r.ttfbMs),
     streamed: r.streamed,
@@ -80,15 +81,16 @@ export function encodeRow(r: RequestLogRow): string | null {
 export function insertRows(param: string): string {
   return `insert into request_logs (request_id, user_id, key_id, route, client_protocol, public_model,
   upstream_model, provider, fallback_path, status, error_class, error_code, input_tokens, output_tokens, cached_tokens,
-  quota_charged, usage_source, latency_ms, ttfb_ms, streamed, received_at, created_at, cost_usd, upstream_cost_usd)
+  quota_charged, usage_source, latency_ms, ttfb_ms, streamed, received_at, created_at, cost_usd, upstream_cost_usd,
+  gpt_image_usage_fallback)
 select request_id, user_id, key_id, route, client_protocol, public_model, upstream_model, provider, fallback_path,
   status, error_class, error_code, input_tokens, output_tokens, cached_tokens, quota_charged, usage_source, latency_ms,
-  ttfb_ms, streamed, received_at, created_at, cost_usd, upstream_cost_usd
+  ttfb_ms, streamed, received_at, created_at, cost_usd, upstream_cost_usd, gpt_image_usage_fallback
 from json_to_recordset(${param}) as t(request_id text, user_id uuid, key_id uuid, route text, client_protocol text,
   public_model text, upstream_model text, provider text, fallback_path text[], status int2, error_class text,
   error_code text, input_tokens int4, output_tokens int4, cached_tokens int4, quota_charged int8, usage_source text,
   latency_ms numeric, ttfb_ms numeric, streamed bool, received_at timestamptz, created_at timestamptz, cost_usd numeric,
-  upstream_cost_usd numeric)
+  upstream_cost_usd numeric, gpt_image_usage_fallback text)
 on conflict (request_id) do nothing`;
 }
 

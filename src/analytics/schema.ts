@@ -48,6 +48,9 @@ export const requestLogs = pgTable(
     // model (unknown, never a made-up zero).
     upstreamCostUsd: numeric("upstream_cost_usd"),
     usageSource: text("usage_source").notNull(),
+    // Set when an image request of a designated model was billed by the per-image fallback: the reason
+    // (docs/billing.md, "Image quota"); null otherwise.
+    gptImageUsageFallback: text("gpt_image_usage_fallback"),
     // Milliseconds with microsecond resolution, exact (numeric, not a float): a plain integer would lose the
     // sub-millisecond timings of fast local routes, and integer microseconds overflow int4 after 36 minutes.
     latencyMs: numeric("latency_ms", { precision: 12, scale: 3 }).notNull(),

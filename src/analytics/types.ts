@@ -1,5 +1,6 @@
 // One request-log row per request (issue #3 §7). Never payloads, IPs, keys or upstream error bodies.
 
+import type { ImageUsageFallbackReason } from "../billing/image-quota.js";
 import type { ErrorClass, ErrorCode } from "../errors.js";
 
 export type { ErrorClass } from "../errors.js";
@@ -37,6 +38,8 @@ export interface RequestLogRow {
   /** The estimated upstream cost in USD (exact decimal text); null when unknown. */
   upstreamCostUsd: string | null;
   usageSource: UsageSource;
+  /** For image requests of a designated model billed by the per-image fallback: why (docs/billing.md); else null. */
+  gptImageUsageFallback: ImageUsageFallbackReason | null;
   latencyMs: number;
   ttfbMs: number | null;
   streamed: boolean;

@@ -28,7 +28,9 @@ export interface NativeImageUsage {
   output: number;
 }
 
-export type ImageUsageFallbackReason = "absent" | "inconsistent" | "missing_modality" | "missing_cache_breakdown";
+export const IMAGE_USAGE_FALLBACK_REASONS = ["absent", "inconsistent", "missing_modality", "missing_cache_breakdown"] as const;
+
+export type ImageUsageFallbackReason = (typeof IMAGE_USAGE_FALLBACK_REASONS)[number];
 
 export type ImageUsageClass =
   | { kind: "native"; usage: NativeImageUsage }
@@ -196,4 +198,42 @@ export function fallbackImageQuota(request: ImageRequest & { providerTotalTokens
  */
 export function imageQuotaEstimate(request: ImageRequest, rates: ImageRates): bigint {
   return ceil(mul(ratioOf(floorUnits(request)), effectiveMultiplier(rates)));
+}
+
+/**
+ * What an image answer is billed on: complete native usage, or the per-image fallback with the images delivered
+ * and the provider's total. `reason` is set when a designated model's usage was not complete (the request is
+ * then marked `gpt_image_usage_fallback`); null for other models, whose per-image rule is their ordinary one.
+ */
+export type ImageBilling =
+  | { kind: "native"; usage: NativeImageUsage }
+  | { kind: "fallback"; images: number; totalTokens: number | undefined; reason: ImageUsageFallbackReason | null };
+
+/**
+ * The billing of an answer's `usage` (the upstream's JSON, unparsed by anyone else) for `images` delivered by
+ * `upstreamModel`. Other models read only a usable `total_tokens`, which can raise their floor.
+ */
+export function imageBillingOf(usage: unknown, images: number, upstreamModel: string, designated: readonly string[]): ImageBilling {
+  const classified = classifyImageUsage(usage);
+  if (!isDesignatedImageModel(upstreamModel, designated)) {
+    return {
+      kind: "fallback",
+      images,
+      totalTokens: classified.kind === "native" ? totalOf(classified.usage) : classified.totalTokens,
+      reason: null,
+    };
+  }
+  if (classified.kind === "native") return classified;
+  return { kind: "fallback", images, totalTokens: classified.totalTokens, reason: classified.reason };
+}
+
+const totalOf = (usage: NativeImageUsage) => usage.textInput + usage.imageInput + usage.output;
+
+/** The charge of an answer: its native usage, else the per-image floor (or the provider's total, when higher). */
+export function imageQuota(billing: ImageBilling, request: Omit<ImageRequest, "images">, rates: ImageRates): bigint {
+  if (billing.kind === "native") return nativeImageQuota(billing.usage, rates);
+  return fallbackImageQuota(
+    { images: billing.images, size: request.size, kind: request.kind, providerTotalTokens: billing.totalTokens },
+    rates,
+  );
 }

@@ -1,5 +1,6 @@
 import { constants as bufferConstants } from "node:buffer";
 import { z } from "zod";
+import { DEFAULT_NATIVE_IMAGE_MODELS } from "../billing/image-quota.js";
 
 // The config file's shape (DESIGN.md §4). Every key is documented in docs/configuration.md.
 
@@ -132,6 +133,12 @@ const privateUpstream = z
  */
 const mediaSchema = z
   .strictObject({
+    images: z
+      .strictObject({
+        /** Upstream model IDs priced by their native token usage, with their `-YYYY-MM-DD` snapshots (docs/billing.md). */
+        native_usage_models: z.array(z.string().min(1)).default([...DEFAULT_NATIVE_IMAGE_MODELS]),
+      })
+      .prefault({}),
     download: z
       .strictObject({
         max_bytes: z

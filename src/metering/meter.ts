@@ -35,8 +35,6 @@ export interface MeterStart extends RowStart {
   model: CatalogModel;
   /** Cheap, conservative token estimates for admission and the hold. */
   estimate: { promptTokens: number; completionTokens: number };
-  /** What to hold, in the paying account's unit, when the route knows better than pricing the estimate (images). */
-  hold?: bigint;
   /** The tokenizer's prompt count: consulted only when the estimate is over the plan's context limit. */
   exactPromptTokens: () => Promise<number>;
   /** The request carries the client's own upstream key: its pricing applies quota.byok_charge_ratio, key errors are its own. */
@@ -199,6 +197,13 @@ export class Meter {
       this.deps.logger.error({ err, req_id: this.start.requestId }, "PRICING_FAILED: the hold is charged instead");
       return this.postHold(status, code, endedAt);
     }
+    const image = usage.image;
+    if (image?.kind === "fallback" && image.reason !== null) {
+      this.deps.logger.warn(
+        { req_id: this.start.requestId, model: this.start.modelId, upstream_model: this.target?.upstreamModel, reason: image.reason },
+        "IMAGE_USAGE_FALLBACK",
+      );
+    }
     return this.resolve(charged, this.outcome(status, code, usage, charged, source, endedAt));
   }
 
@@ -315,7 +320,7 @@ export function createMetering(deps: MeteringDeps): Metering {
     }
     // Literals, not spreads: see src/objects.ts.
     const { promptTokens, completionTokens } = start.estimate;
-    const amount = start.hold ?? start.pricing.charge({ promptTokens, completionTokens, cachedTokens: 0 });
+    const amount = start.pricing.hold ?? start.pricing.charge({ promptTokens, completionTokens, cachedTokens: 0 });
     const kind = start.pricing.account;
     const terms = accountTerms[kind];
     let reserved: ReserveResult;

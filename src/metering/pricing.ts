@@ -1,4 +1,5 @@
 import { chatQuota } from "../billing/chat-quota.js";
+import { imageQuota, imageQuotaEstimate, type ImageRequest } from "../billing/image-quota.js";
 import { rateCardFor, systemOneQuota, systemOneResellerPrice, systemOneUpstreamCost } from "../billing/systemone.js";
 import type { Catalog, CatalogModel } from "../catalog/catalog.js";
 import type { Config } from "../config/schema.js";
@@ -17,6 +18,8 @@ export interface Pricing {
   charge(usage: UsageReport): bigint;
   /** The estimated upstream cost in USD (exact decimal text) of a usage on the target that answered; null when unknown. */
   upstreamCost(usage: UsageReport, target: Target): string | null;
+  /** What admission holds when the route knows better than pricing the token estimate (a per-image floor). */
+  hold?: bigint;
 }
 
 /**
@@ -46,6 +49,28 @@ export const chatPricing: PricingFor = (model, key, config, byok) => {
   };
   return { account: "daily_allowance", charge: (usage) => chatQuota(usage, rates), upstreamCost: unknownCost };
 };
+
+/**
+ * Image generations and edits (docs/billing.md, "Image quota"), on the day's allowance for every key kind: the
+ * hold is the per-image floor of the images requested; the charge prices the answer's ImageBilling.
+ */
+export const imagePricing =
+  (request: ImageRequest): PricingFor =>
+  (model, key, config, byok) => {
+    const rates = {
+      tokenMultiplier: model.config.token_multiplier,
+      groupMultiplier: groupMultiplier(key, config),
+      byokRatio: byokRatio(config, byok),
+    };
+    return {
+      account: "daily_allowance",
+      hold: imageQuotaEstimate(request, rates),
+      charge: (usage) =>
+        // An answer without its ImageBilling is billed as if its usage were absent: never free.
+        imageQuota(usage.image ?? { kind: "fallback", images: request.images, totalTokens: undefined, reason: null }, request, rates),
+      upstreamCost: unknownCost,
+    };
+  };
 
 /**
  * The evaluation service (docs/billing.md): input tokens with the long-context multiplier, on the day's

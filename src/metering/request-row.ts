@@ -75,6 +75,7 @@ export function requestRow(start: RowStart, o: RowOutcome): RequestLogRow {
     costUsd: paysInUsd && o.source !== "none" ? formatUsd(o.charged) : null,
     upstreamCostUsd: upstreamCost(o),
     usageSource: o.source,
+    gptImageUsageFallback: o.usage?.image?.kind === "fallback" ? o.usage.image.reason : null,
     latencyMs,
     ttfbMs: o.firstByteAt === undefined ? null : round(o.firstByteAt - start.startedAt),
     streamed: start.streamed,

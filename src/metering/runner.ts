@@ -6,6 +6,7 @@ import { resolveModel, servingTargets } from "./access.js";
 import type { Meter, Metering } from "./meter.js";
 import { chatPricing, type Pricing, type PricingFor } from "./pricing.js";
 import type { Providers } from "../providers/registry.js";
+import type { SafeDownloader } from "../providers/safe-download.js";
 import type { CallOptions, EventStream, JsonResult, ProviderAdapter, StreamEvent, StreamResult, Target } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
 import { readJsonBody } from "../server/body.js";
@@ -26,6 +27,8 @@ export interface InferenceDeps {
   catalog: Catalog;
   providers: Providers;
   metering: Metering;
+  /** Fetches the image links upstreams answer with (SSRF-checked, capped): image delivery downloads with it. */
+  download: SafeDownloader;
   bodyLimit: number;
 }
 
@@ -39,8 +42,6 @@ export interface MeteredRequest {
   countPrompt: () => Promise<number>;
   /** The field a context-limit refusal names; `messages` when absent, null for a prompt made of several fields. */
   promptParam?: string | null;
-  /** What to hold, in the paying account's unit, instead of the priced estimate (a per-image floor, say). */
-  hold?: bigint;
 }
 
 /** A stream whose first events were read on the target that answered (so a stream failing before them fell back). */
@@ -83,8 +84,8 @@ export interface RouteSpec<B> {
   describe(body: B, config: Config): MeteredRequest;
   /** Checks what depends on the resolved model (before anything is held). */
   admit?(body: B, model: CatalogModel): Promise<void>;
-  /** How the charge is computed; chat's formula unless the route says otherwise. */
-  pricing?: PricingFor;
+  /** How the charge is computed (it may depend on the body: images requested); chat's formula unless the route says otherwise. */
+  pricing?: (...args: [...Parameters<PricingFor>, body: B]) => Pricing;
   /** The route's wording of a refusal (the evaluation service says 422 where others say 400, 404 or 415). */
   clientError?: (err: GatewayError) => GatewayError;
   /** Calls the upstream on one target; the capability (and any translation) is the route's choice. */
@@ -137,7 +138,7 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
       base.modelId = request.modelId;
       const byok = upstreamKey !== undefined;
       model = servingTargets(resolveModel(catalog, config, key, request.modelId, spec.kind), spec.protocols, spec.route, byok);
-      pricing = (spec.pricing ?? chatPricing)(model, key, config, byok);
+      pricing = spec.pricing ? spec.pricing(model, key, config, byok, body) : chatPricing(model, key, config, byok);
       await spec.admit?.(body, model);
     } catch (err) {
       // Refusals before metering still get their row, so the user can find the request by its id.
@@ -156,7 +157,6 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
       model,
       modelId: request.modelId,
       estimate: request.estimate,
-      hold: request.hold,
       exactPromptTokens: request.countPrompt,
       promptParam: request.promptParam,
       pricing,

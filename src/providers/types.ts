@@ -1,3 +1,4 @@
+import type { ImageBilling } from "../billing/image-quota.js";
 import type { ProviderConfig } from "../config/schema.js";
 import type { UpstreamSignal } from "./upstream-abort.js";
 
@@ -19,6 +20,8 @@ export interface UsageReport {
   completionTokens: number;
   /** The part of promptTokens read from a cache (priced by the model's cached_ratio). */
   cachedTokens: number;
+  /** Image answers: what the image quota prices (the token counts above are then for the request log only). */
+  image?: ImageBilling;
 }
 
 export interface CallOptions {

@@ -19,6 +19,7 @@ import { modelListRoutes, nativeModelListRoutes } from "../inference/models-rout
 import type { Metering } from "../metering/meter.js";
 import type { Exposition, Metrics } from "../metrics/recorders.js";
 import type { Providers } from "../providers/registry.js";
+import type { SafeDownloader } from "../providers/safe-download.js";
 import { userQuotaRoutes } from "../account/quota-route.js";
 import type { ResellerAccounts } from "../account/reseller-accounts.js";
 import { resellerAdminRoutes, resellerUserRoutes } from "../account/reseller-routes.js";
@@ -43,6 +44,8 @@ export interface AppDeps {
   catalog: Catalog;
   ledger: QuotaLedger;
   providers: Providers;
+  /** Fetches the image links upstreams answer with (SSRF-checked, capped). */
+  download: SafeDownloader;
   metering: Metering;
   /** The process-wide budget of evaluation request bodies (`systemone.admission_budget_bytes`). */
   bodyBudget: BodyBudget;
@@ -79,7 +82,14 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.use("/api/v1/internal/*", botAuth(auth.botToken));
 
   app.route("/v1", modelListRoutes(deps.catalog, config));
-  const inference = { config, catalog: deps.catalog, providers: deps.providers, metering: deps.metering, bodyLimit };
+  const inference = {
+    config,
+    catalog: deps.catalog,
+    providers: deps.providers,
+    metering: deps.metering,
+    download: deps.download,
+    bodyLimit,
+  };
   app.route("/v1", chatRoutes(inference));
   app.route("/v1", embeddingsRoutes(inference));
   app.route("/v1", responsesRoutes(inference));

@@ -13,6 +13,7 @@ import { createPrometheusMetrics } from "../metrics/prometheus.js";
 import { noMetrics } from "../metrics/recorders.js";
 import { unpricedEvaluators } from "../metering/pricing.js";
 import { createProviders } from "../providers/registry.js";
+import { createSafeDownloader } from "../providers/safe-download.js";
 import { systemClock, type Clock } from "../quota/clock.js";
 import { createQuotaLedger } from "../quota/ledger.js";
 import { registerInstance } from "../quota/instances.js";
@@ -91,6 +92,8 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
   });
   health.watch("log_rows_waiting", () => requestLog.stats().buffered);
   const providers = createProviders(config);
+  // One SSRF-checked downloader per process: the image routes fetch the links upstreams answer with.
+  const download = createSafeDownloader(config.media.download);
   const catalog = createCatalog(config);
   for (const unpriced of serving ? unpricedEvaluators(catalog, config) : []) {
     logger.warn(unpriced, "SYSTEMONE_RATE_CARD_MISSING: no rate card prices this upstream; its cost is logged as unknown (null)");
@@ -107,6 +110,7 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
     catalog,
     ledger,
     providers,
+    download,
     requestLog,
     metering,
     bodyBudget,

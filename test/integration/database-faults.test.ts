@@ -425,6 +425,7 @@ describe("the request-log writer through an outage", () => {
     costUsd: null,
     upstreamCostUsd: null,
     usageSource: "none",
+    gptImageUsageFallback: null,
     latencyMs: 1.5,
     ttfbMs: null,
     streamed: false,

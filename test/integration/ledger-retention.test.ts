@@ -206,6 +206,7 @@ describe("retention of the ledger and the request log", () => {
       costUsd: null,
       upstreamCostUsd: "0.000004200",
       usageSource: "upstream",
+      gptImageUsageFallback: null,
       latencyMs: 12.5,
       ttfbMs: 3,
       streamed: false,

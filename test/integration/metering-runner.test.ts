@@ -54,7 +54,12 @@ function spec(mode: Mode): RouteSpec<Body> {
     clientProtocol: "openai",
     kind: "chat",
     protocols: ["openai"],
-    pricing: mode === "pricing-fails" ? pricingThatFailsOnSettlement : undefined,
+    pricing:
+      mode === "pricing-fails"
+        ? pricingThatFailsOnSettlement
+        : mode === "text-body"
+          ? (model, key, config, byok) => ({ ...chatPricing(model, key, config, byok), hold: 777n })
+          : undefined,
     read:
       mode === "text-body"
         ? async (c) => {
@@ -68,7 +73,6 @@ function spec(mode: Mode): RouteSpec<Body> {
       streamed: false,
       estimate: { promptTokens: 10, completionTokens: 10 },
       countPrompt: async () => body.prompt.length,
-      hold: mode === "text-body" ? 777n : undefined,
     }),
     async call(adapter, target, body, options) {
       const answer = await adapter.chatCompletions!(
@@ -105,6 +109,7 @@ beforeAll(async () => {
     catalog: services.catalog,
     providers: services.providers,
     metering: services.metering,
+    download: services.download,
     bodyLimit: 1 << 20,
   };
   const app = new Hono<AppEnv>();

@@ -44,6 +44,7 @@ function logRow(overrides: Partial<RequestLogRow> = {}): RequestLogRow {
     costUsd: null,
     upstreamCostUsd: null,
     usageSource: "upstream",
+    gptImageUsageFallback: null,
     latencyMs: 12.345,
     ttfbMs: 3.5,
     streamed: true,
@@ -118,6 +119,7 @@ describe("request log writer", () => {
       cached_tokens: 0,
       quota_charged: "46",
       usage_source: "upstream",
+      gpt_image_usage_fallback: null,
       latency_ms: "12.345",
       ttfb_ms: "3.500",
       streamed: true,
@@ -341,10 +343,11 @@ describe("GET /api/v1/user/requests", () => {
       quota_charged: 1002,
       cost_usd: null,
       usage_source: "upstream",
+      gpt_image_usage_fallback: null,
       latency_ms: 12.345,
       ttfb_ms: 3.5,
     });
-    for (const secret of ["m1-2024-07-18", "backup", "fallback", "provider", "upstream_model", "key_id"])
+    for (const secret of ["m1-2024-07-18", "backup", "fallback_path", "provider", "upstream_model", "key_id"])
       expect(text).not.toContain(secret);
   });
 

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
+  imageBillingOf,
+  imageQuota,
   classifyImageUsage,
   DEFAULT_NATIVE_IMAGE_MODELS,
   fallbackImageQuota,
@@ -221,5 +223,39 @@ describe("imageQuotaEstimate", () => {
     const charge = fallbackImageQuota({ ...request, providerTotalTokens: undefined }, plain);
     expect(charge).toBe(15_000n);
     expect(charge).toBe(imageQuotaEstimate(request, plain));
+  });
+});
+
+describe("imageBillingOf and imageQuota", () => {
+  const designated = DEFAULT_NATIVE_IMAGE_MODELS;
+  const rates = { tokenMultiplier: 27.5, groupMultiplier: 1 };
+  const complete = {
+    input_tokens: 100,
+    output_tokens: 2000,
+    total_tokens: 2100,
+    input_tokens_details: { text_tokens: 100, image_tokens: 0 },
+  };
+
+  it("prices a designated model's complete usage natively: the spec's check, whatever the image count", () => {
+    const billing = imageBillingOf(complete, 3, "gpt-image-1-2025-04-23", designated);
+    expect(billing.kind).toBe("native");
+    expect(imageQuota(billing, { size: "4K", kind: "generation" }, rates)).toBe(55_459n);
+  });
+
+  it("marks a designated model's incomplete usage with the reason and charges the per-image floor", () => {
+    const billing = imageBillingOf({ total_tokens: 900 }, 2, "gpt-image-1", designated);
+    expect(billing).toEqual({ kind: "fallback", images: 2, totalTokens: 900, reason: "inconsistent" });
+    expect(imageQuota(billing, { size: undefined, kind: "generation" }, { tokenMultiplier: 1, groupMultiplier: 1 })).toBe(10_000n);
+    const absent = imageBillingOf(undefined, 1, "gpt-image-1", designated);
+    expect(absent).toMatchObject({ kind: "fallback", reason: "absent" });
+    expect(imageQuota(absent, { size: "4k", kind: "generation" }, { tokenMultiplier: 2, groupMultiplier: 1 })).toBe(25_000n);
+  });
+
+  it("bills other models by the per-image rule without a mark, their total able to raise the base only", () => {
+    const billing = imageBillingOf(complete, 1, "dall-e-3", designated);
+    expect(billing).toEqual({ kind: "fallback", images: 1, totalTokens: 2100, reason: null });
+    expect(imageQuota(billing, { size: undefined, kind: "edit" }, { tokenMultiplier: 1, groupMultiplier: 1 })).toBe(5_000n);
+    const large = imageBillingOf({ total_tokens: 7_000 }, 1, "flux-pro", designated);
+    expect(imageQuota(large, { size: undefined, kind: "generation" }, { tokenMultiplier: 1, groupMultiplier: 1 })).toBe(7_000n);
   });
 });

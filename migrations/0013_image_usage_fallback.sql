@@ -1,0 +1,1 @@
+ALTER TABLE "request_logs" ADD COLUMN "gpt_image_usage_fallback" text;
