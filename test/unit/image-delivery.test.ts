@@ -6,7 +6,7 @@ import {
   type ImageDownload,
   type ImageRejection,
   type UpstreamImage,
-} from "../../src/media/image-delivery.js";
+} from "../../src/metering/image-delivery.js";
 import { MOCK_IMAGE_FORMATS, MOCK_IMAGES } from "../../src/mock-upstream/mock-images.js";
 import { UpstreamError } from "../../src/providers/types.js";
 
