@@ -88,6 +88,7 @@ export const imageEditJsonSchema = z.looseObject(
       .array(inputImage, { error: expected("must be an array of images") })
       .min(1, { error: "must hold at least one image" })
       .max(MAX_EDIT_IMAGES, { error: `must hold at most ${MAX_EDIT_IMAGES} images` }),
+    mask: inputImage.optional().meta({ description: "Where to edit the first image (its transparent areas); the same forms as an image." }),
     input_fidelity: text.optional(),
     partial_images: z.int({ error: "must be an integer" }).min(0, { error: "must be at least 0" }).optional(),
     stream: z.boolean({ error: "must be a boolean" }).optional(),
@@ -121,3 +122,23 @@ export function editFormToJson(fields: Record<string, string | string[]>): Recor
   }
   return body;
 }
+
+/** A file part of a multipart edit, as the API description shows it. */
+const file = (description: string) => z.string().meta({ format: "binary", description });
+
+/**
+ * The multipart form of an edit, for the API description: the same fields as the JSON body (sent as text and read
+ * as their JSON types), with files instead of `images` and `mask`. The route reads the form into the JSON body and
+ * validates that with imageEditJsonSchema.
+ */
+export const imageEditFormSchema = z.object({
+  ...common,
+  response_format: responseFormat.optional().meta({ description: "How the gateway delivers each image (default `b64_json`)." }),
+  image: z
+    .union([file("An image to edit (PNG, JPEG or WebP)."), z.array(file("An image to edit.")).max(MAX_EDIT_IMAGES)])
+    .meta({ description: "One image, or several (the field repeated); `image[]` is taken as well, as the OpenAI SDKs send it." }),
+  mask: file("Where to edit the first image: its fully transparent areas.").optional(),
+  input_fidelity: text.optional(),
+  partial_images: z.int().min(0).optional(),
+  stream: z.boolean().optional().meta({ description: "`true` (as text) for server-sent events." }),
+});

@@ -1,5 +1,5 @@
 import { errors } from "../errors.js";
-import type { ImageConfig, ImageGenerationRequest } from "./image-request-schema.js";
+import type { ImageConfig, ImageEditRequest, ImageGenerationRequest } from "./image-request-schema.js";
 
 // What a generation request becomes upstream (docs/api.md, "Images"): the client's fields as sent, without the
 // gateway's own (`response_format`, `user`) and with `image_config` turned into what the provider's protocol
@@ -61,4 +61,25 @@ function closestSize(aspectRatio: string, sizes: Readonly<Record<string, number>
     }
   }
   return best;
+}
+
+/** An input image of the client's JSON edit: a string, `{image_url: "…"}` or `{image_url: {url: "…"}}`. */
+type InputImage = string | { image_url: string | { url: string } };
+
+/** OpenAI's JSON edit takes `{image_url: "…"}` (ImageRefParam): every form the gateway accepts becomes that. */
+const imageRef = (image: InputImage) => ({
+  image_url: typeof image === "string" ? image : typeof image.image_url === "string" ? image.image_url : image.image_url.url,
+});
+
+const EDIT_GATEWAY_FIELDS = new Set(["response_format", "user", "images", "mask"]);
+
+/** The JSON body an edit sends upstream: the client's fields as sent, the images and mask as image references. */
+export function toUpstreamEdit(request: ImageEditRequest): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  for (const key of Object.keys(request)) {
+    if (!EDIT_GATEWAY_FIELDS.has(key)) body[key] = request[key];
+  }
+  body.images = request.images.map(imageRef);
+  if (request.mask !== undefined) body.mask = imageRef(request.mask);
+  return body;
 }

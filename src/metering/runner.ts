@@ -96,8 +96,11 @@ export interface RouteSpec<B> {
    * further target tried; anything else thrown voids the hold and answers 500.
    */
   json(answer: JsonResult, delivery: Delivery<B>): Response | Promise<Response>;
-  /** Delivers a stream; the relay settles the meter however the stream ends (a throw before that: as for json). */
-  stream?(opened: OpenedStream, delivery: Delivery<B>): Response;
+  /**
+   * Delivers a stream; the relay settles the meter however the stream ends. A throw (or a rejection) before that
+   * is handled as for json: a route may check the first events before anything is sent.
+   */
+  stream?(opened: OpenedStream, delivery: Delivery<B>): Response | Promise<Response>;
 }
 
 type Attempt = { json: JsonResult } | { stream: OpenedStream };
@@ -183,7 +186,10 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
     }
     const delivery: Delivery<B> = { c, body, request, meter, upstream };
     try {
-      if ("stream" in attempt) return spec.stream!(attempt.stream, delivery);
+      if ("stream" in attempt) {
+        const streamed = spec.stream!(attempt.stream, delivery);
+        return streamed instanceof Response ? streamed : await streamed;
+      }
       stopWatching();
       const answered = spec.json(attempt.json, delivery);
       // Awaited only when it is a promise: a microtask per request is measurable on the hot path.

@@ -16,6 +16,7 @@ import { messagesRoutes } from "../inference/messages-route.js";
 import { responsesRoutes } from "../inference/responses-route.js";
 import { systemoneRoutes } from "../inference/systemone-route.js";
 import { modelListRoutes, nativeModelListRoutes } from "../inference/models-route.js";
+import { imageRoutes } from "../media/image-routes.js";
 import type { Metering } from "../metering/meter.js";
 import type { Exposition, Metrics } from "../metrics/recorders.js";
 import type { Providers } from "../providers/registry.js";
@@ -93,6 +94,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route("/v1", chatRoutes(inference));
   app.route("/v1", embeddingsRoutes(inference));
   app.route("/v1", responsesRoutes(inference));
+  app.route("/v1", imageRoutes(inference));
   // One handler at both addresses: the Anthropic SDK appends /v1/messages to its base URL.
   const messages = messagesRoutes(inference);
   app.route("/", messages);

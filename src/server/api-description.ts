@@ -50,6 +50,8 @@ export interface OperationDescription {
   query?: z.ZodObject;
   /** The JSON request body. */
   body?: SchemaRef;
+  /** The same request as `multipart/form-data`, when the route takes that form too (image edits). */
+  form?: SchemaRef;
   /** The success answer; none for a removed route. */
   ok?: SuccessDescription;
   /** Other answers that are not errors (the readiness probe's 503). */

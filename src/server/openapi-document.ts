@@ -98,7 +98,11 @@ class DocumentBuilder {
     if (op.description) operation.description = op.description;
     const parameters = [...this.pathParameters(op), ...this.queryParameters(op), ...this.headerParameters(op)];
     if (parameters.length > 0) operation.parameters = parameters;
-    if (op.body) operation.requestBody = { required: true, content: { "application/json": { schema: this.ref(op.body, "input") } } };
+    if (op.body) {
+      const content: Json = { "application/json": { schema: this.ref(op.body, "input") } };
+      if (op.form) content["multipart/form-data"] = { schema: this.ref(op.form, "input") };
+      operation.requestBody = { required: true, content };
+    }
     const responses: Json = {};
     for (const success of [...(op.ok ? [op.ok] : []), ...(op.otherResponses ?? [])])
       responses[String(success.status)] = this.success(success);

@@ -1,0 +1,126 @@
+import { Hono } from "hono";
+import type { ImageRequest } from "../billing/image-quota.js";
+import { deliverJson, deliverStream } from "../metering/deliver.js";
+import { countTextTokens, estimateTextTokens } from "../metering/estimate.js";
+import { deliverImage } from "../metering/image-delivery.js";
+import { imagePricing } from "../metering/pricing.js";
+import { relayStream } from "../metering/relays/stream-relay.js";
+import { meteredHandler, type Delivery, type InferenceDeps, type MeteredRequest, type RouteSpec } from "../metering/runner.js";
+import { convertResponsesUsage } from "../providers/openai/convert-openai-usage.js";
+import type { JsonResult, StreamEvent } from "../providers/types.js";
+import { UpstreamError } from "../providers/types.js";
+import { validate } from "../server/body.js";
+import type { AppEnv } from "../server/context.js";
+import { abortSignalOf, deliverImagesAnswer, imageUsageReport } from "./image-answer.js";
+import { imageEditRelay } from "./image-edit-relay.js";
+import { imageEditJsonSchema, imageGenerationSchema, type ImageEditRequest, type ImageGenerationRequest } from "./image-request-schema.js";
+import { IMAGE_CONFIG_SUPPORT, toUpstreamEdit, toUpstreamGeneration } from "./image-upstream-body.js";
+
+// POST /v1/images/generations and /v1/images/edits (spec "Image generation request", "Image edit request";
+// docs/api.md, "Images"): through the one metering path, billed by the image quota (docs/billing.md), every
+// image delivered by the gateway itself (src/metering/image-delivery.ts).
+
+/** The prompt is what admission counts against the plan's context limit. */
+const describePrompt = (model: string, prompt: string, streamed: boolean): MeteredRequest => ({
+  modelId: model,
+  streamed,
+  estimate: { promptTokens: estimateTextTokens(prompt), completionTokens: 0 },
+  countPrompt: () => countTextTokens(prompt),
+  promptParam: "prompt",
+});
+
+/** The size the per-image rule reads: `image_config.image_size` when sent (`4K`), else `size`. */
+const requestedSize = (body: ImageGenerationRequest) => body.image_config?.image_size ?? body.size;
+
+/** Delivers a JSON ImagesResponse and settles it by the image quota. */
+async function deliverImages(
+  deps: InferenceDeps,
+  answer: JsonResult,
+  delivery: Delivery<ImageGenerationRequest | ImageEditRequest>,
+): Promise<Response> {
+  const { body, meter, upstream } = delivery;
+  const delivered = await deliverImagesAnswer(answer, body.response_format, { download: deps.download, signal: abortSignalOf(upstream) });
+  const usage = imageUsageReport(
+    answer.usage,
+    answer.body.usage,
+    delivered.images,
+    meter.upstream!.upstreamModel,
+    deps.config.media.images.native_usage_models,
+  );
+  // Without any usage the per-image rule bills it: not the upstream's report, so the row says `estimated`.
+  const reported = answer.body.usage !== undefined && answer.body.usage !== null;
+  return deliverJson(delivery, delivered.text, reported ? usage : null, async () => usage);
+}
+
+function generations(deps: InferenceDeps): RouteSpec<ImageGenerationRequest> {
+  return {
+    route: "/v1/images/generations",
+    clientProtocol: "openai",
+    protocols: ["openai"],
+    kind: "image",
+    parse: (raw) => validate(imageGenerationSchema, raw),
+    describe: (body) => describePrompt(body.model, body.prompt, false),
+    pricing: (model, key, config, byok, body) =>
+      imagePricing({ images: body.n ?? 1, size: requestedSize(body), kind: "generation" })(model, key, config, byok),
+    // A hint the provider cannot honour is refused before anything is held.
+    admit: async (body) => void toUpstreamGeneration(body, IMAGE_CONFIG_SUPPORT.openai),
+    call(adapter, target, body, options) {
+      if (!adapter.imageGenerations) throw new UpstreamError("connect", null);
+      const upstream = toUpstreamGeneration(body, IMAGE_CONFIG_SUPPORT.openai).body;
+      upstream.model = target.upstreamModel;
+      return adapter.imageGenerations(upstream, options);
+    },
+    json: (answer, delivery) => deliverImages(deps, answer, delivery),
+  };
+}
+
+/** The first batch's images checked before the stream is answered, so that a bad first image is a plain 502. */
+async function checkFirst(events: StreamEvent[] | null, check: (base64: string) => Promise<void>): Promise<void> {
+  for (const event of events ?? []) {
+    if (!("done" in event) && typeof event.data.b64_json === "string") await check(event.data.b64_json);
+  }
+}
+
+function edits(deps: InferenceDeps): RouteSpec<ImageEditRequest> {
+  const imageRequest = (body: ImageEditRequest): ImageRequest => ({ images: body.n ?? 1, size: body.size, kind: "edit" });
+  return {
+    route: "/v1/images/edits",
+    clientProtocol: "openai",
+    protocols: ["openai"],
+    kind: "image",
+    parse: (raw) => validate(imageEditJsonSchema, raw),
+    describe: (body) => describePrompt(body.model, body.prompt, body.stream === true),
+    pricing: (model, key, config, byok, body) => imagePricing(imageRequest(body))(model, key, config, byok),
+    call(adapter, target, body, options) {
+      if (!adapter.imageEdits) throw new UpstreamError("connect", null);
+      const upstream = toUpstreamEdit(body);
+      upstream.model = target.upstreamModel;
+      return adapter.imageEdits(upstream, options);
+    },
+    json: (answer, delivery) => deliverImages(deps, answer, delivery),
+    async stream(opened, delivery) {
+      const { c, meter, upstream } = delivery;
+      const signal = abortSignalOf(upstream);
+      const check = async (base64: string) =>
+        void (await deliverImage({ b64_json: base64 }, "b64_json", { download: deps.download, signal }));
+      await checkFirst(opened.first, check);
+      const upstreamModel = meter.upstream!.upstreamModel;
+      const designated = deps.config.media.images.native_usage_models;
+      const protocol = imageEditRelay(check, convertResponsesUsage, (done) =>
+        // A stream cut before any image completed still delivered partial images: billed as one image at least.
+        imageUsageReport(done.tokens, done.usage, Math.max(done.images, 1), upstreamModel, designated),
+      );
+      return deliverStream(
+        delivery,
+        relayStream({ meter, requestId: c.get("requestId"), first: opened.first, batches: opened.batches, upstream }, protocol),
+      );
+    },
+  };
+}
+
+/** POST /v1/images/generations and /v1/images/edits through the metering path. */
+export function imageRoutes(deps: InferenceDeps) {
+  return new Hono<AppEnv>()
+    .post("/images/generations", meteredHandler(deps, generations(deps)))
+    .post("/images/edits", meteredHandler(deps, edits(deps)));
+}

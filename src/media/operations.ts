@@ -1,0 +1,46 @@
+import { METERED_ERROR_CODES, UPSTREAM_KEY_HEADER_NAME } from "../metering/errors.js";
+import { ours, vendor, type OperationDescription } from "../server/api-description.js";
+import { imageEditFormSchema, imageEditJsonSchema, imageGenerationSchema } from "./image-request-schema.js";
+
+// The media routes in the API description: the request bodies are ours (the gateway's validation, with
+// `response_format` handled locally and `image_config`); the answers are OpenAI's own ImagesResponse and image
+// edit stream events, as the gateway delivers them.
+
+const byok = { [UPSTREAM_KEY_HEADER_NAME]: "Your own key for the model's provider (bring-your-own key), used instead of the gateway's." };
+
+const media = { access: "apiKey", tag: "Media", errors: METERED_ERROR_CODES, headers: byok } as const;
+
+export const mediaOperations: OperationDescription[] = [
+  Object.assign(
+    {
+      method: "post",
+      path: "/v1/images/generations",
+      operationId: "createImage",
+      summary: "Image generation",
+      description:
+        "Each image is delivered by the gateway: a `data:` URI (`url`, the default) or plain base64 (`b64_json`), typed by its bytes. " +
+        "Invalid image data from the upstream is a 502 `upstream_invalid_output`, and no other target is tried.",
+      body: ours("ImageGenerationRequest", imageGenerationSchema),
+      ok: { status: 200, description: "The images.", schema: vendor("openai", "ImagesResponse") },
+    } as const,
+    media,
+  ),
+  Object.assign(
+    {
+      method: "post",
+      path: "/v1/images/edits",
+      operationId: "createImageEdit",
+      summary: "Image edits (JSON or multipart)",
+      description: "Delivered as generations are, `b64_json` by default. With `stream: true`, the upstream's image events are relayed.",
+      body: ours("ImageEditRequest", imageEditJsonSchema),
+      form: ours("ImageEditForm", imageEditFormSchema),
+      ok: {
+        status: 200,
+        description: "The images; with `stream: true`, the image edit events as server-sent events.",
+        schema: vendor("openai", "ImagesResponse"),
+        events: vendor("openai", "ImageEditStreamEvent"),
+      },
+    } as const,
+    media,
+  ),
+];
