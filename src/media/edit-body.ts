@@ -65,8 +65,9 @@ function formReader(contentType: string, limit: number): FormReader {
       isPartAFile: (name, type, filename) =>
         filename !== undefined || type === "application/octet-stream" || (name !== undefined && isFileField(name)),
     });
-  } catch (err) {
-    throw malformed((err as Error).message);
+  } catch {
+    // Busboy throws only for the boundary: missing, empty or longer than it can search for.
+    throw malformed("the Content-Type has no usable boundary");
   }
   const fields: Record<string, string | string[]> = Object.create(null);
   const images: Promise<string>[] = [];

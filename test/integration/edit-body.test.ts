@@ -246,6 +246,12 @@ describe("files refused", () => {
 describe("malformed multipart", () => {
   const cases: [string, Record<string, string>, Buffer][] = [
     ["no boundary", { "content-type": "multipart/form-data" }, raw([text("model", "m")])],
+    ["an empty boundary", { "content-type": "multipart/form-data; boundary=" }, raw([text("model", "m")])],
+    [
+      "a boundary too long to search for",
+      { "content-type": `multipart/form-data; boundary=${"b".repeat(300)}` },
+      raw([text("model", "m")]),
+    ],
     ["a body cut short", multipart, raw([text("model", "m"), [['Content-Disposition: form-data; name="image"'], MOCK_IMAGES.png]], false)],
     ["a body with no delimiter at all", multipart, Buffer.from("hello")],
     ["an empty body", multipart, Buffer.alloc(0)],
@@ -258,6 +264,13 @@ describe("malformed multipart", () => {
     const answer = await post(body, headers);
     expectError(answer, 400, "invalid_request", null);
     expect(answer.body.error?.message).toMatch(/^The multipart body is malformed: /);
+  });
+
+  it("says what is wrong with the boundary", async () => {
+    const answer = await post(raw([text("model", "m")]), { "content-type": "multipart/form-data" });
+    expect(answer.body.error?.message).toBe("The multipart body is malformed: the Content-Type has no usable boundary.");
+    const cut = await post(raw([text("model", "m")], false), multipart);
+    expect(cut.body.error?.message).toBe("The multipart body is malformed: Unexpected end of multipart data.");
   });
 
   it("skips a part without a Content-Disposition (busboy does), so an image in one is missing: 400", async () => {
