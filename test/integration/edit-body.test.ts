@@ -1,5 +1,6 @@
 import net from "node:net";
 import { Hono } from "hono";
+import OpenAI, { toFile } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GatewayError } from "../../src/errors.js";
 import { readEditBody } from "../../src/media/edit-body.js";
@@ -28,7 +29,7 @@ let tight: HttpServer;
 function app(budget?: ReturnType<typeof createBodyBudget>) {
   const hono = new Hono<AppEnv>();
   hono.onError(handleError);
-  hono.post("/edit", async (c) => {
+  hono.post("/:path{edit|images/edits}", async (c) => {
     const reservation = budget?.reserve();
     reading();
     try {
@@ -135,6 +136,21 @@ describe("a multipart edit", () => {
     const answer = await post(body, multipart);
     expect(answer.status).toBe(200);
     expect(answer.body.value).toEqual({ model: ["a", "b"], images: [PNG_URI] });
+  });
+
+  it("reads what the official OpenAI SDK sends (image[] files from toFile, numbers as text)", async () => {
+    const client = new OpenAI({ apiKey: "test", baseURL: server.url, maxRetries: 0 });
+    const answer: unknown = await client.images.edit({
+      model: "gpt-image-1",
+      prompt: "p",
+      image: [await toFile(MOCK_IMAGES.png, "a.png", { type: "image/png" }), await toFile(MOCK_IMAGES.jpeg, "b.jpg")],
+      mask: await toFile(MOCK_IMAGES.png, "mask.png"),
+      n: 2,
+    });
+    expect(answer).toEqual({
+      value: { model: "gpt-image-1", prompt: "p", n: 2, images: [PNG_URI, dataUri("image/jpeg", MOCK_IMAGES.jpeg)], mask: PNG_URI },
+      text: "",
+    });
   });
 
   it("is read the same in process (app.request), where there is no Node stream", async () => {
