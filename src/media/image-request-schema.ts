@@ -7,7 +7,7 @@ import { z } from "zod";
 /** OpenAI's own cap on images per request; it also bounds what one request can hold against the quota. */
 const MAX_N = 10;
 /** OpenAI's cap on input images of one edit. */
-const MAX_EDIT_IMAGES = 16;
+export const MAX_EDIT_IMAGES = 16;
 
 /** The type's refusal, or "is required" for a missing field. */
 const expected = (what: string) => (issue: { input?: unknown }) => (issue.input === undefined ? "is required" : what);

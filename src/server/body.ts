@@ -11,7 +11,33 @@ import { closeAfterAnswer } from "./lingering-close.js";
 // Bodies are read straight from Node's incoming stream (DESIGN.md §5: no WHATWG Request body per call) and the
 // size cap is enforced while reading, so an oversize body is refused before it is buffered or parsed.
 
+/**
+ * Where a body's chunks go as they are read; a refusal returned stops the reading and is what the read throws
+ * (the client may still be sending, so its answer closes the connection).
+ */
+export type BodySink = (chunk: Buffer) => GatewayError | undefined;
+
 async function readCapped(c: Context<AppEnv>, limit: number, reservation?: BodyReservation): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  await streamCapped(c, limit, reservation, (chunk) => {
+    chunks.push(chunk);
+    size += chunk.length;
+    return undefined;
+  });
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+}
+
+/**
+ * Hands a body to `sink` chunk by chunk under the cap and the reservation (413, 503), and resolves once it has
+ * ended; a client gone mid-body is `clientClosed`.
+ */
+export async function streamCapped(
+  c: Context<AppEnv>,
+  limit: number,
+  reservation: BodyReservation | undefined,
+  sink: BodySink,
+): Promise<void> {
   const declared = Number(requestHeader(c, "content-length"));
   const known = Number.isFinite(declared);
   if (known && declared > limit) throw refused(c, errors.payloadTooLarge(limit));
@@ -23,16 +49,23 @@ async function readCapped(c: Context<AppEnv>, limit: number, reservation?: BodyR
     const buf = Buffer.from(await c.req.raw.arrayBuffer());
     if (buf.length > limit) throw errors.payloadTooLarge(limit);
     if (reservation && !known && !reservation.take(buf.length)) throw overBudget();
-    return buf;
+    const refusal = sink(buf);
+    if (refusal) throw refusal;
+    return;
   }
   sendContinue(incoming, c.env.outgoing, requestHeader(c, "expect"));
-  return readIncoming(c, incoming, limit, known ? undefined : reservation);
+  return readIncoming(c, incoming, limit, known ? undefined : reservation, sink);
 }
 
 /** Event listeners rather than `for await`, which builds an async iterator and a promise per chunk. */
-function readIncoming(c: Context<AppEnv>, incoming: IncomingMessage, limit: number, reservation?: BodyReservation): Promise<Buffer> {
+function readIncoming(
+  c: Context<AppEnv>,
+  incoming: IncomingMessage,
+  limit: number,
+  reservation: BodyReservation | undefined,
+  sink: BodySink,
+): Promise<void> {
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
     let size = 0;
     const done = (err: GatewayError | null) => {
       incoming.off("data", onData);
@@ -40,16 +73,13 @@ function readIncoming(c: Context<AppEnv>, incoming: IncomingMessage, limit: numb
       incoming.off("error", onError);
       incoming.off("close", onClose);
       if (err) reject(err);
-      else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+      else resolve();
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      const refusal = size > limit ? errors.payloadTooLarge(limit) : reservation && !reservation.take(chunk.length) ? overBudget() : null;
-      if (refusal) {
-        done(refused(c, refusal));
-        return;
-      }
-      chunks.push(chunk);
+      const refusal =
+        size > limit ? errors.payloadTooLarge(limit) : reservation && !reservation.take(chunk.length) ? overBudget() : sink(chunk);
+      if (refusal) done(refused(c, refusal));
     };
     const onEnd = () => done(null);
     // The stream only fails or closes early when the connection does: the client left while sending its body.
@@ -72,7 +102,7 @@ function readIncoming(c: Context<AppEnv>, incoming: IncomingMessage, limit: numb
  * A refusal of a body the client may still be sending: its answer closes the connection, which reads and
  * discards the rest first (src/server/lingering-close.ts), so that the client can read the answer.
  */
-function refused(c: Context<AppEnv>, err: GatewayError): GatewayError {
+export function refused(c: Context<AppEnv>, err: GatewayError): GatewayError {
   const incoming = c.env?.incoming;
   if (incoming) closeAfterAnswer(incoming, c.env.outgoing);
   return err;
@@ -85,7 +115,7 @@ const overBudget = () =>
     headers: { "Retry-After": "1" },
   });
 
-function isJson(contentType: string | undefined): boolean {
+export function isJson(contentType: string | undefined): boolean {
   if (!contentType) return false;
   const mime = contentType.split(";")[0]!.trim().toLowerCase();
   return mime === "application/json" || mime.endsWith("+json");
