@@ -11,6 +11,7 @@ import type { JsonResult, StreamEvent } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
 import { validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
+import { readEditBody } from "./edit-body.js";
 import { abortSignalOf, deliverImagesAnswer, imageUsageReport } from "./image-answer.js";
 import { imageEditRelay } from "./image-edit-relay.js";
 import { imageEditJsonSchema, imageGenerationSchema, type ImageEditRequest, type ImageGenerationRequest } from "./image-request-schema.js";
@@ -88,6 +89,7 @@ function edits(deps: InferenceDeps): RouteSpec<ImageEditRequest> {
     clientProtocol: "openai",
     protocols: ["openai"],
     kind: "image",
+    read: readEditBody,
     parse: (raw) => validate(imageEditJsonSchema, raw),
     describe: (body) => describePrompt(body.model, body.prompt, body.stream === true),
     pricing: (model, key, config, byok, body) => imagePricing(imageRequest(body))(model, key, config, byok),

@@ -1,5 +1,5 @@
 import { Writable } from "node:stream";
-import OpenAI from "openai";
+import OpenAI, { toFile } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   fallbackImageQuota,
@@ -389,5 +389,59 @@ describe("image edits (JSON)", () => {
       gpt_image_usage_fallback: "absent",
       quota_charged: String(fallbackImageQuota({ images: 1, size: undefined, kind: "edit", providerTotalTokens: undefined }, RATES)),
     });
+  });
+});
+
+describe("image edits (multipart, the official SDK)", () => {
+  const png = () => toFile(MOCK_IMAGES.png, "in.png", { type: "image/png" });
+
+  it("one image, several images (image[]), and a mask: b64_json by default, billed as edits", async () => {
+    const user = await freshUser();
+    const one = await user.client.images.edit({ model: "plain", prompt: "add a hat", image: await png() });
+    expect(validateOpenAI("ImagesResponse", one)).toEqual([]);
+    expect(one.data![0]!.b64_json).toBe(MOCK_IMAGES.png.toString("base64"));
+    const several = await user.client.images.edit({
+      model: "other",
+      prompt: "merge them",
+      image: [await png(), await toFile(MOCK_IMAGES.jpeg, "b.jpg", { type: "image/jpeg" })],
+      mask: await png(),
+      n: 2,
+      response_format: "url",
+    });
+    expect(several.data).toHaveLength(2);
+    expect(several.data![0]!.url).toMatch(/^data:image\/png;base64,/);
+    const s = await settled(user.id, 2);
+    const other = s.logs.find((l) => l.public_model === "other")!;
+    expect(other.quota_charged).toBe(
+      String(fallbackImageQuota({ images: 2, size: undefined, kind: "edit", providerTotalTokens: undefined }, RATES)),
+    );
+  });
+
+  it("a text file as the image is a 400 naming image, nothing held", async () => {
+    const user = await freshUser();
+    const err = await user.client.images
+      .edit({ model: "plain", prompt: "add a hat", image: await toFile(Buffer.from("not a picture"), "a.png", { type: "image/png" }) })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((err as InstanceType<typeof OpenAI.BadRequestError>).param).toBe("image");
+  });
+
+  it("images.edit({stream: true}) iterated to the end: partial and completed events, settled once", async () => {
+    const user = await freshUser();
+    const stream = await user.client.images.edit({
+      model: "plain",
+      prompt: "add a scarf",
+      image: await png(),
+      stream: true,
+      partial_images: 1,
+    });
+    const types: string[] = [];
+    for await (const event of stream) {
+      types.push(event.type);
+      expect(validateOpenAI("ImageEditStreamEvent", event)).toEqual([]);
+    }
+    expect(types).toEqual(["image_edit.partial_image", "image_edit.completed"]);
+    const s = await settled(user.id);
+    expect(s.log).toMatchObject({ streamed: true, status: 200, usage_source: "upstream" });
   });
 });
