@@ -35,6 +35,11 @@ const PROBE = process.env.BENCH_PROBE === "1";
 const METRICS = process.env.BENCH_METRICS === "1";
 const METRICS_TOKEN = "bench-metrics-token-0123456789";
 
+// The image scenario: b64 delivery of a 1 MiB PNG (the mock's LARGE_IMAGE_MODEL), direct and through the gateway,
+// which decodes, checks and sniffs every image before it answers (docs/performance.md, "Images").
+const IMAGE_CONNECTIONS = Number(process.env.BENCH_IMAGE_CONNECTIONS ?? 4);
+const imageBody = (model) => JSON.stringify({ model, prompt: "a benchmark picture", response_format: "b64_json" });
+
 const chatBody = (model, stream) =>
   JSON.stringify({ model, messages: [{ role: "user", content: "Say hello" }], max_tokens: 16, ...(stream ? { stream: true } : {}) });
 
@@ -58,7 +63,7 @@ async function startServers(dataDir) {
     ready: /^(http:\/\/\S+)$/m,
   });
   const servers = {
-    direct: { url: mockUrl, key: MOCK_KEY, model: "mock-gpt-small", pid: mock.pid },
+    direct: { url: mockUrl, key: MOCK_KEY, model: "mock-gpt-small", imageModel: "mock-image-large", pid: mock.pid },
     bare: { url: bare.match[1], key: MOCK_KEY, model: "mock-gpt-small", pid: bare.pid },
   };
   try {
@@ -75,7 +80,10 @@ async function startGateway(dataDir, mockUrl) {
     server: { host: "127.0.0.1", port: 0 },
     logging: { level: "warn" },
     providers: { mock: { protocol: "openai", base_url: `${mockUrl}/v1`, api_key: MOCK_KEY } },
-    models: { "bench-chat": { kind: "chat", upstream: "mock-gpt-small", targets: ["mock"] } },
+    models: {
+      "bench-chat": { kind: "chat", upstream: "mock-gpt-small", targets: ["mock"] },
+      "bench-image": { kind: "image", upstream: "mock-image-large", targets: ["mock"] },
+    },
     plans: { bench: { daily_tokens: 1e15, context_limit: 128_000 } },
     default_plan: "bench",
     ...(METRICS ? { metrics: { enabled: true, token: METRICS_TOKEN } } : {}),
@@ -98,7 +106,7 @@ async function startGateway(dataDir, mockUrl) {
   const common = ["--data-dir", pgDir, "--config", configFile, "--json"];
   await runNode("users create", [gatewayBin, "users", "create", "--email", "bench@example.com", "--password", "benchpass1", ...common]);
   const { key } = JSON.parse(await runNode("keys create", [gatewayBin, "keys", "create", "--user", "bench@example.com", ...common]));
-  return { url: gw.match[1], key, model: "bench-chat", pid: gw.pid, probeDir: PROBE ? dataDir : undefined };
+  return { url: gw.match[1], key, model: "bench-chat", imageModel: "bench-image", pid: gw.pid, probeDir: PROBE ? dataDir : undefined };
 }
 
 /** The sum of the samples of `name` (whose labels include `labels`) in a Prometheus text exposition. */
@@ -152,13 +160,13 @@ async function probe(name, t) {
   return `${name}: chat answered ${res.statusCode} (${message})`;
 }
 
-async function maxThroughput(t, seconds) {
+async function maxThroughput(t, seconds, image = false) {
   const out = await runNode("autocannon", [
     autocannonBin,
     "-j",
     "-n",
     "-c",
-    String(CONNECTIONS),
+    String(image ? IMAGE_CONNECTIONS : CONNECTIONS),
     "-d",
     String(seconds),
     "-m",
@@ -168,8 +176,8 @@ async function maxThroughput(t, seconds) {
     "-H",
     `authorization=Bearer ${t.key}`,
     "-b",
-    chatBody(t.model, false),
-    `${t.url}/v1/chat/completions`,
+    image ? imageBody(t.imageModel) : chatBody(t.model, false),
+    `${t.url}/v1/${image ? "images/generations" : "chat/completions"}`,
   ]);
   const r = JSON.parse(out.trim().split("\n").at(-1));
   return {
@@ -256,7 +264,7 @@ async function main() {
   for (const line of missing) log(line);
 
   const pids = Object.fromEntries(Object.entries(active).map(([n, t]) => [n, t.pid]));
-  const res = Object.fromEntries(Object.keys(active).map((n) => [n, { max: [], json: [], stream: [], other: [] }]));
+  const res = Object.fromEntries(Object.keys(active).map((n) => [n, { max: [], json: [], stream: [], image: [], other: [] }]));
   const sampleDuring = async (fn) => {
     for (const until = Date.now() + WAIT_QUIET * 1000; Date.now() < until;) {
       const probeLoad = startSampler({});
@@ -280,8 +288,8 @@ async function main() {
     for (const [n, mb] of Object.entries(s.maxRss)) maxRss[n] = Math.max(maxRss[n], mb);
     const errs = typeof r.errors === "number" ? r.errors : r.errors.total;
     const what =
-      kind === "max"
-        ? `${Math.round(r.rps)} req/s`
+      kind === "max" || kind === "image"
+        ? `${Math.round(r.rps)} req/s, p50 ${r.p50} ms`
         : `${kind === "stream" ? "ttfb" : "latency"} p50 ${f((kind === "stream" ? r.ttfb : r.latency)?.p50)} ms`;
     log(
       `  ${name.padEnd(7)} ${kind.padEnd(6)} ${what}, CPU ${f(r.cpuUs.own, 0)} µs/req, other load ${s.otherCpuPercent}%${errs ? `, ${errs} errors ${r.errors.byKind ? JSON.stringify(r.errors.byKind) : ""}` : ""}`,
@@ -297,6 +305,9 @@ async function main() {
     log(`round ${round}/${ROUNDS}: ${RATE} req/s paced, JSON then streaming (${WARMUP}s warmup + ${SECONDS}s)`);
     for (const n of names) keep(n, "json", await sampleDuring(() => paced(active[n], false)));
     for (const n of names) keep(n, "stream", await sampleDuring(() => paced(active[n], true)));
+    log(`round ${round}/${ROUNDS}: image generation, b64 of a 1 MiB PNG (autocannon, ${IMAGE_CONNECTIONS} connections, ${SECONDS}s)`);
+    for (const n of names.filter((name) => active[name].imageModel))
+      keep(n, "image", await sampleDuring(() => maxThroughput(active[n], SECONDS, true)));
   }
   const metricsLines = METRICS && active.gateway ? await metricsSummary(active.gateway) : [];
   report(res, maxRss, missing);
@@ -374,6 +385,26 @@ function report(res, maxRss, missing) {
     verdicts.push(`${n.padEnd(8)} ${parts.join(" · ")}`);
   }
   for (const line of missing) verdicts.push(`${line} (no gateway numbers)`);
+  const images = Object.fromEntries(
+    Object.entries(res)
+      .filter(([, r]) => r.image.length > 0)
+      .map(([n, r]) => [
+        n,
+        {
+          rps: median(r.image.map((x) => x.rps)),
+          p50: median(r.image.map((x) => x.p50)),
+          p99: median(r.image.map((x) => x.p99)),
+          cpu: median(r.image.map((x) => x.cpuUs.own)),
+        },
+      ]),
+  );
+  if (images.direct && images.gateway) {
+    const [di, gi] = [images.direct, images.gateway];
+    verdicts.push(
+      `images   b64 of a 1 MiB PNG, ${IMAGE_CONNECTIONS} connections: gateway ${Math.round(gi.rps)} req/s, p50 ${gi.p50} ms (${signed(gi.p50 - di.p50)} over direct), ` +
+        `p99 ${gi.p99} ms (${signed(gi.p99 - di.p99)}) · CPU ${f(gi.cpu, 0)} µs/req (mock ${f(di.cpu, 0)})`,
+    );
+  }
   console.log(
     `\nover direct (targets: p50 ≤ ${TARGETS.p50} ms, p99 ≤ ${TARGETS.p99} ms, stream ttfb p50 ≤ ${TARGETS.ttfb} ms, ` +
       `gateway ≥ ${TARGETS.ratio * 100}% of bare throughput, RSS ≤ ${TARGETS.rssMb} MB)`,

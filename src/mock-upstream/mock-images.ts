@@ -19,16 +19,31 @@ function pngChunk(type: string, data: Buffer): Buffer {
   return Buffer.concat([length, body, crc]);
 }
 
-/** 1×1 truecolour PNG: IHDR (8-bit RGB), one scanline (filter byte 0 + the pixel) deflated in IDAT, IEND. */
-function png(rgb: [number, number, number]): Buffer {
+/**
+ * 1×1 truecolour PNG: IHDR (8-bit RGB), one scanline (filter byte 0 + the pixel) deflated in IDAT, IEND. With
+ * `padding`, a private ancillary chunk of that many bytes (which decoders skip) makes the file as large as a real
+ * picture, for the benchmark.
+ */
+function png(rgb: [number, number, number], padding = 0): Buffer {
   const header = Buffer.from([0, 0, 0, 1, 0, 0, 0, 1, 8, 2, 0, 0, 0]);
   return Buffer.concat([
     Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
     pngChunk("IHDR", header),
+    ...(padding > 0 ? [pngChunk("mkPd", Buffer.alloc(padding, 0x5a))] : []),
     pngChunk("IDAT", deflateSync(Buffer.from([0, ...rgb]))),
     pngChunk("IEND", Buffer.alloc(0)),
   ]);
 }
+
+/** The model whose PNGs are 1 MiB (docs/mock-upstream.md): what `npm run bench` delivers through the gateway. */
+export const LARGE_IMAGE_MODEL = "mock-image-large";
+const LARGE_PNG_BYTES = 1 << 20;
+let largePng: Buffer | undefined;
+
+/** A 1 MiB PNG of the same pixel as MOCK_IMAGES.png, built on first use. */
+export const largeMockPng = (): Buffer =>
+  // The padding chunk adds its length, type and CRC (12 bytes) to the 1×1 file.
+  (largePng ??= png([0x33, 0x66, 0xcc], LARGE_PNG_BYTES - png([0x33, 0x66, 0xcc]).length - 12));
 
 /**
  * 1×1 greyscale baseline JPEG (one 8×8 block, mid grey): Huffman tables of a single 1-bit code each, so the

@@ -1,4 +1,4 @@
-import { MOCK_IMAGES, type MockImageFormat } from "./mock-images.js";
+import { largeMockPng, MOCK_IMAGES, type MockImageFormat } from "./mock-images.js";
 import type { Faults } from "./context.js";
 import type { ImageKind, ImageUsageKind } from "./openai-images-faults.js";
 import { jsonEvent, type MockEvent } from "./sse.js";
@@ -30,6 +30,8 @@ export interface ImagePlan {
   /** `response_format: "url"` was asked (DALL·E's default). */
   asUrl: boolean;
   revisedPrompt?: string;
+  /** The model is LARGE_IMAGE_MODEL: its PNGs are 1 MiB. */
+  large: boolean;
   /** Hex of the request's digest: the served images' IDs. */
   id: string;
   partialImages: number;
@@ -62,7 +64,7 @@ function base64Of(p: ImagePlan, kind: ImageKind | undefined): string {
       // Node's decoder would skip the stray characters and decode the rest: only a strict check refuses it.
       return `%%${MOCK_IMAGES[p.format].toString("base64")}`;
     default:
-      return MOCK_IMAGES[p.format].toString("base64");
+      return (p.large && p.format === "png" ? largeMockPng() : MOCK_IMAGES[p.format]).toString("base64");
   }
 }
 

@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import { Hono } from "hono";
 import type { MockUpstreamEnv } from "./context.js";
 import { checkBody, openai, openaiError, parseBody } from "./dialects.js";
-import { MOCK_IMAGES, type MockImageFormat } from "./mock-images.js";
+import { LARGE_IMAGE_MODEL, MOCK_IMAGES, type MockImageFormat } from "./mock-images.js";
 import { charTokens, digestOf } from "./mock-text.js";
 import { type ImagePlan, imageEvents, imagesResponse, MOCK_IMAGES_PATH, PRIVATE_TARGET } from "./openai-images-output.js";
 import { editRequest, formAsEdit, generationRequest, type ImageRequest } from "./openai-images-request.js";
@@ -41,6 +41,7 @@ function plan(req: ImageRequest): ImagePlan {
     asUrl: req.response_format === "url",
     // DALL·E 3 rewrites every prompt; the mock says so for a model of that name.
     revisedPrompt: req.model?.includes("dall-e-3") ? `Mock revision: ${req.prompt}` : undefined,
+    large: req.model === LARGE_IMAGE_MODEL,
     id: digestOf([req.model ?? null, req.prompt, inputImages]).toString("hex"),
     partialImages,
     textTokens: charTokens(req.prompt.length),
