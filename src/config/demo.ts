@@ -19,6 +19,8 @@ export function demoConfig(mockUrl: string, mockApiKey: string): ConfigInput {
       "demo-small": { kind: "chat", upstream: "mock-gpt-small", targets: ["mock"], owned_by: "demo" },
       "demo-large": { kind: "chat", upstream: "mock-gpt-large", targets: ["mock"], owned_by: "demo", token_multiplier: 2 },
       "demo-embed": { kind: "embedding", upstream: "mock-embed", targets: ["mock"], owned_by: "demo" },
+      // Priced by its native usage (gpt-image-1 is a designated model): POST /v1/images/generations and /edits.
+      "demo-image": { kind: "image", upstream: "gpt-image-1", targets: ["mock"], owned_by: "demo" },
       "demo-claude": { kind: "chat", upstream: "mock-claude", targets: ["mock-anthropic"], owned_by: "demo" },
       "demo-gemini": { kind: "chat", upstream: "mock-gemini", targets: ["mock-gemini"], owned_by: "demo" },
       "demo-judge": {
@@ -38,5 +40,7 @@ export function demoConfig(mockUrl: string, mockApiKey: string): ConfigInput {
       pro: { daily_tokens: 5_000_000, weekly_resets: 3, context_limit: 200_000 },
     },
     default_plan: "free",
+    // The mock answers some images with links to itself, on loopback: downloaded only when allowed.
+    media: { download: { allow_private: ["127.0.0.1", "::1"] } },
   };
 }

@@ -1,3 +1,4 @@
+import { classifyImageUsage, nativeImageQuota } from "../../src/billing/image-quota.js";
 import Anthropic from "@anthropic-ai/sdk";
 import { GoogleGenAI } from "@google/genai";
 import OpenAI from "openai";
@@ -38,7 +39,7 @@ describe("gateway serve --demo", () => {
     expect(res.headers.get("x-request-id")).toMatch(/^req_/);
     const body = (await res.json()) as { object: string; data: { id: string; object: string }[] };
     expect(validateOpenAI("ListModelsResponse", body)).toEqual([]);
-    const demoModels = ["demo-small", "demo-large", "demo-embed", "demo-claude", "demo-gemini", "demo-judge"];
+    const demoModels = ["demo-small", "demo-large", "demo-embed", "demo-image", "demo-claude", "demo-gemini", "demo-judge"];
     expect(body.data.map((m) => m.id)).toEqual(demoModels);
 
     // The official SDK, unmodified, pointed at the gateway.
@@ -62,6 +63,8 @@ describe("gateway serve --demo", () => {
     const embedded = await sdk.embeddings.create({ model: "demo-embed", input: "Say hello" });
     expect(embedded.model).toBe("demo-embed");
     expect(embedded.data[0]!.embedding.length).toBeGreaterThan(0);
+    const image = await sdk.images.generate({ model: "demo-image", prompt: "a red square" });
+    expect(image.data![0]!.url).toMatch(/^data:image\/png;base64,/);
     const questions = { polite: { type: "noul" }, tone: { type: "choice", criteria: { formal: null, casual: null } } };
     type Judged = { model: string; answers: Record<string, { type: string }>; usage: { input_tokens: number } };
     const judged = await sdk.post<Judged>("/systemone", { body: { model: "demo-judge", state: "Hi!", questions } });
@@ -81,8 +84,11 @@ describe("gateway serve --demo", () => {
       };
     let seen = await quota();
     // `reserved` is the gateway's lease: it gives its units back after 2 s without requests (docs/billing.md).
-    // The evaluation is billed on its input tokens only.
-    const used = 2 * completion.usage!.total_tokens + embedded.usage.prompt_tokens + judged.usage.input_tokens;
+    // The evaluation is billed on its input tokens only; the image by its native usage (gpt-image-1 is designated).
+    const imageUsage = classifyImageUsage(image.usage);
+    if (imageUsage.kind !== "native") throw new Error("the demo image's usage should be complete");
+    const imageCharge = Number(nativeImageQuota(imageUsage.usage, { tokenMultiplier: 1, groupMultiplier: 1 }));
+    const used = 2 * completion.usage!.total_tokens + embedded.usage.prompt_tokens + judged.usage.input_tokens + imageCharge;
     for (let i = 0; i < 200 && (seen.used < used || seen.reserved > 0); i++) {
       await new Promise((r) => setTimeout(r, 50));
       seen = await quota();
