@@ -6,10 +6,33 @@ import { toChatRequest, type ChatRequest } from "./chat-schema.js";
 import { relayChatStream } from "../metering/relays/chat-relay.js";
 import { chatCompletionText } from "../providers/openai/chat-text.js";
 import { deliverJson, deliverStream, localUsage, withPublicModel } from "../metering/deliver.js";
-import { meteredHandler, type InferenceDeps, type RouteSpec } from "../metering/runner.js";
+import { meteredHandler, type Delivery, type InferenceDeps, type RouteSpec } from "../metering/runner.js";
 import { extended } from "../objects.js";
+import { chatImageSlots, deliverChatImages, type ImageSlot } from "../metering/chat-images.js";
+import type { ImageDownload } from "../metering/image-delivery.js";
+import { clientDisconnect } from "../metering/client-disconnect.js";
+import type { JsonResult } from "../providers/types.js";
 
-const chat: RouteSpec<ChatRequest> = {
+const sendJson = (answer: JsonResult, delivery: Delivery<ChatRequest>, text: string) =>
+  deliverJson(delivery, text, answer.usage, () => localUsage(delivery.request.countPrompt, chatCompletionText(answer.body)));
+
+/**
+ * An answer with images: each delivered as a data: URI (src/metering/chat-images.ts), then the answer serialised
+ * again. One that cannot be delivered throws `invalid_output`: 502 `upstream_invalid_output`, the hold voided.
+ */
+async function withImages(answer: JsonResult, delivery: Delivery<ChatRequest>, slots: ImageSlot[], download: ImageDownload) {
+  // The runner stopped watching the client once the upstream answered; a download is worth cancelling too.
+  const stopWatching = clientDisconnect(delivery.c, delivery.upstream);
+  try {
+    await deliverChatImages(slots, download, delivery.upstream);
+  } finally {
+    stopWatching();
+  }
+  answer.body.model = delivery.body.model;
+  return sendJson(answer, delivery, JSON.stringify(answer.body));
+}
+
+const chatRoute = (download: ImageDownload): RouteSpec<ChatRequest> => ({
   route: "/v1/chat/completions",
   clientProtocol: "openai",
   protocols: ["openai"],
@@ -30,10 +53,9 @@ const chat: RouteSpec<ChatRequest> = {
     return adapter.chatCompletions(extended(body, { model: target.upstreamModel }), options);
   },
   json(answer, delivery) {
-    const { body, request } = delivery;
-    return deliverJson(delivery, withPublicModel(answer, body.model), answer.usage, () =>
-      localUsage(request.countPrompt, chatCompletionText(answer.body)),
-    );
+    const images = chatImageSlots(answer.body.choices, "message");
+    if (images) return withImages(answer, delivery, images, download);
+    return sendJson(answer, delivery, withPublicModel(answer, delivery.body.model));
   },
   stream(opened, delivery) {
     const { c, body, request, meter, upstream } = delivery;
@@ -48,12 +70,13 @@ const chat: RouteSpec<ChatRequest> = {
         batches: opened.batches,
         countPrompt: request.countPrompt,
         upstream,
+        download,
       }),
     );
   },
-};
+});
 
 /** POST /v1/chat/completions, JSON and SSE, through the metering path. */
 export function chatRoutes(deps: InferenceDeps) {
-  return new Hono<AppEnv>().post("/chat/completions", meteredHandler(deps, chat));
+  return new Hono<AppEnv>().post("/chat/completions", meteredHandler(deps, chatRoute(deps.download)));
 }

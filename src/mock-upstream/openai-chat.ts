@@ -14,6 +14,7 @@ import {
   toolCallTokens,
 } from "./mock-text.js";
 import { jsonEvent, type MockEvent, playEvents } from "./sse.js";
+import { asksForImage, CHAT_IMAGE_TOKENS, chatImages } from "./openai-chat-images.js";
 
 /**
  * OpenAI `POST /v1/chat/completions`, deterministic: everything in the answer derives from sha256 of the model
@@ -34,6 +35,7 @@ const chatRequest = z.object({
   stream_options: z.object({ include_usage: z.boolean().nullish() }).nullish(),
   tools: z.array(z.looseObject({ type: z.string(), function: z.object({ name: z.string() }).optional() })).nullish(),
   tool_choice: z.union([z.string(), z.looseObject({ type: z.string(), function: z.object({ name: z.string() }).optional() })]).nullish(),
+  modalities: z.array(z.string()).nullish(),
 });
 type ChatRequest = z.infer<typeof chatRequest>;
 
@@ -49,6 +51,8 @@ interface Plan {
   /** Content deltas (text), or argument slices (tool call). */
   pieces: string[];
   toolCall?: ToolCall;
+  /** The answer's `images` (a text answer to a request whose `modalities` has "image"). */
+  images?: object[];
   finishReason: "stop" | "length" | "tool_calls";
   usage: ReturnType<typeof usageOf>;
 }
@@ -68,7 +72,7 @@ function toolChoiceOf(choice: ChatRequest["tool_choice"]): ToolChoice {
   return choice === "none" || choice === "required" ? choice : "auto";
 }
 
-function plan(req: ChatRequest): Plan {
+function plan(req: ChatRequest, images: (id: string) => object[]): Plan {
   const digest = digestOf([req.model, req.messages]);
   const hex = digest.toString("hex");
   const id = `chatcmpl-${hex.slice(0, 24)}`;
@@ -86,7 +90,15 @@ function plan(req: ChatRequest): Plan {
   }
 
   const reply = replyOf(digest, req.max_completion_tokens ?? req.max_tokens);
-  return { id, pieces: reply.pieces, finishReason: reply.truncated ? "length" : "stop", usage: usageOf(prompt, reply.words) };
+  const finishReason = reply.truncated ? "length" : "stop";
+  if (!asksForImage(req.modalities)) return { id, pieces: reply.pieces, finishReason, usage: usageOf(prompt, reply.words) };
+  return {
+    id,
+    pieces: reply.pieces,
+    images: images(hex.slice(0, 24)),
+    finishReason,
+    usage: usageOf(prompt, reply.words + CHAT_IMAGE_TOKENS),
+  };
 }
 
 function jsonAnswer(req: ChatRequest, p: Plan, omitUsage: boolean) {
@@ -98,7 +110,7 @@ function jsonAnswer(req: ChatRequest, p: Plan, omitUsage: boolean) {
         tool_calls: [{ id: p.toolCall.id, type: "function", function: { name: p.toolCall.name, arguments: p.toolCall.arguments } }],
         annotations: [],
       }
-    : { role: "assistant", content: p.pieces.join(""), refusal: null, annotations: [] };
+    : { role: "assistant", content: p.pieces.join(""), refusal: null, annotations: [], ...(p.images ? { images: p.images } : {}) };
   return {
     id: p.id,
     object: "chat.completion",
@@ -140,6 +152,7 @@ function streamEvents(req: ChatRequest, p: Plan, omitUsage: boolean): MockEvent[
   return [
     jsonEvent(chunk(firstDelta)),
     ...p.pieces.map((piece) => jsonEvent(chunk(pieceDelta(piece)), { content: true })),
+    ...(p.images ? [jsonEvent(chunk({ images: p.images }))] : []),
     jsonEvent(chunk({}, p.finishReason)),
     ...(withUsage ? [jsonEvent({ ...base, choices: [], usage: p.usage })] : []),
     { data: "[DONE]" },
@@ -150,6 +163,8 @@ export const openaiChatRoute = new Hono<MockUpstreamEnv>().post("/v1/chat/comple
   const req = await parseBody(c, openai, chatRequest);
   if (req instanceof Response) return req;
   const { omitUsage } = c.get("faults");
-  const p = plan(req);
+  const { image } = c.get("faults");
+  const origin = new URL(c.req.url).origin;
+  const p = plan(req, (id) => chatImages(id, image, origin));
   return req.stream ? playEvents(c, streamEvents(req, p, omitUsage)) : c.json(jsonAnswer(req, p, omitUsage));
 });

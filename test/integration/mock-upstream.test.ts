@@ -1,6 +1,8 @@
 import OpenAI, { AuthenticationError } from "openai";
-import type { ChatCompletionChunk, ChatCompletionCreateParamsNonStreaming } from "openai/resources/chat/completions";
+import type { ChatCompletion, ChatCompletionChunk, ChatCompletionCreateParamsNonStreaming } from "openai/resources/chat/completions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MOCK_IMAGES } from "../../src/mock-upstream/mock-images.js";
+import { CHAT_IMAGE_TOKENS } from "../../src/mock-upstream/openai-chat-images.js";
 import { type MockUpstream, startMockUpstream } from "../../src/mock-upstream/server.js";
 import { postJson } from "../helpers/mock-upstream-client.js";
 import { validateOpenAI } from "../helpers/openapi.js";
@@ -192,6 +194,38 @@ describe("mock upstream: chat completions", () => {
     });
     expect(none.choices[0]!.finish_reason).toBe("stop");
     expect(none.choices[0]!.message.content).toMatch(/^Mock reply/);
+  });
+
+  it('answers with an image when modalities has "image", in message.images and in one stream delta', async () => {
+    type Images = { images?: { type: string; image_url: { url: string } }[] };
+    const ask = (modalities: string[] | undefined, extra: object = {}, faults: Record<string, string> = {}) =>
+      postJson(
+        `${mock.baseUrl}/chat/completions`,
+        Object.assign({ modalities }, hello, extra),
+        Object.assign({ authorization: `Bearer ${API_KEY}` }, faults),
+      );
+    const plain = (await (await ask(undefined)).json()) as ChatCompletion;
+    const textOnly = (await (await ask(["text"])).json()) as ChatCompletion;
+    const withImage = (await (await ask(["image", "text"])).json()) as ChatCompletion;
+    expect(validateOpenAI("CreateChatCompletionResponse", withImage)).toEqual([]);
+    expect(textOnly).toEqual(plain);
+    expect((plain.choices[0]!.message as Images).images).toBeUndefined();
+    const png = `data:image/png;base64,${MOCK_IMAGES.png.toString("base64")}`;
+    expect((withImage.choices[0]!.message as Images).images).toEqual([{ type: "image_url", image_url: { url: png } }]);
+    expect(withImage.choices[0]!.message.content).toBe(plain.choices[0]!.message.content);
+    expect(withImage.usage!.completion_tokens).toBe(plain.usage!.completion_tokens + CHAT_IMAGE_TOKENS);
+
+    const linked = (await (await ask(["image"], {}, { "x-mock-image": "url" })).json()) as ChatCompletion;
+    const link = (linked.choices[0]!.message as Images).images![0]!.image_url.url;
+    expect(link).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mock-images\/[0-9a-f]{24}-0\.png$/);
+    expect(Buffer.from(await (await fetch(link)).arrayBuffer())).toEqual(MOCK_IMAGES.png);
+
+    const { events } = await readSse(await ask(["image", "text"], { stream: true }, { "x-mock-image": "gif" }));
+    const deltas = events
+      .filter((e) => e.data !== "[DONE]")
+      .map((e) => (JSON.parse(e.data) as ChatCompletionChunk).choices[0]!.delta as Images);
+    const gif = `data:image/png;base64,${MOCK_IMAGES.gif.toString("base64")}`;
+    expect(deltas.flatMap((d) => d.images ?? [])).toEqual([{ type: "image_url", image_url: { url: gif } }]);
   });
 });
 

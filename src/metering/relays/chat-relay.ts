@@ -4,14 +4,21 @@ import { countTextTokens } from "../estimate.js";
 import { collectChoicesText } from "../../providers/openai/chat-text.js";
 import { applyEdits, findMembers, type Edit } from "../json-members.js";
 import type { PushedBody } from "../../server/respond.js";
-import { relayStream, type RelayOptions, type RelayProtocol } from "./stream-relay.js";
+import { relayStream, type RelayOptions, type RelayProtocol, type StreamFailure } from "./stream-relay.js";
+import { chatImageSlots, deliverChatImages } from "../chat-images.js";
+import type { ImageDownload } from "../image-delivery.js";
 
-// An OpenAI chat SSE stream as the client gets it: the public model ID replaces the upstream one, and the
-// usage chunk the gateway asked for reaches the client only if the client asked too (settling is relayStream's).
+// An OpenAI chat SSE stream as the client gets it: the public model ID replaces the upstream one, the usage
+// chunk the gateway asked for reaches the client only if the client asked too (settling is relayStream's), and
+// a chunk's images are delivered as data: URIs (../chat-images.ts); one that cannot be ends the stream.
 
 const sse = (json: string) => `data: ${json}\n\n`;
 const DONE = "data: [DONE]\n\n";
 const EDITED = ["model", "usage"] as const;
+const FAILURE_MESSAGES: Record<StreamFailure, string> = {
+  upstream_stream_interrupted: "The upstream stream ended unexpectedly.",
+  upstream_invalid_output: "The upstream provider's output failed the gateway's checks; nothing more was generated for this request.",
+};
 
 export interface ChatStreamOptions extends RelayOptions {
   publicModel: string;
@@ -19,6 +26,8 @@ export interface ChatStreamOptions extends RelayOptions {
   clientWantsUsage: boolean;
   /** Prompt tokens by the tokenizer, for a stream without upstream usage. */
   countPrompt: () => Promise<number>;
+  /** Fetches the image links a chunk may carry (SSRF-checked). */
+  download: ImageDownload;
 }
 
 export function relayChatStream(opts: ChatStreamOptions): PushedBody {
@@ -47,10 +56,13 @@ export function relayChatStream(opts: ChatStreamOptions): PushedBody {
       }),
     );
 
-  /** The chunk as the client gets it: edited in its text when that is unambiguous, else serialised again. */
-  const rewrite = (chunk: Record<string, unknown>, raw: string, dropUsage: boolean): string => {
-    const members = findMembers(raw, EDITED);
-    if (!members) {
+  /**
+   * The chunk as the client gets it: edited in its text when that is unambiguous, else serialised again (and
+   * always when `raw` is null: the chunk was changed, its images delivered).
+   */
+  const rewrite = (chunk: Record<string, unknown>, raw: string | null, dropUsage: boolean): string => {
+    const members = raw === null ? null : findMembers(raw, EDITED);
+    if (raw === null || !members) {
       if (typeof chunk.model === "string") chunk.model = opts.publicModel;
       if (dropUsage) delete chunk.usage;
       return JSON.stringify(chunk);
@@ -63,19 +75,27 @@ export function relayChatStream(opts: ChatStreamOptions): PushedBody {
     return applyEdits(raw, edits);
   };
 
+  /** One upstream chunk as the client's text; `raw` as for rewrite. */
+  const relayChunk = (chunk: Record<string, unknown>, raw: string | null): string => {
+    lastId = chunk.id ?? lastId;
+    lastCreated = chunk.created ?? lastCreated;
+    const reported = chunk.usage === undefined || chunk.usage === null ? null : convertOpenAIUsage(chunk.usage);
+    if (reported) usage = reported;
+    collectChoicesText(chunk.choices, "delta", delivered);
+    if (!opts.clientWantsUsage && Array.isArray(chunk.choices) && chunk.choices.length === 0 && chunk.usage !== undefined) return "";
+    return sse(rewrite(chunk, raw, !opts.clientWantsUsage));
+  };
+
   const protocol: RelayProtocol = {
     transform(event: StreamEvent, ctx) {
       if ("done" in event) {
         return opts.clientWantsUsage && !usage && ctx.delivered ? ctx.localUsage().then((u) => usageChunk(u) + DONE) : DONE;
       }
       const chunk = event.data;
-      lastId = chunk.id ?? lastId;
-      lastCreated = chunk.created ?? lastCreated;
-      const reported = chunk.usage === undefined || chunk.usage === null ? null : convertOpenAIUsage(chunk.usage);
-      if (reported) usage = reported;
-      collectChoicesText(chunk.choices, "delta", delivered);
-      if (!opts.clientWantsUsage && Array.isArray(chunk.choices) && chunk.choices.length === 0 && chunk.usage !== undefined) return "";
-      return sse(rewrite(chunk, event.raw, !opts.clientWantsUsage));
+      const images = chatImageSlots(chunk.choices, "delta");
+      // Nothing of a chunk whose images fail counts, its usage included: the stream ends before it (stream-relay.ts).
+      if (images) return deliverChatImages(images, opts.download, opts.upstream).then(() => relayChunk(chunk, null));
+      return relayChunk(chunk, event.raw);
     },
     usage: () => usage,
     countLocal: async () => ({
@@ -83,13 +103,13 @@ export function relayChatStream(opts: ChatStreamOptions): PushedBody {
       completionTokens: await countTextTokens(delivered.join("")),
       cachedTokens: 0,
     }),
-    errorFrame: (requestId) =>
+    errorFrame: (requestId, code) =>
       sse(
         JSON.stringify({
           error: {
-            message: "The upstream stream ended unexpectedly.",
+            message: FAILURE_MESSAGES[code],
             type: "api_error",
-            code: "upstream_stream_interrupted",
+            code,
             param: null,
             request_id: requestId,
           },

@@ -1,5 +1,6 @@
 import type { Meter } from "../meter.js";
-import type { EventStream, StreamEvent, UpstreamError, UsageReport } from "../../providers/types.js";
+import type { EventStream, StreamEvent, UsageReport } from "../../providers/types.js";
+import { UpstreamError } from "../../providers/types.js";
 import type { BodySink, PushedBody } from "../../server/respond.js";
 import type { UpstreamAbort } from "../../providers/upstream-abort.js";
 
@@ -24,9 +25,16 @@ export interface RelayProtocol {
   usage(): UsageReport | null;
   /** The local count: the prompt by the tokenizer plus what was delivered. */
   countLocal(): Promise<UsageReport>;
-  /** The in-band error the client gets when the upstream drops a stream that had begun. */
-  errorFrame(requestId: string): string;
+  /**
+   * The in-band error the client gets when a stream that had begun cannot go on: the upstream dropped it
+   * (`upstream_stream_interrupted`), or an event failed the gateway's checks (`upstream_invalid_output`: an
+   * image that cannot be delivered, src/metering/chat-images.ts).
+   */
+  errorFrame(requestId: string, code: StreamFailure): string;
 }
+
+/** Why a stream that had begun ended early (the request log's code, and the error event's). */
+export type StreamFailure = "upstream_stream_interrupted" | "upstream_invalid_output";
 
 export interface RelayOptions {
   meter: Meter;
@@ -75,7 +83,7 @@ export function relayStream(opts: RelayOptions, protocol: RelayProtocol): Pushed
   let queue: Promise<void> | undefined;
 
   // Nothing delivered: the hold is voided (a stream that ended empty counts as interrupted).
-  const settle = (status: number, code: "client_closed_request" | "upstream_stream_interrupted" | null) => {
+  const settle = (status: number, code: "client_closed_request" | StreamFailure | null) => {
     if (!meter.delivered) return meter.fail(null, code === "client_closed_request" ? 499 : 502, code ?? "upstream_stream_interrupted");
     const usage = protocol.usage();
     if (usage) return meter.settle(usage, "upstream", status, code);
@@ -90,13 +98,18 @@ export function relayStream(opts: RelayOptions, protocol: RelayProtocol): Pushed
     upstream.abort();
   };
 
-  /** Dropped or broken upstream after delivery began: bill what was delivered, tell the client in-band. */
-  const broken = () => {
+  /**
+   * Dropped or broken upstream, or an event refused, after the answer began: bill what was delivered (nothing:
+   * the hold is released), stop the upstream so that nothing more is generated, tell the client in-band.
+   */
+  const broken = (err?: unknown) => {
     if (over) return;
     over = true;
-    void settle(200, "upstream_stream_interrupted");
+    const code =
+      err instanceof UpstreamError && err.failure === "invalid_output" ? "upstream_invalid_output" : "upstream_stream_interrupted";
+    void settle(200, code);
     upstream.abort();
-    out.write(protocol.errorFrame(opts.requestId));
+    out.write(protocol.errorFrame(opts.requestId, code));
     out.end();
   };
 
@@ -133,8 +146,8 @@ export function relayStream(opts: RelayOptions, protocol: RelayProtocol): Pushed
         }
         text += marked(transformed);
       }
-    } catch {
-      return broken();
+    } catch (err) {
+      return broken(err);
     }
     write(text);
   };
@@ -149,7 +162,7 @@ export function relayStream(opts: RelayOptions, protocol: RelayProtocol): Pushed
     } else if (error.failure === "aborted" || upstream.aborted) {
       cancel();
     } else {
-      broken();
+      broken(error);
     }
   };
 
