@@ -106,15 +106,15 @@ export function imageEditRelay(
     // else the per-image fallback of what was completed (`estimated`).
     usage: () => (images > 0 && !usageMissing ? bill(completed()) : null),
     countLocal: async () => bill(completed()),
-    errorFrame: () =>
+    errorFrame: (_requestId, code) =>
       frame(
         "error",
         JSON.stringify({
           type: "error",
           error: {
-            message: "The upstream stream ended unexpectedly.",
+            message: code === "upstream_invalid_output" ? "The upstream sent an invalid image." : "The upstream stream ended unexpectedly.",
             type: "upstream_error",
-            code: "upstream_stream_interrupted",
+            code,
             param: null,
           },
         }),
