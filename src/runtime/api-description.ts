@@ -7,6 +7,7 @@ import { userQuotaOperations } from "../account/quota-route.js";
 import { userRequestOperations } from "../analytics/routes.js";
 import { authOperations } from "../auth/routes.js";
 import { inferenceOperations } from "../inference/operations.js";
+import { videoOperations } from "../media/video-operations.js";
 import { packageRoot } from "../package-root.js";
 import { ours, type OperationDescription } from "../server/api-description.js";
 import type { AppEnv } from "../server/context.js";
@@ -51,6 +52,7 @@ export function apiOperations(): OperationDescription[] {
     describeDescription,
     ...metricsOperations,
     ...inferenceOperations,
+    ...videoOperations,
     ...authOperations,
     ...userRequestOperations,
     ...userQuotaOperations,
