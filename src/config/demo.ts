@@ -14,6 +14,7 @@ export function demoConfig(mockUrl: string, mockApiKey: string): ConfigInput {
       "mock-anthropic": { protocol: "anthropic", base_url: mockUrl, ...mock },
       "mock-gemini": { protocol: "gemini", base_url: mockUrl, ...mock },
       "mock-eval": { protocol: "systemone", base_url: mockUrl, ...mock },
+      "mock-video": { protocol: "video", base_url: `${mockUrl}/v1`, api_key: mockApiKey },
     },
     models: {
       "demo-small": { kind: "chat", upstream: "mock-gpt-small", targets: ["mock"], owned_by: "demo" },
@@ -34,13 +35,21 @@ export function demoConfig(mockUrl: string, mockApiKey: string): ConfigInput {
         reseller_price: { input_usd_per_million: 0.1 },
         reseller_aliases: ["demo-judge-resale"],
       },
+      // Video jobs (POST /v1/video/generations): 100 units per second of video, 5-second videos by default.
+      "demo-video": {
+        kind: "video",
+        upstream: "mock-video",
+        targets: ["mock-video"],
+        owned_by: "demo",
+        video_price: { units_per_second: 100, default_seconds: 5, max_seconds: 20 },
+      },
     },
     plans: {
       free: { daily_tokens: 200_000, weekly_resets: 1, context_limit: 128_000 },
       pro: { daily_tokens: 5_000_000, weekly_resets: 3, context_limit: 200_000 },
     },
     default_plan: "free",
-    // The mock answers some images with links to itself, on loopback: downloaded only when allowed.
+    // The mock answers some images with links to itself, and serves its videos, on loopback: downloaded only when allowed.
     media: { download: { allow_private: ["127.0.0.1", "::1"] } },
   };
 }

@@ -30,6 +30,9 @@ export const providerSchema = z.strictObject({
 
 const MiB = 1024 * 1024;
 
+/** The longest video a request may ask for on any model (docs/api.md, "Video"). */
+export const MAX_VIDEO_SECONDS = 600;
+
 /**
  * The most bytes of one upstream JSON answer (2xx) the gateway reads, per upstream capability: the answer is
  * held whole (text, then its parse) to be checked and reshaped, so without a cap a broken or hostile upstream
@@ -77,6 +80,20 @@ const modelSchema = z.strictObject({
   reseller_price: z.strictObject({ input_usd_per_million: z.number().nonnegative() }).optional(),
   /** systemone: token limits of the input, instead of the version's own (1.13: 64,000 and 32,000). */
   token_limits: z.strictObject({ total: z.int().positive(), state_plus_question: z.int().positive() }).optional(),
+  /** video (required there): quota per second of video produced, and the durations a request may ask for (docs/billing.md). */
+  video_price: z
+    .strictObject({
+      units_per_second: z.number().nonnegative(),
+      /** Held and charged per video when a request names no `duration`. */
+      default_seconds: z.number().positive().max(MAX_VIDEO_SECONDS).default(5),
+      /** The longest `duration` a request may ask for (400 above it). */
+      max_seconds: z.number().positive().max(MAX_VIDEO_SECONDS).default(60),
+    })
+    .refine((p) => p.default_seconds <= p.max_seconds, {
+      message: "default_seconds must not exceed max_seconds",
+      path: ["default_seconds"],
+    })
+    .optional(),
 });
 
 /** The upstream's price of one evaluator version or upstream model name, USD per million tokens. */
@@ -139,6 +156,26 @@ const mediaSchema = z
         native_usage_models: z.array(z.string().min(1)).default([...DEFAULT_NATIVE_IMAGE_MODELS]),
       })
       .prefault({}),
+    /** Video jobs (docs/api.md, "Video"): how the background task polls their upstreams, and how long a job may run. */
+    video: z
+      .strictObject({
+        poll_interval_seconds: z.int().positive().max(3600).default(5),
+        /** A job still running after this long is failed and its hold voided. */
+        job_timeout_seconds: z
+          .int()
+          .positive()
+          .default(6 * 3600),
+        /** The durable hold's expiry: a job whose task never ran again (no worker at all) gives its units back then. */
+        hold_expiry_seconds: z
+          .int()
+          .positive()
+          .default(24 * 3600),
+      })
+      .prefault({})
+      .refine((v) => v.hold_expiry_seconds > v.job_timeout_seconds, {
+        message: "hold_expiry_seconds must be longer than job_timeout_seconds (a running job must keep its hold)",
+        path: ["hold_expiry_seconds"],
+      }),
     download: z
       .strictObject({
         max_bytes: z
@@ -300,6 +337,10 @@ export const configSchema = z
           ctx.addIssue({ code: "custom", path: ["models", modelId, key], message: `only systemone models take ${key}` });
         }
       }
+      if ((model.video_price !== undefined) !== (model.kind === "video")) {
+        const message = model.kind === "video" ? "video models need video_price" : "only video models take video_price";
+        ctx.addIssue({ code: "custom", path: ["models", modelId, "video_price"], message });
+      }
       model.reseller_aliases.forEach((alias, i) => {
         const taken = publicIds.get(alias);
         if (taken !== undefined) {
@@ -358,3 +399,4 @@ export type PlanConfig = z.infer<typeof planSchema>;
 export type UpstreamAnswerLimits = z.infer<typeof upstreamAnswerLimitsSchema>;
 export type RetentionConfig = Config["retention"];
 export type MediaDownloadConfig = Config["media"]["download"];
+export type VideoJobsConfig = Config["media"]["video"];

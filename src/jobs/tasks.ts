@@ -3,6 +3,8 @@ import { pruneRequestLogs } from "../analytics/retention-sql.js";
 import type { SessionService } from "../auth/types.js";
 import type { RetentionConfig } from "../config/schema.js";
 import type { Pool } from "../db/pool.js";
+import { POLL_VIDEO_TASK, pollJobKey } from "../media/video-jobs.js";
+import { pollVideoJob, type VideoPollDeps } from "../media/video-poll.js";
 import { pruneLedger, type QuotaLedger } from "../quota/index.js";
 
 export interface JobDeps {
@@ -10,6 +12,8 @@ export interface JobDeps {
   ledger: QuotaLedger;
   pool: Pool;
   retention: RetentionConfig;
+  /** What the video poll needs: the upstreams, the ledger and the job rows. */
+  video: VideoPollDeps;
 }
 
 /** Payload type of every task, declared once per task name. */
@@ -17,6 +21,7 @@ export interface TaskPayloads {
   prune_auth: Record<string, unknown>;
   expire_ledger: Record<string, unknown>;
   ledger_retention: Record<string, unknown>;
+  poll_video: { job_id: string };
 }
 
 // Delivery is at least once: every task must be safe to run twice.
@@ -59,8 +64,31 @@ function ledgerRetention(deps: JobDeps): Task {
   };
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+// Polls one video job's upstream and, once it ends, settles or releases its durable hold exactly once
+// (src/media/video-poll.ts says why running it twice, or on two processes, is safe). A running job schedules
+// its next poll under the job's key, so each job has at most one poll waiting.
+function pollVideo(deps: JobDeps): Task {
+  return async (payload, helpers) => {
+    const jobId = (payload as Partial<TaskPayloads["poll_video"]> | null)?.job_id;
+    if (typeof jobId !== "string" || !UUID.test(jobId)) {
+      helpers.logger.error("poll_video: payload without a job id, dropped");
+      return;
+    }
+    await pollVideoJob(deps.video, jobId, async (id, runAt) => {
+      await helpers.addJob(POLL_VIDEO_TASK, { job_id: id }, { runAt, jobKey: pollJobKey(id) });
+    });
+  };
+}
+
 export function taskList(deps: JobDeps): TaskList & Record<keyof TaskPayloads, Task> {
-  return { prune_auth: pruneAuth(deps), expire_ledger: expireLedger(deps), ledger_retention: ledgerRetention(deps) };
+  return {
+    prune_auth: pruneAuth(deps),
+    expire_ledger: expireLedger(deps),
+    ledger_retention: ledgerRetention(deps),
+    poll_video: pollVideo(deps),
+  };
 }
 
 // jobKey keeps one pending run per task even when several gateway processes share the schedule.

@@ -11,6 +11,7 @@ import { MOCK_IMAGES_PATH } from "./openai-images-output.js";
 import { openaiModelsRoute } from "./openai-models.js";
 import { openaiResponsesRoute } from "./openai-responses.js";
 import { systemoneRoute } from "./systemone.js";
+import { MOCK_VIDEOS_PATH, videoRoute } from "./video.js";
 
 /** One entry per route file; a new route adds its file here (a new vendor also adds its dialect in ./dialects.ts). */
 const routes: Hono<MockUpstreamEnv>[] = [
@@ -22,6 +23,7 @@ const routes: Hono<MockUpstreamEnv>[] = [
   anthropicMessagesRoute,
   geminiGenerateRoute,
   systemoneRoute,
+  videoRoute,
 ];
 
 /**
@@ -39,7 +41,7 @@ export function createMockUpstreamApp(opts: { apiKey?: string } = {}): Hono<Mock
   if (apiKey !== undefined) {
     app.use("*", async function mockAuth(c, next) {
       // The images an answer links to are fetched without the provider's key, as signed links are.
-      if (c.req.path.startsWith(`${MOCK_IMAGES_PATH}/`)) return next();
+      if (c.req.path.startsWith(`${MOCK_IMAGES_PATH}/`) || c.req.path.startsWith(`${MOCK_VIDEOS_PATH}/`)) return next();
       const dialect = dialectFor(c.req.path);
       if (!dialect.hasKey(c, apiKey)) return dialect.unauthorized(c);
       await next();

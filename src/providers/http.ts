@@ -57,16 +57,17 @@ interface PostOptions {
   path: string;
   /** Every request header, content-type included. */
   headers: Record<string, string>;
-  body: string;
+  /** JSON text to POST; null for a GET. */
+  body: string | null;
   signal: UpstreamSignal;
 }
 
-/** POSTs JSON; a non-2xx answer becomes an UpstreamError after its body is discarded unread. */
+/** POSTs JSON (or GETs); a non-2xx answer becomes an UpstreamError after its body is discarded unread. */
 async function postJson(opts: PostOptions): Promise<Dispatcher.ResponseData> {
   let res: Dispatcher.ResponseData;
   try {
     res = await opts.pool.request({
-      method: "POST",
+      method: opts.body === null ? "GET" : "POST",
       path: opts.path,
       headers: opts.headers,
       body: opts.body,
@@ -134,6 +135,18 @@ export function postToEndpoint(
     // The provider's own headers win: a client header never replaces a credential or the API version.
     headers: options.clientHeaders ? extended(options.clientHeaders, headers) : headers,
     body: typeof body === "string" ? body : JSON.stringify(body),
+    signal: options.signal,
+  });
+}
+
+/** GETs `{endpoint path}{suffix}` with the provider's key (a job's status); answered like a POST. */
+export function getFromEndpoint(endpoint: Endpoint, options: CallOptions, suffix: string): Promise<Dispatcher.ResponseData> {
+  return postJson({
+    pool: endpoint.pool,
+    provider: endpoint.provider,
+    path: endpoint.path + suffix,
+    headers: options.apiKey === undefined ? endpoint.headers.json : endpoint.headersFor(options.apiKey, false),
+    body: null,
     signal: options.signal,
   });
 }

@@ -3,6 +3,7 @@ import { createAnthropicAdapter } from "./anthropic/index.js";
 import { createGeminiAdapter } from "./gemini/index.js";
 import { createOpenAIAdapter } from "./openai/index.js";
 import { createSystemOneAdapter } from "./systemone/index.js";
+import { createVideoAdapter } from "./video/index.js";
 import type { ProviderAdapter } from "./types.js";
 
 /** Builds one provider's adapter; each capability reads its JSON answers under its own cap from `limits`. */
@@ -14,6 +15,7 @@ export const adapterFactories: Partial<Record<ProviderConfig["protocol"], Adapte
   anthropic: createAnthropicAdapter,
   gemini: createGeminiAdapter,
   systemone: createSystemOneAdapter,
+  video: createVideoAdapter,
 };
 
 export interface Providers {

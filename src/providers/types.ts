@@ -114,7 +114,24 @@ export interface ProviderAdapter {
    * is: the client's own bytes with the model replaced, so nested JSON reaches the evaluator exactly.
    */
   evaluate?: (body: string, options: CallOptions) => Promise<JsonResult>;
+  /** The `video` protocol's `POST {base_url}/video/generations`: starts an upstream job (docs/mock-upstream.md, "Video"). */
+  videoSubmit?: (body: Record<string, unknown>, options: CallOptions) => Promise<VideoJobReport>;
+  /** `GET {base_url}/video/generations/{upstream id}`: the job's status, and its videos once completed. */
+  videoStatus?: (upstreamId: string, options: CallOptions) => Promise<VideoJobReport>;
   close(): Promise<void>;
+}
+
+export const VIDEO_JOB_STATUSES = ["queued", "in_progress", "completed", "failed"] as const;
+
+export type VideoJobStatus = (typeof VIDEO_JOB_STATUSES)[number];
+
+/** An upstream video job as the adapter read it: never its error text, only what the gateway acts on. */
+export interface VideoJobReport {
+  /** The upstream's job id (kept by the gateway, never shown to a client). */
+  id: string;
+  status: VideoJobStatus;
+  /** A completed job's videos (at least one); empty otherwise. */
+  videos: { url: string; durationSeconds: number | null }[];
 }
 
 /**

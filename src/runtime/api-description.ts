@@ -8,6 +8,7 @@ import { userRequestOperations } from "../analytics/routes.js";
 import { authOperations } from "../auth/routes.js";
 import { inferenceOperations } from "../inference/operations.js";
 import { mediaOperations } from "../media/operations.js";
+import { videoOperations } from "../media/video-operations.js";
 import { packageRoot } from "../package-root.js";
 import { ours, type OperationDescription } from "../server/api-description.js";
 import type { AppEnv } from "../server/context.js";
@@ -53,6 +54,7 @@ export function apiOperations(): OperationDescription[] {
     ...metricsOperations,
     ...inferenceOperations,
     ...mediaOperations,
+    ...videoOperations,
     ...authOperations,
     ...userRequestOperations,
     ...userQuotaOperations,

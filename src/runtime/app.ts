@@ -17,6 +17,7 @@ import { responsesRoutes } from "../inference/responses-route.js";
 import { systemoneRoutes } from "../inference/systemone-route.js";
 import { modelListRoutes, nativeModelListRoutes } from "../inference/models-route.js";
 import { imageRoutes } from "../media/image-routes.js";
+import { videoRoutes } from "../media/video-routes.js";
 import type { Metering } from "../metering/meter.js";
 import type { Exposition, Metrics } from "../metrics/recorders.js";
 import type { Providers } from "../providers/registry.js";
@@ -24,6 +25,7 @@ import type { SafeDownloader } from "../providers/safe-download.js";
 import { userQuotaRoutes } from "../account/quota-route.js";
 import type { ResellerAccounts } from "../account/reseller-accounts.js";
 import { resellerAdminRoutes, resellerUserRoutes } from "../account/reseller-routes.js";
+import type { Clock } from "../quota/clock.js";
 import type { QuotaLedger } from "../quota/types.js";
 import type { BodyBudget } from "../server/body-budget.js";
 import type { AppEnv } from "../server/context.js";
@@ -53,6 +55,8 @@ export interface AppDeps {
   resellers: ResellerAccounts;
   /** The instance's recorders; `exposition` null when metrics are off. */
   metrics: Metrics;
+  /** The clock of every rule that reads the date (the ledger's): a video job's hold expiry and deadline. */
+  clock: Clock;
 }
 
 /**
@@ -102,6 +106,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route("/compatible", generateContentRoutes(inference));
   app.route("/native", nativeModelListRoutes(deps.catalog, config));
   app.route("/", systemoneRoutes(inference, deps.bodyBudget));
+  const { catalog, providers, metering, ledger, pool, clock, download } = deps;
+  app.route("/v1", videoRoutes({ config, catalog, providers, metering, ledger, pool, clock, download, bodyLimit }));
   // The views are reads: a dead connection is retried, and they wait for the database no longer than a request.
   const read = requestRead(config.database.request_timeout_ms, (err) => deps.health.failed(err, "view"));
   app.route("/api/v1/auth", authRoutes({ sessions: auth.sessions, config, bodyLimit }));

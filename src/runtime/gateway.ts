@@ -6,7 +6,7 @@ import { startWorker, type BackgroundWorker } from "../jobs/worker.js";
 import { createApp, createMetricsApp } from "./app.js";
 import { listen, type HttpServer } from "../server/listen.js";
 import { openDatabase } from "./database.js";
-import { createServices, type Services } from "./services.js";
+import { createServices, videoPollDeps, type Services } from "./services.js";
 
 export interface GatewayOptions {
   config: Config;
@@ -62,6 +62,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
           ledger: services.ledger,
           pool: db.pool,
           retention: config.retention,
+          video: videoPollDeps(services),
         },
       });
       cleanups.push(() => worker!.stop());

@@ -8,6 +8,7 @@ import { createAuthServices } from "../auth/index.js";
 import { createCatalog } from "../catalog/catalog.js";
 import type { Config } from "../config/schema.js";
 import type { Pool, TimedQuery } from "../db/pool.js";
+import type { VideoPollDeps } from "../media/video-poll.js";
 import { createMetering } from "../metering/meter.js";
 import { createPrometheusMetrics } from "../metrics/prometheus.js";
 import { noMetrics } from "../metrics/recorders.js";
@@ -40,6 +41,12 @@ export interface ServiceOptions {
   serving?: boolean;
   /** The clock of every rule that reads the date (tests move it). */
   clock?: Clock;
+}
+
+/** What the video poll task needs of a process's services (src/media/video-poll.ts). */
+export function videoPollDeps(services: Services): VideoPollDeps {
+  const { pool, ledger, providers, config, logger, clock } = services;
+  return { pool, ledger, providers, config, clock, logger };
 }
 
 /** The composition root shared by `serve`, the admin commands and the tests. */
@@ -116,6 +123,7 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
     bodyBudget,
     resellers: createResellerAccounts({ ledger, users: auth.users }),
     metrics,
+    clock,
     async close() {
       await expiry?.stop();
       await metering.drain();

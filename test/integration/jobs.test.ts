@@ -2,13 +2,20 @@ import { quickAddJob, runOnce } from "graphile-worker";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { crontab, taskList, type JobDeps } from "../../src/jobs/tasks.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import { videoPollDeps } from "../../src/runtime/services.js";
 
 describe("background jobs", () => {
   let gw: TestGateway;
   let deps: JobDeps;
   beforeAll(async () => {
     gw = await startTestGateway();
-    deps = { sessions: gw.services.auth.sessions, ledger: gw.services.ledger, pool: gw.db.pool, retention: gw.services.config.retention };
+    deps = {
+      sessions: gw.services.auth.sessions,
+      ledger: gw.services.ledger,
+      pool: gw.db.pool,
+      retention: gw.services.config.retention,
+      video: videoPollDeps(gw.services),
+    };
   });
   afterAll(() => gw.close());
 

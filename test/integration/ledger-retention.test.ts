@@ -14,7 +14,7 @@ import {
   type QuotaLedger,
   type ReserveInput,
 } from "../../src/quota/index.js";
-import { createServices } from "../../src/runtime/services.js";
+import { createServices, videoPollDeps } from "../../src/runtime/services.js";
 import { createLogger } from "../../src/server/logger.js";
 import type { TestDatabase } from "../helpers/db.js";
 import { testConfig } from "../helpers/gateway-app.js";
@@ -468,7 +468,13 @@ describe("retention of the ledger and the request log", () => {
       const logger = new Logger(
         () => (level, message) => void (level === "info" && message.startsWith("retention") && lines.push(message)),
       );
-      const tasks = taskList({ sessions: services.auth.sessions, ledger, pool: db.pool, retention: services.config.retention });
+      const tasks = taskList({
+        sessions: services.auth.sessions,
+        ledger,
+        pool: db.pool,
+        retention: services.config.retention,
+        video: videoPollDeps(services),
+      });
       await quickAddJob({ pgPool: db.pool }, "ledger_retention", {});
       await runOnce({ pgPool: db.pool, taskList: tasks, logger });
       // Completion is not awaited by runOnce: poll for the job's deletion, which proves it did not fail.

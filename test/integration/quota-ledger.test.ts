@@ -11,7 +11,7 @@ import {
   type QuotaLedger,
   type ReserveInput,
 } from "../../src/quota/index.js";
-import { createServices, type Services } from "../../src/runtime/services.js";
+import { createServices, videoPollDeps, type Services } from "../../src/runtime/services.js";
 import { createLogger } from "../../src/server/logger.js";
 import type { TestDatabase } from "../helpers/db.js";
 import { useLedgerFixture } from "../helpers/ledger-fixture.js";
@@ -262,7 +262,13 @@ describe("quota ledger", () => {
       const { ledger: deadLedger, instance: dead } = await deadProcess();
       const h = await hold(user, 40n, {}, deadLedger);
       await lastSeen(dead.id, "25 hours");
-      const tasks = taskList({ sessions: services.auth.sessions, ledger, pool: db.pool, retention: services.config.retention });
+      const tasks = taskList({
+        sessions: services.auth.sessions,
+        ledger,
+        pool: db.pool,
+        retention: services.config.retention,
+        video: videoPollDeps(services),
+      });
       await quickAddJob({ pgPool: db.pool }, "expire_ledger", {});
       await runOnce({ pgPool: db.pool, taskList: tasks });
       expect((await leaseRows(h.accountId)).map((l) => l.status)).toEqual(["expired"]);

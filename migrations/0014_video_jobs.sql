@@ -1,0 +1,30 @@
+CREATE TABLE "video_jobs" (
+	"id" uuid PRIMARY KEY NOT NULL,
+	"user_id" uuid NOT NULL,
+	"key_id" uuid,
+	"request_id" text NOT NULL,
+	"public_model" text NOT NULL,
+	"provider" text NOT NULL,
+	"upstream_model" text NOT NULL,
+	"upstream_job_id" text NOT NULL,
+	"fallback_path" text[] NOT NULL,
+	"status" text NOT NULL,
+	"hold_id" uuid NOT NULL,
+	"held" bigint NOT NULL,
+	"seconds" numeric NOT NULL,
+	"n" integer NOT NULL,
+	"rate_num" numeric NOT NULL,
+	"rate_den" numeric NOT NULL,
+	"charged" bigint,
+	"videos" jsonb,
+	"error_code" text,
+	"received_at" timestamp with time zone NOT NULL,
+	"created_at" timestamp with time zone NOT NULL,
+	"updated_at" timestamp with time zone NOT NULL,
+	"ended_at" timestamp with time zone,
+	"deadline" timestamp with time zone NOT NULL,
+	CONSTRAINT "video_jobs_request_id_unique" UNIQUE("request_id"),
+	CONSTRAINT "video_jobs_amounts_nonnegative" CHECK ("video_jobs"."held" >= 0 and ("video_jobs"."charged" is null or "video_jobs"."charged" >= 0))
+);
+--> statement-breakpoint
+CREATE INDEX "video_jobs_user_created_idx" ON "video_jobs" USING btree ("user_id","created_at");

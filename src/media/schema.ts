@@ -1,0 +1,50 @@
+import { sql } from "drizzle-orm";
+import { bigint, check, index, integer, jsonb, numeric, pgTable, text, timestamp, uuid } from "drizzle-orm/pg-core";
+
+// Video generation jobs (docs/api.md, "Video"): one row per accepted submission, created with its poll task
+// (src/media/video-jobs.ts) and ended once by it (completed or failed) in the transaction that writes the
+// submission's request-log row. The upstream's job id and video URLs stay here: no client ever sees them.
+export const videoJobs = pgTable(
+  "video_jobs",
+  {
+    // The gateway's job id, the one clients see.
+    id: uuid("id").primaryKey(),
+    // No foreign keys, as for request_logs: a job outlives a deleted key and is still settled.
+    userId: uuid("user_id").notNull(),
+    keyId: uuid("key_id"),
+    // The submission's X-Request-Id: the request-log row the job writes when it ends.
+    requestId: text("request_id").notNull().unique(),
+    publicModel: text("public_model").notNull(),
+    provider: text("provider").notNull(),
+    upstreamModel: text("upstream_model").notNull(),
+    upstreamJobId: text("upstream_job_id").notNull(),
+    // Providers tried before the one that accepted the job.
+    fallbackPath: text("fallback_path").array().notNull(),
+    status: text("status", { enum: ["queued", "in_progress", "completed", "failed"] }).notNull(),
+    // The durable hold (quota_holds.id) and what it held.
+    holdId: uuid("hold_id").notNull(),
+    held: bigint("held", { mode: "bigint" }).notNull(),
+    // Seconds per video the request asked for (or the model's default), and how many videos.
+    seconds: numeric("seconds").notNull(),
+    n: integer("n").notNull(),
+    // The exact quota per second of video at submission (src/billing/video-quota.ts): a config change never
+    // reprices a job already running.
+    rateNum: numeric("rate_num").notNull(),
+    rateDen: numeric("rate_den").notNull(),
+    // Set when the job ends: what the ledger posted, the videos ([{url, duration}]), the gateway's error code.
+    charged: bigint("charged", { mode: "bigint" }),
+    videos: jsonb("videos"),
+    errorCode: text("error_code"),
+    // When the submission arrived, when the upstream accepted it, the last status change, when it ended, and
+    // when the task gives up on a job still running (media.video.job_timeout_seconds).
+    receivedAt: timestamp("received_at", { withTimezone: true }).notNull(),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull(),
+    updatedAt: timestamp("updated_at", { withTimezone: true }).notNull(),
+    endedAt: timestamp("ended_at", { withTimezone: true }),
+    deadline: timestamp("deadline", { withTimezone: true }).notNull(),
+  },
+  (t) => [
+    index("video_jobs_user_created_idx").on(t.userId, t.createdAt),
+    check("video_jobs_amounts_nonnegative", sql`${t.held} >= 0 and (${t.charged} is null or ${t.charged} >= 0)`),
+  ],
+);

@@ -1,0 +1,106 @@
+import { Hono } from "hono";
+import { GatewayError, errors } from "../errors.js";
+import { SafeDownloadError, type Download, type SafeDownloader } from "../providers/safe-download.js";
+import { readUpstreamKey } from "../metering/upstream-key.js";
+import { readJsonBody, validate } from "../server/body.js";
+import type { AppEnv } from "../server/context.js";
+import { videoJobObject } from "./video-job-object.js";
+import { findVideoJob } from "./video-jobs.js";
+import { VIDEO_ROUTE } from "./video-request-row.js";
+import { videoRequestSchema, type VideoRequest } from "./video-request-schema.js";
+import { submitVideo, type VideoDeps } from "./video-submit.js";
+
+// POST /v1/video/generations and GET /v1/video/generations/{id} (docs/api.md, "Video"). API-key auth is mounted
+// on /v1/* by the app; a job is readable only by its owner (any key of the same user).
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const FIELDS = new Set(Object.keys(videoRequestSchema.shape));
+
+/** The body checked field by field; an unknown field is a 400 naming it (provider settings go in provider_options). */
+export function parseVideoRequest(value: unknown): VideoRequest {
+  if (value !== null && typeof value === "object" && !Array.isArray(value)) {
+    const unknown = Object.keys(value).find((name) => !FIELDS.has(name));
+    if (unknown !== undefined) {
+      throw errors.badRequest(`Unknown field ${unknown}: provider-specific settings go in provider_options.`, unknown, "invalid_value");
+    }
+  }
+  return validate(videoRequestSchema, value);
+}
+
+export interface VideoRouteDeps extends VideoDeps {
+  bodyLimit: number;
+  /** Fetches the upstream's video for the content route (SSRF-checked, capped by media.download.max_bytes). */
+  download: SafeDownloader;
+}
+
+/** What a served video is sent as unless the upstream says another video type. */
+const VIDEO_TYPE = /^video\/[\w.+-]+$/;
+
+export function videoRoutes(deps: VideoRouteDeps) {
+  const notFound = (id: string) => errors.notFound(`No video generation job '${id}' for this account.`);
+  return (
+    new Hono<AppEnv>()
+      .post("/video/generations", async (c) => {
+        const receivedAt = deps.clock.now();
+        const key = c.get("apiKey");
+        const start = {
+          requestId: c.get("requestId"),
+          route: VIDEO_ROUTE,
+          clientProtocol: "openai",
+          key,
+          modelId: "",
+          startedAt: performance.now(),
+          streamed: false,
+        };
+        c.set("metered", start);
+        let request: VideoRequest;
+        try {
+          // A job is polled later, by any process: a client's own upstream key would have to be stored for that.
+          if (readUpstreamKey(c) !== undefined) {
+            throw errors.badRequest(
+              "Video jobs do not take a client's own upstream key; send the request without it.",
+              null,
+              "upstream_key_not_accepted",
+            );
+          }
+          const { value } = await readJsonBody(c, deps.bodyLimit);
+          request = parseVideoRequest(value);
+          start.modelId = request.model;
+        } catch (err) {
+          deps.metering.logRejected(start, err);
+          throw err;
+        }
+        const job = await submitVideo(deps, start, key, request, receivedAt);
+        return c.json(videoJobObject(job));
+      })
+      .get("/video/generations/:id", async (c) => {
+        const id = c.req.param("id");
+        // Another user's job reads exactly as a job that does not exist: no oracle of ids.
+        const job = UUID.test(id) ? await findVideoJob(deps.pool, id, c.get("apiKey").userId) : null;
+        if (!job) throw notFound(id);
+        return c.json(videoJobObject(job));
+      })
+      // The video itself, fetched from the upstream's URL (never shown to the client) through the SSRF-checked
+      // downloader: whole, under media.download.max_bytes, then sent (docs/api.md, "Video").
+      .get("/video/generations/:id/content/:index", async (c) => {
+        const id = c.req.param("id");
+        const index = c.req.param("index");
+        const job = UUID.test(id) ? await findVideoJob(deps.pool, id, c.get("apiKey").userId) : null;
+        if (!job) throw notFound(id);
+        const video = /^\d{1,2}$/.test(index) ? job.videos?.[Number(index)] : undefined;
+        if (!video)
+          throw errors.notFound(`The job '${id}' has no video ${index}${job.status === "completed" ? "" : " (it has not completed)"}.`);
+        let download: Download;
+        try {
+          download = await deps.download(video.url);
+        } catch (err) {
+          if (!(err instanceof SafeDownloadError)) throw err;
+          c.get("logger").warn({ job_id: id, reason: err.reason, status: err.status }, "VIDEO_DOWNLOAD_FAILED");
+          throw new GatewayError({ code: "upstream_error", message: "The provider's video could not be fetched; retry later." });
+        }
+        const type = download.contentType !== null && VIDEO_TYPE.test(download.contentType) ? download.contentType : "video/mp4";
+        return c.body(new Uint8Array(download.bytes), 200, { "content-type": type });
+      })
+  );
+}
