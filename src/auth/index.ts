@@ -4,6 +4,7 @@ import type { Config } from "../config/schema.js";
 import { requestRead } from "../db/faults.js";
 import type { Pool } from "../db/pool.js";
 import { createApiKeyService } from "./api-keys.js";
+import { createEmbedTokens } from "./embed-tokens.js";
 import { loadJwtSecret } from "./jwt-secret.js";
 import type { DatabaseHealth } from "../db/health.js";
 import { createApiKeyAuthenticator } from "./key-authenticator.js";
@@ -40,6 +41,11 @@ export async function createAuthServices(opts: AuthServiceOptions): Promise<Auth
       read: requestRead(config.database.request_timeout_ms, (err) => opts.health?.failed(err, "session lookup")),
     }),
     keyAuth,
+    embedTokens: createEmbedTokens({
+      pool,
+      sessionSecret: secret,
+      read: requestRead(config.database.request_timeout_ms, (err) => opts.health?.failed(err, "embed token key lookup")),
+    }),
     botToken,
   };
 }

@@ -5,6 +5,7 @@ import { bearerToken, safeEqual, secretCheck } from "../server/bearer.js";
 import type { AppEnv } from "../server/context.js";
 import type { SessionPrincipal } from "./principals.js";
 import { requestHeader } from "../server/headers.js";
+import type { EmbedTokens } from "./embed-tokens.js";
 import type { ApiKeyAuthenticator, SessionService } from "./types.js";
 
 export const SESSION_COOKIE = "gw_session";
@@ -74,3 +75,24 @@ export function botAuth(token: string | undefined): MiddlewareHandler<AppEnv> {
     await next();
   };
 }
+
+/**
+ * /embed: what `<img src>` can carry, which is no header (spec General rule 5, docs/api.md "Embeddable images"):
+ * an embed token in `?token=`, or a key in the usual headers for clients that can send them. A key in the query
+ * string is never taken: it would be a shared key in a page.
+ */
+export function embedAuth(keyAuth: ApiKeyAuthenticator, tokens: EmbedTokens): MiddlewareHandler<AppEnv> {
+  const headerAuth = apiKeyAuth(keyAuth);
+  return async function embedAuth(c, next) {
+    const token = c.req.query("token");
+    if (token === undefined) return headerAuth(c, next);
+    const verified = token.length <= MAX_EMBED_TOKEN ? await tokens.verify(token) : null;
+    if (!verified) throw errors.unauthorized("Invalid or expired embed token; mint a new one with POST /v1/embed/tokens.");
+    c.set("apiKey", verified.key);
+    c.set("embedGrant", verified.grant);
+    await next();
+  };
+}
+
+/** Longer than any token the gateway mints (a model ID of 128 characters, a digest, the JWT's framing). */
+const MAX_EMBED_TOKEN = 2048;

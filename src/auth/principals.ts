@@ -13,6 +13,13 @@ export interface ApiKeyPrincipal {
   pricingGroup: string;
 }
 
+/** What an embed token allows besides the key it speaks for (src/auth/embed-tokens.ts). */
+export interface EmbedGrant {
+  model: string;
+  /** The digest of the one request's parameters it is bound to (the route computes it); null: any prompt. */
+  params: string | null;
+}
+
 /** A caller with a login session (the user and admin routes). */
 export interface SessionPrincipal {
   sessionId: string;
@@ -27,5 +34,7 @@ declare module "../server/context.js" {
   interface AppVariables {
     apiKey: ApiKeyPrincipal;
     session: SessionPrincipal;
+    /** Set with `apiKey` when an embed token authenticated the request (GET /embed/image:{model}). */
+    embedGrant: EmbedGrant;
   }
 }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { EmbedTokens } from "./embed-tokens.js";
 import type { ApiKeyPrincipal, SessionPrincipal } from "./principals.js";
 
 // The contracts the rest of the gateway sees of src/auth. Implementations live beside this file. What the HTTP
@@ -96,6 +97,8 @@ export interface AuthServices {
   apiKeys: ApiKeyService;
   sessions: SessionService;
   keyAuth: ApiKeyAuthenticator;
+  /** Tokens for `<img src>` on GET /embed/image:{model}, signed with a key derived from the session secret. */
+  embedTokens: EmbedTokens;
   /** SUPPORT_BOT_TOKEN; undefined disables the internal worker surface (every call 401). */
   botToken: string | undefined;
 }

@@ -190,6 +190,27 @@ const mediaSchema = z
         allow_private: z.array(privateUpstream).default([]),
       })
       .prefault({}),
+    /** GET /embed/image:{model} (docs/api.md, "Embeddable images"): its tokens and its cache shared by every process. */
+    embed: z
+      .strictObject({
+        /** The cache's total image bytes; the least recently used entries are evicted past it. */
+        cache_max_bytes: z
+          .int()
+          .nonnegative()
+          .default(256 * MiB),
+        /** How long an entry serves after it was generated. */
+        cache_ttl_seconds: z.int().positive().default(86_400),
+        /** How long a request waits for an identical one that is generating (after that it generates itself). */
+        wait_seconds: z.int().positive().max(600).default(120),
+        /** Embed tokens: the lifetime when POST /v1/embed/tokens names none, and the longest it may ask for. */
+        token_ttl_seconds: z.int().positive().default(3_600),
+        token_max_ttl_seconds: z.int().positive().max(86_400).default(86_400),
+      })
+      .prefault({})
+      .refine((embed) => embed.token_ttl_seconds <= embed.token_max_ttl_seconds, {
+        message: "token_ttl_seconds must not exceed token_max_ttl_seconds",
+        path: ["token_ttl_seconds"],
+      }),
   })
   .prefault({});
 

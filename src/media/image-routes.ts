@@ -53,7 +53,7 @@ async function deliverImages(
   return deliverJson(delivery, delivered.text, reported ? usage : null, async () => usage);
 }
 
-function generations(deps: InferenceDeps): RouteSpec<ImageGenerationRequest> {
+export function generations(deps: InferenceDeps): RouteSpec<ImageGenerationRequest> {
   return {
     route: "/v1/images/generations",
     clientProtocol: "openai",

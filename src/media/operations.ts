@@ -1,5 +1,7 @@
 import { METERED_ERROR_CODES, UPSTREAM_KEY_HEADER_NAME } from "../metering/errors.js";
 import { ours, vendor, type OperationDescription } from "../server/api-description.js";
+import { embedQuerySchema } from "./embed-query.js";
+import { embedTokenSchema, mintEmbedTokenSchema } from "./embed-token-route.js";
 import { imageEditFormSchema, imageEditJsonSchema, imageGenerationSchema } from "./image-request-schema.js";
 
 // The media routes in the API description: the request bodies are ours (the gateway's validation, with
@@ -43,4 +45,37 @@ export const mediaOperations: OperationDescription[] = [
     } as const,
     media,
   ),
+  {
+    method: "get",
+    path: "/embed/image:{model}",
+    served: "/embed/:target{image:.+}",
+    operationId: "getEmbeddedImage",
+    summary: "One generated image as raw bytes, for `<img src>`",
+    description:
+      "Authenticated by an embed token in `token` (POST /v1/embed/tokens), or by the API key in a header; never a key in the URL. " +
+      "Billed as one image generation; the same user's identical request is answered from the gateway's cache without a charge " +
+      "(`ETag`; `If-None-Match` gives 304).",
+    tag: "Media",
+    access: "apiKey",
+    pathParams: { model: "The public ID of an image model." },
+    query: embedQuerySchema,
+    headers: Object.assign({ "If-None-Match": "The ETag of an earlier answer: 304 while the cache still holds that image." }, byok),
+    ok: { status: 200, description: "The image; `Content-Type` follows its bytes (PNG, JPEG, WebP or GIF).", contentType: "image/*" },
+    otherResponses: [{ status: 304, description: "The client's copy (If-None-Match) is the cached image: no body, no charge." }],
+    errors: [...METERED_ERROR_CODES, "permission_denied"],
+  },
+  {
+    method: "post",
+    path: "/v1/embed/tokens",
+    operationId: "createEmbedToken",
+    summary: "Mint an embed token for GET /embed/image:{model}",
+    description:
+      "A short-lived token that speaks for this key on the embed route only, for one model, and with a prompt for that one image. " +
+      "Revoking the key ends its tokens.",
+    tag: "Media",
+    access: "apiKey",
+    body: ours("EmbedTokenRequest", mintEmbedTokenSchema),
+    ok: { status: 201, description: "The token.", schema: ours("EmbedToken", embedTokenSchema) },
+    errors: ["model_not_found", "model_not_supported", "model_not_allowed"],
+  },
 ];

@@ -52,6 +52,8 @@ export interface Metering {
   begin(start: MeterStart): Promise<Meter>;
   /** Logs a request refused before metering began (unknown model, bad body) for the user's request list. */
   logRejected(start: RowStart, err: unknown): void;
+  /** Logs a request answered without metering (an embed cache hit, a 304): nothing charged, `usage_source` none. */
+  logServed(start: RowStart, status: number): void;
   /** Waits for settlements still running (shutdown calls this before closing the pool). */
   drain(): Promise<void>;
 }
@@ -281,9 +283,7 @@ export function createMetering(deps: MeteringDeps): Metering {
   const { config, ledger } = deps;
   const inflight = new Inflight();
 
-  function logRejected(start: RowStart, err: unknown) {
-    const code = errorCodeOf(err);
-    const status = err instanceof GatewayError ? err.status : 500;
+  function logUnmetered(start: RowStart, status: number, code: ErrorCode | null) {
     const now = performance.now();
     deps.requestLog.write(
       requestRow(start, {
@@ -301,6 +301,9 @@ export function createMetering(deps: MeteringDeps): Metering {
       }),
     );
   }
+
+  const logRejected = (start: RowStart, err: unknown) =>
+    logUnmetered(start, err instanceof GatewayError ? err.status : 500, errorCodeOf(err));
 
   async function begin(start: MeterStart): Promise<Meter> {
     const reject = (err: GatewayError): never => {
@@ -338,6 +341,7 @@ export function createMetering(deps: MeteringDeps): Metering {
   return {
     begin,
     logRejected,
+    logServed: (start, status) => logUnmetered(start, status, null),
     drain: () => inflight.drain(),
   };
 }

@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import type { Logger } from "pino";
 import type { AuthServices } from "../auth/types.js";
-import { adminAuth, apiKeyAuth, botAuth, sessionAuth } from "../auth/middleware.js";
+import { adminAuth, apiKeyAuth, botAuth, embedAuth, sessionAuth } from "../auth/middleware.js";
 import { adminRoutes, authRoutes, internalRoutes, userRoutes } from "../auth/routes.js";
 import type { Catalog } from "../catalog/catalog.js";
 import type { Config } from "../config/schema.js";
@@ -16,8 +16,11 @@ import { messagesRoutes } from "../inference/messages-route.js";
 import { responsesRoutes } from "../inference/responses-route.js";
 import { systemoneRoutes } from "../inference/systemone-route.js";
 import { modelListRoutes, nativeModelListRoutes } from "../inference/models-route.js";
+import { embedRoutes } from "../media/embed-route.js";
+import { embedTokenRoutes } from "../media/embed-token-route.js";
 import { imageRoutes } from "../media/image-routes.js";
 import { videoRoutes } from "../media/video-routes.js";
+import { createMediaCache } from "../media/media-cache.js";
 import type { Metering } from "../metering/meter.js";
 import type { Exposition, Metrics } from "../metrics/recorders.js";
 import type { Providers } from "../providers/registry.js";
@@ -82,6 +85,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   // The routes of the Anthropic and Gemini SDKs outside /v1 (DESIGN.md §4).
   app.use("/messages", apiKeyAuth(auth.keyAuth));
   app.use("/compatible/*", apiKeyAuth(auth.keyAuth));
+  // Images for `<img src>`: an embed token in the query, or a key in the headers (docs/api.md, "Embeddable images").
+  app.use("/embed/*", embedAuth(auth.keyAuth, auth.embedTokens));
   app.use("/api/v1/user/*", sessionAuth(auth.sessions));
   app.use("/api/v1/admin/*", adminAuth(auth.sessions));
   app.use("/api/v1/internal/*", botAuth(auth.botToken));
@@ -99,6 +104,14 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route("/v1", embeddingsRoutes(inference));
   app.route("/v1", responsesRoutes(inference));
   app.route("/v1", imageRoutes(inference));
+  app.route("/v1", embedTokenRoutes({ config, catalog: deps.catalog, tokens: auth.embedTokens, bodyLimit }));
+  const { embed } = config.media;
+  const cache = createMediaCache(deps.pool, {
+    maxBytes: embed.cache_max_bytes,
+    ttlSeconds: embed.cache_ttl_seconds,
+    claimSeconds: embed.wait_seconds,
+  });
+  app.route("/", embedRoutes(Object.assign({ cache }, inference)));
   // One handler at both addresses: the Anthropic SDK appends /v1/messages to its base URL.
   const messages = messagesRoutes(inference);
   app.route("/", messages);
