@@ -38,6 +38,9 @@ const METRICS_TOKEN = "bench-metrics-token-0123456789";
 // The image scenario: b64 delivery of a 1 MiB PNG (the mock's LARGE_IMAGE_MODEL), direct and through the gateway,
 // which decodes, checks and sniffs every image before it answers (docs/performance.md, "Images").
 const IMAGE_CONNECTIONS = Number(process.env.BENCH_IMAGE_CONNECTIONS ?? 4);
+// BENCH_IMAGES=0 leaves the image rounds out: their megabyte bodies grow the gateway's heap, which chat-only
+// comparisons with older runs should not carry.
+const IMAGES = process.env.BENCH_IMAGES !== "0";
 const imageBody = (model) => JSON.stringify({ model, prompt: "a benchmark picture", response_format: "b64_json" });
 
 const chatBody = (model, stream) =>
@@ -305,6 +308,7 @@ async function main() {
     log(`round ${round}/${ROUNDS}: ${RATE} req/s paced, JSON then streaming (${WARMUP}s warmup + ${SECONDS}s)`);
     for (const n of names) keep(n, "json", await sampleDuring(() => paced(active[n], false)));
     for (const n of names) keep(n, "stream", await sampleDuring(() => paced(active[n], true)));
+    if (!IMAGES) continue;
     log(`round ${round}/${ROUNDS}: image generation, b64 of a 1 MiB PNG (autocannon, ${IMAGE_CONNECTIONS} connections, ${SECONDS}s)`);
     for (const n of names.filter((name) => active[name].imageModel))
       keep(n, "image", await sampleDuring(() => maxThroughput(active[n], SECONDS, true)));

@@ -6,7 +6,7 @@ import type { EmbedGrant } from "../auth/principals.js";
 import { errors } from "../errors.js";
 import { resolveModel } from "../metering/access.js";
 import { clientGone } from "../metering/client-disconnect.js";
-import { deliverImage, ImageDeliveryError, type UpstreamImage } from "../metering/image-delivery.js";
+import { checkedImage, ImageDeliveryError, type UpstreamImage } from "../metering/image-delivery.js";
 import type { RowStart } from "../metering/request-row.js";
 import { meteredHandler, type Delivery, type InferenceDeps, type RouteSpec } from "../metering/runner.js";
 import type { JsonResult } from "../providers/types.js";
@@ -81,12 +81,8 @@ async function imageBytes(deps: InferenceDeps, answer: JsonResult, delivery: Del
   const data = answer.body.data;
   const first: unknown = Array.isArray(data) ? data[0] : undefined;
   if (typeof first !== "object" || first === null) throw new ImageDeliveryError("no_image");
-  const signal = abortSignalOf(delivery.upstream);
-  const { url } = await deliverImage(first as UpstreamImage, "url", { download: deps.download, signal });
-  // A data: URI the gateway wrote itself: `data:<type>;base64,<bytes>`.
-  const uri = url!;
-  const comma = uri.indexOf(",");
-  return { contentType: uri.slice("data:".length, uri.indexOf(";")), bytes: Buffer.from(uri.slice(comma + 1), "base64") };
+  const { bytes, mime } = await checkedImage(first as UpstreamImage, { download: deps.download, signal: abortSignalOf(delivery.upstream) });
+  return { contentType: mime, bytes };
 }
 
 /** The generation route's spec, reading the embed's request instead of a body, and answering bytes. */

@@ -108,23 +108,32 @@ async function sniff(bytes: Buffer): Promise<string> {
   return mime;
 }
 
+/** An upstream image proven deliverable: its bytes, their MIME type, and the upstream's base64 when it sent that. */
+export interface CheckedImage extends Source {
+  mime: string;
+}
+
 /**
- * One upstream image as the client gets it. Base64 wins when the upstream sent both (no network call). Throws
- * ImageDeliveryError for anything not deliverable, or an `aborted` UpstreamError when `signal` fired during a
- * download.
+ * One upstream image's bytes, checked and typed. Base64 wins when the upstream sent both (no network call).
+ * Throws ImageDeliveryError for anything not deliverable, or an `aborted` UpstreamError when `signal` fired
+ * during a download.
  */
+export async function checkedImage(image: UpstreamImage, deps: { download: ImageDownload; signal: AbortSignal }): Promise<CheckedImage> {
+  let source: Source;
+  if (typeof image.b64_json === "string") source = decodeBase64(image.b64_json);
+  else if (typeof image.url === "string") source = await linkSource(image.url, deps.download, deps.signal);
+  else throw new ImageDeliveryError("no_image");
+  return { bytes: source.bytes, base64: source.base64, mime: await sniff(source.bytes) };
+}
+
+/** One upstream image as the client gets it (checkedImage's checks and failures). */
 export async function deliverImage(
   image: UpstreamImage,
   format: ImageResponseFormat,
   deps: { download: ImageDownload; signal: AbortSignal },
 ): Promise<DeliveredImage> {
-  let source: Source;
-  if (typeof image.b64_json === "string") source = decodeBase64(image.b64_json);
-  else if (typeof image.url === "string") source = await linkSource(image.url, deps.download, deps.signal);
-  else throw new ImageDeliveryError("no_image");
-
-  const mime = await sniff(source.bytes);
-  const base64 = source.base64 ?? source.bytes.toString("base64");
+  const { bytes, base64: sent, mime } = await checkedImage(image, deps);
+  const base64 = sent ?? bytes.toString("base64");
   const delivered: DeliveredImage = format === "url" ? { url: `data:${mime};base64,${base64}` } : { b64_json: base64 };
   if (typeof image.revised_prompt === "string") delivered.revised_prompt = image.revised_prompt;
   return delivered;

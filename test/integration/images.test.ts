@@ -250,6 +250,21 @@ describe("image generation: quota", () => {
     expect(loggedFallbacks().filter((l) => l.req_id === res.headers.get("x-request-id"))).toEqual([]);
   });
 
+  it("native usage above the hold is charged in full (the extra), below it the rest is refunded", async () => {
+    const user = await freshUser();
+    const big = await post(user.key, "/images/generations", { model: "plain", prompt: "a storm", quality: "high", size: "1024x1536" });
+    expect(big.status).toBe(200);
+    const upstream = await direct({ prompt: "a storm", quality: "high", size: "1024x1536" });
+    const classified = classifyImageUsage(upstream.usage);
+    if (classified.kind !== "native") throw new Error("the mock's usage should be complete");
+    const charge = nativeImageQuota(classified.usage, RATES);
+    const hold = imageQuotaEstimate({ images: 1, size: "1024x1536", kind: "generation" }, RATES);
+    expect(charge).toBeGreaterThan(hold);
+    const s = await settled(user.id);
+    expect(s.hold).toMatchObject({ status: "posted", amount: String(hold), charged: String(charge) });
+    expect(s.account.debits_posted).toBe(String(charge));
+  });
+
   it("a hold the allowance cannot cover is the usual 429, nothing called upstream", async () => {
     const user = await freshUser("tiny");
     const before = proxy.requests.length;
