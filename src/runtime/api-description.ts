@@ -11,6 +11,7 @@ import { mediaOperations } from "../media/operations.js";
 import { videoOperations } from "../media/video-operations.js";
 import { packageRoot } from "../package-root.js";
 import { ours, type OperationDescription } from "../server/api-description.js";
+import { supportUserOperations } from "../support/user-routes.js";
 import type { AppEnv } from "../server/context.js";
 import { healthOperations } from "../server/health.js";
 import { metricsOperations } from "../server/metrics-route.js";
@@ -26,6 +27,7 @@ const TAGS = [
   { name: "Evaluation", description: "The evaluation service." },
   { name: "Auth", description: "Sessions for the user and admin endpoints." },
   { name: "Account", description: "A user's own quota, request log and balances (session)." },
+  { name: "Support", description: "Support cases about a user's own requests (session; the caller owns the case)." },
   { name: "Admin", description: "Users, API keys and balances (admin session; CSRF token on state changes)." },
   { name: "Internal", description: "Endpoints of the support workers (bot token)." },
   { name: "Operations", description: "Probes, metrics and the API description." },
@@ -59,6 +61,7 @@ export function apiOperations(): OperationDescription[] {
     ...userRequestOperations,
     ...userQuotaOperations,
     ...resellerOperations,
+    ...supportUserOperations,
   ];
 }
 

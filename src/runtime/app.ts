@@ -30,6 +30,7 @@ import type { ResellerAccounts } from "../account/reseller-accounts.js";
 import { resellerAdminRoutes, resellerUserRoutes } from "../account/reseller-routes.js";
 import type { Clock } from "../quota/clock.js";
 import type { QuotaLedger } from "../quota/types.js";
+import { supportUserRoutes } from "../support/user-routes.js";
 import type { BodyBudget } from "../server/body-budget.js";
 import type { AppEnv } from "../server/context.js";
 import { handleError } from "../server/error-envelope.js";
@@ -128,6 +129,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route("/api/v1/user", userRequestRoutes({ pool: deps.pool, read }));
   app.route("/api/v1/user", userQuotaRoutes({ ledger: deps.ledger, config, read }));
   app.route("/api/v1/user", resellerUserRoutes({ accounts: deps.resellers, read }));
+  app.route("/api/v1/user/assistant", supportUserRoutes({ pool: deps.pool, read, bodyLimit }));
   app.route("/api/v1/admin", adminRoutes({ users: auth.users, apiKeys: auth.apiKeys, bodyLimit, read }));
   app.route("/api/v1/admin", resellerAdminRoutes({ accounts: deps.resellers, bodyLimit, read }));
   app.route("/api/v1/internal", internalRoutes());

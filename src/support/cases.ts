@@ -1,0 +1,246 @@
+import type pg from "pg";
+import type { Pool } from "../db/pool.js";
+import { errors } from "../errors.js";
+import {
+  changeCase,
+  findOwnCase,
+  findOwnRequest,
+  inTransaction,
+  insertCase,
+  insertUserMessage,
+  latestAnswerJobStatus,
+  latestEvidence,
+  latestMessages,
+  listOwnCases,
+  lockOpenCase,
+  lockOwnCase,
+  OPEN_REQUEST_KEY,
+  type CaseChange,
+  type CaseRow,
+  type MessageRow,
+} from "./cases-sql.js";
+import { enqueueJob } from "./jobs-sql.js";
+import { requestFacts } from "./request-facts.js";
+import type {
+  CreateCaseBody,
+  UserCase,
+  UserCaseDetail,
+  UserCasePage,
+  UserCaseResult,
+  UserCaseSummary,
+  UserMessageResult,
+} from "./user-wire.js";
+
+// The user side of support cases (docs/support.md, "Cases (user side)"): a user opens a case about one of their
+// own requests, writes to it, resolves, reopens, hands it to staff and retries a failed answer. Each change and
+// the job it queues commit in one transaction, so no case waits for a job nobody queued and no job carries a
+// revision its case never had. Routes (./user-routes.ts) validate; this module decides.
+
+/** The transcript a detail shows: the latest messages, `history_truncated` when older ones exist. */
+export const TRANSCRIPT_LIMIT = 50;
+/** The evidence a detail shows: the latest items. */
+export const EVIDENCE_LIMIT = 100;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const CURSOR_TIME = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\.\d{6}Z$/;
+
+// One message for every case the caller cannot see: unknown, malformed or someone else's (no existence oracle).
+const caseNotFound = () => errors.notFound("No such case.");
+
+const iso = (d: Date) => d.toISOString();
+
+function toUserCase(row: CaseRow): UserCase {
+  return {
+    id: row.id,
+    request_id: row.request_id,
+    locale: row.locale,
+    status: row.status,
+    handoff: row.handoff,
+    staff_hold: row.staff_hold,
+    revision: row.revision,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+    resolved_at: row.resolved_at === null ? null : iso(row.resolved_at),
+    facts: row.facts,
+    card: row.card,
+    // Incidents publish summaries to the cases they cover (issue 15, "Incidents"); until one does, null.
+    incident_summary: null,
+  };
+}
+
+function toSummary(row: CaseRow): UserCaseSummary {
+  return {
+    id: row.id,
+    request_id: row.request_id,
+    locale: row.locale,
+    status: row.status,
+    handoff: row.handoff,
+    staff_hold: row.staff_hold,
+    revision: row.revision,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+    resolved_at: row.resolved_at === null ? null : iso(row.resolved_at),
+    model: row.facts?.model ?? null,
+    problem: row.card?.problem ?? null,
+  };
+}
+
+const toMessage = (m: MessageRow) => ({ role: m.role, content: m.content, created_at: iso(m.created_at) });
+
+/**
+ * Adds a user message to a locked open case, bumps its revision and queues what answers it: an `answer` job, or
+ * a private `staff_draft` job while staff are on the case (handoff asked, or a staff hold).
+ */
+async function addUserMessage(client: pg.PoolClient, locked: CaseRow, content: string): Promise<UserMessageResult> {
+  const message = await insertUserMessage(client, locked.id, content);
+  const row = await changeCase(client, locked.id, "message");
+  await enqueueJob(client, { caseId: row.id, kind: row.handoff || row.staff_hold ? "staff_draft" : "answer", revision: row.revision });
+  return { case: toUserCase(row), message: toMessage(message) };
+}
+
+async function lockForChange(client: pg.PoolClient, userId: string, caseId: string): Promise<CaseRow> {
+  const row = UUID.test(caseId) ? await lockOwnCase(client, userId, caseId) : null;
+  if (!row) throw caseNotFound();
+  return row;
+}
+
+/**
+ * Opens a case about one of the user's own requests, or reuses the open one (`created` false). Either way an
+ * answer is queued: with a question, the question is its first (or next) user message; without one, the worker
+ * diagnoses from the facts alone. A reused case without a question queues nothing new.
+ */
+export async function createCase(pool: Pool, userId: string, body: CreateCaseBody): Promise<{ result: UserCaseResult; created: boolean }> {
+  const logged = await findOwnRequest(pool, userId, body.request_id);
+  if (!logged) {
+    throw errors.notFound(
+      "No request with this ID in your request log. A request is logged a few seconds after it ends: if you just made it, retry shortly.",
+    );
+  }
+  const facts = requestFacts(logged);
+  // A case resolved between the conflict and the lock leaves nothing open: the second round inserts.
+  for (let round = 0; round < 3; round++) {
+    const outcome = await inTransaction(pool, async (client) => {
+      const inserted = await insertCase(client, { userId, requestId: body.request_id, locale: body.locale, facts });
+      if (inserted) {
+        if (body.question !== undefined) await insertUserMessage(client, inserted.id, body.question);
+        await enqueueJob(client, { caseId: inserted.id, kind: "answer", revision: inserted.revision });
+        return { result: { case: toUserCase(inserted) }, created: true };
+      }
+      const open = await lockOpenCase(client, userId, body.request_id);
+      if (!open) return null;
+      if (body.question === undefined) return { result: { case: toUserCase(open) }, created: false };
+      return { result: { case: (await addUserMessage(client, open, body.question)).case }, created: false };
+    });
+    if (outcome) return outcome;
+  }
+  throw errors.internal();
+}
+
+const decodeCursorError = () =>
+  errors.badRequest("Invalid cursor; pass the next_cursor of a previous page unchanged.", "cursor", "invalid_cursor");
+
+function decodeCursor(value: string): { t: string; id: string } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(value, "base64url").toString("utf8"));
+  } catch {
+    throw decodeCursorError();
+  }
+  const { t, id } = (parsed ?? {}) as { t?: unknown; id?: unknown };
+  if (typeof t !== "string" || typeof id !== "string" || !UUID.test(id)) throw decodeCursorError();
+  const seconds = CURSOR_TIME.exec(t)?.[1];
+  const date = new Date(`${seconds}Z`);
+  // The round trip refuses what the pattern lets through but PostgreSQL would not take (2025-02-30, year 0).
+  if (!seconds || Number.isNaN(date.getTime()) || date.getUTCFullYear() < 1 || date.toISOString().slice(0, 19) !== seconds) {
+    throw decodeCursorError();
+  }
+  return { t, id };
+}
+
+/** The user's cases, newest first; `limit` is validated by the caller. */
+export async function listCases(pool: Pool, userId: string, page: { limit: number; cursor?: string | undefined }): Promise<UserCasePage> {
+  const after = page.cursor === undefined ? null : decodeCursor(page.cursor);
+  // One row more than asked tells whether another page exists, so the last page never links to an empty one.
+  const rows = await listOwnCases(pool, userId, page.limit + 1, after);
+  const shown = rows.slice(0, page.limit);
+  const result: UserCasePage = { cases: shown.map(toSummary) };
+  const last = shown.at(-1);
+  if (rows.length > page.limit && last) {
+    result.next_cursor = Buffer.from(JSON.stringify({ t: last.cursor_t, id: last.id })).toString("base64url");
+  }
+  return result;
+}
+
+export async function caseDetail(pool: Pool, userId: string, caseId: string): Promise<UserCaseDetail> {
+  const row = UUID.test(caseId) ? await findOwnCase(pool, userId, caseId) : null;
+  if (!row) throw caseNotFound();
+  const [messages, evidence] = await Promise.all([
+    latestMessages(pool, row.id, TRANSCRIPT_LIMIT + 1),
+    latestEvidence(pool, row.id, EVIDENCE_LIMIT),
+  ]);
+  return {
+    case: toUserCase(row),
+    messages: messages.slice(0, TRANSCRIPT_LIMIT).reverse().map(toMessage),
+    evidence: evidence.reverse().map((e) => ({ id: e.ref, kind: e.kind, content: e.content, created_at: iso(e.created_at) })),
+    usage: {
+      model_calls: row.model_calls,
+      tool_calls: row.tool_calls,
+      input_tokens: Number(row.input_tokens),
+      output_tokens: Number(row.output_tokens),
+      cost_usd: row.cost_usd,
+    },
+    history_truncated: messages.length > TRANSCRIPT_LIMIT,
+  };
+}
+
+/** A user message; a resolved case answers 409 (reopen it first: reopening is where the one-open-case rule is checked). */
+export function postMessage(pool: Pool, userId: string, caseId: string, content: string): Promise<UserMessageResult> {
+  return inTransaction(pool, async (client) => {
+    const locked = await lockForChange(client, userId, caseId);
+    if (locked.status !== "open") throw errors.conflict("The case is resolved; reopen it to write to it.");
+    return addUserMessage(client, locked, content);
+  });
+}
+
+async function change(pool: Pool, userId: string, caseId: string, decide: (row: CaseRow) => CaseChange | null): Promise<UserCaseResult> {
+  return inTransaction(pool, async (client) => {
+    const locked = await lockForChange(client, userId, caseId);
+    const what = decide(locked);
+    return { case: toUserCase(what === null ? locked : await changeCase(client, locked.id, what)) };
+  });
+}
+
+/** Resolves the case; resolving a resolved case changes nothing. */
+export const resolveCase = (pool: Pool, userId: string, caseId: string) =>
+  change(pool, userId, caseId, (row) => (row.status === "resolved" ? null : "resolve"));
+
+/** Opens a resolved case again; 409 when another case is open for the same request. An open case is left as is. */
+export async function reopenCase(pool: Pool, userId: string, caseId: string): Promise<UserCaseResult> {
+  try {
+    return await change(pool, userId, caseId, (row) => (row.status === "open" ? null : "reopen"));
+  } catch (err) {
+    const pgErr = err as { code?: unknown; constraint?: unknown };
+    if (pgErr.code === "23505" && pgErr.constraint === OPEN_REQUEST_KEY) {
+      throw errors.conflict("Another case is open for the same request; continue there.");
+    }
+    throw err;
+  }
+}
+
+/** Asks for staff: later messages queue private staff drafts. 409 on a resolved case; asked twice, nothing changes. */
+export const handoffCase = (pool: Pool, userId: string, caseId: string) =>
+  change(pool, userId, caseId, (row) => {
+    if (row.status !== "open") throw errors.conflict("The case is resolved; reopen it to ask for staff.");
+    return row.handoff ? null : "handoff";
+  });
+
+/** Queues a new answer job at the current revision when the case's latest answer job failed; 409 otherwise. */
+export function retryCase(pool: Pool, userId: string, caseId: string): Promise<UserCaseResult> {
+  return inTransaction(pool, async (client) => {
+    const locked = await lockForChange(client, userId, caseId);
+    if (locked.status !== "open") throw errors.conflict("The case is resolved; reopen it to retry.");
+    if ((await latestAnswerJobStatus(client, locked.id)) !== "failed") throw errors.conflict("The case has no failed answer to retry.");
+    await enqueueJob(client, { caseId: locked.id, kind: "answer", revision: locked.revision });
+    return { case: toUserCase(locked) };
+  });
+}
