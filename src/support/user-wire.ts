@@ -10,7 +10,12 @@ import { cardSchema, evidenceSchema, LIST_LIMIT, MAX_CONTENT_CHARS, requestFacts
 const LOCALE = /^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8}){0,4}$/;
 
 export const createCaseBody = z.strictObject({
-  request_id: z.string().min(1).max(200).meta({ description: "The X-Request-Id of the request the case is about." }),
+  request_id: z
+    .string()
+    .min(1)
+    .max(200)
+    .regex(/^[\x21-\x7e]+$/, { error: "must be a request ID as the X-Request-Id header gave it" })
+    .meta({ description: "The X-Request-Id of the request the case is about." }),
   locale: z
     .string()
     .max(35)

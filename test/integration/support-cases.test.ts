@@ -237,6 +237,11 @@ describe("creating a case", () => {
     const bad = await api(alice, "POST", "/cases", { request_id: "x", locale: "not a locale!" });
     expect(bad.status).toBe(400);
     expect(bad.body.error).toMatchObject({ param: "locale" });
+    for (const requestId of ["", "req\u0000x", "req x", "r".repeat(201)]) {
+      const res = await api(alice, "POST", "/cases", { request_id: requestId, locale: "en" });
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ param: "request_id" });
+    }
     const extra = await api(alice, "POST", "/cases", { request_id: "x", locale: "en", owner_user_id: bob.id });
     expect(extra.status).toBe(400);
   });
