@@ -25,7 +25,8 @@ export async function expireLeases(db: Queryable): Promise<{ requeued: number; f
 }
 
 // Queued jobs nobody should do any more: of a resolved case, or made for a revision the case has moved past (the
-// claim skips them; this ends them so the queue does not keep them).
+// claim skips them; this ends them so the queue does not keep them). The hash of an earlier, expired lease goes:
+// its token is told `lease_lost`, not this outcome, which no completion produced.
 const DISCARD_OBSOLETE = `
 with obsolete as (
   select j.id, case when c.status = 'resolved' then 'discarded_resolved' else 'discarded_stale' end as outcome, c.revision
@@ -33,7 +34,7 @@ with obsolete as (
   where j.status = 'queued' and (c.status = 'resolved' or c.revision <> j.revision)
   for update of j skip locked
 )
-update support_jobs j set status = 'discarded',
+update support_jobs j set status = 'discarded', lease_token_hash = null,
   outcome = jsonb_build_object('job_id', j.id, 'outcome', obsolete.outcome, 'case_revision', obsolete.revision),
   finished_at = now(), updated_at = now()
 from obsolete where j.id = obsolete.id`;

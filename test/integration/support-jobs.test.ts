@@ -1,5 +1,8 @@
 import { randomUUID } from "node:crypto";
+import { quickAddJob, runOnce } from "graphile-worker";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { taskList } from "../../src/jobs/tasks.js";
+import { videoPollDeps } from "../../src/runtime/services.js";
 import { enqueueJob, type NewJob } from "../../src/support/jobs-sql.js";
 import { sweepSupportJobs } from "../../src/support/sweep.js";
 import {
@@ -449,5 +452,26 @@ describe("leases", () => {
     expect(res.status).toBe(409);
     expect(res.body.error!.code).toBe("lease_lost");
     expect((await jobRow(a!.id)).status).toBe("leased");
+  });
+
+  it("the support_sweep task of graphile-worker runs the sweep; an obsolete job's old lease is lost", async () => {
+    const caseId = await newCase();
+    const id = await queue(caseId);
+    const job = await claimOne();
+    await q("update support_jobs set lease_expires_at = now() - interval '1 second' where id = $1", [id]);
+    await q("update support_cases set revision = revision + 1 where id = $1", [caseId]);
+    const s = gw.services;
+    const tasks = taskList({
+      sessions: s.auth.sessions,
+      ledger: s.ledger,
+      pool: gw.db.pool,
+      retention: s.config.retention,
+      video: videoPollDeps(s),
+    });
+    // One run requeues the expired lease, then discards the queued job of a past revision.
+    await quickAddJob({ pgPool: gw.db.pool }, "support_sweep", {});
+    await runOnce({ pgPool: gw.db.pool, taskList: tasks });
+    await expect.poll(async () => (await jobRow(id)).status).toBe("discarded");
+    expect((await complete(job)).body.error!.code).toBe("lease_lost");
   });
 });
