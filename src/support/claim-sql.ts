@@ -18,14 +18,15 @@ export interface ClaimedRow {
 }
 
 // Only jobs still worth doing are leased: of an open case, at the case's revision (the sweep discards the rest,
-// ./sweep-sql.ts), below the attempt cap. The numbering hands each job one of the offered token hashes.
+// ./sweep-sql.ts), below the attempt cap; an answer of a case staff hold waits for the resume (it could not
+// publish, and drafts are what staff want meanwhile). The numbering hands each job one of the offered token hashes.
 const CLAIM = `
 with picked as (
   select j.id, j.available_at, j.created_at
   from support_jobs j
   join support_cases c on c.id = j.case_id
   where j.status = 'queued' and j.available_at <= now() and j.attempts < $5
-    and c.status = 'open' and c.revision = j.revision
+    and c.status = 'open' and c.revision = j.revision and not (j.kind = 'answer' and c.staff_hold)
   order by j.available_at, j.created_at
   limit $1
   for update of j skip locked

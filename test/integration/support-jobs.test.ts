@@ -207,6 +207,17 @@ describe("claim", () => {
     expect(await sweepSupportJobs(gw.db.pool)).toEqual({ requeued: 0, failed: 0, discarded: 0 });
   });
 
+  it("leaves answers of a held case queued until the resume; drafts are claimed", async () => {
+    const caseId = await newCase();
+    await q("update support_cases set staff_hold = true where id = $1", [caseId]);
+    const answer = await queue(caseId);
+    const draft = await queue(caseId, "operator_draft");
+    expect((await claim(5)).map((j) => j.id)).toEqual([draft]);
+    expect(await sweepSupportJobs(gw.db.pool)).toEqual({ requeued: 0, failed: 0, discarded: 0 });
+    await q("update support_cases set staff_hold = false where id = $1", [caseId]);
+    expect((await claim(5)).map((j) => j.id)).toEqual([answer]);
+  });
+
   it("100 concurrent claims by five workers never lease one job twice", async () => {
     const cases = await Promise.all(Array.from({ length: 10 }, () => newCase()));
     const ids = new Set<string>();
