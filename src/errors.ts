@@ -70,9 +70,13 @@ export const ERROR_CODES = {
   model_not_found: missing,
   user_not_found: missing,
   key_not_found: missing,
+  job_not_found: missing,
   method_not_allowed: invalid(405),
   conflict: { status: 409, type: "conflict_error", class: "invalid_request" },
   email_taken: { status: 409, type: "conflict_error", class: "invalid_request" },
+  // A support worker's lease token is not the job's current lease, or its lease has ended (docs/support.md).
+  lease_lost: { status: 409, type: "conflict_error", class: "invalid_request" },
+  lease_expired: { status: 409, type: "conflict_error", class: "invalid_request" },
   request_too_large: invalid(413),
   unsupported_media_type: invalid(415),
   token_limit_exceeded: invalid(422),

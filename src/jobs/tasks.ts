@@ -6,6 +6,7 @@ import type { Pool } from "../db/pool.js";
 import { POLL_VIDEO_TASK, pollJobKey } from "../media/video-jobs.js";
 import { pollVideoJob, type VideoPollDeps } from "../media/video-poll.js";
 import { pruneLedger, type QuotaLedger } from "../quota/index.js";
+import { sweepSupportJobs } from "../support/sweep.js";
 
 export interface JobDeps {
   sessions: SessionService;
@@ -22,6 +23,7 @@ export interface TaskPayloads {
   expire_ledger: Record<string, unknown>;
   ledger_retention: Record<string, unknown>;
   poll_video: { job_id: string };
+  support_sweep: Record<string, unknown>;
 }
 
 // Delivery is at least once: every task must be safe to run twice.
@@ -82,12 +84,24 @@ function pollVideo(deps: JobDeps): Task {
   };
 }
 
+// Support jobs whose lease expired go back to the queue (or fail at the last attempt), and queued jobs of resolved
+// cases or past revisions are discarded (docs/support.md, "The sweep"). Each statement finds nothing done twice.
+function supportSweep(deps: JobDeps): Task {
+  return async (_payload, helpers) => {
+    const { requeued, failed, discarded } = await sweepSupportJobs(deps.pool);
+    if (requeued + failed + discarded > 0) {
+      helpers.logger.info(`support sweep: ${requeued} expired leases requeued, ${failed} failed, ${discarded} obsolete jobs discarded`);
+    }
+  };
+}
+
 export function taskList(deps: JobDeps): TaskList & Record<keyof TaskPayloads, Task> {
   return {
     prune_auth: pruneAuth(deps),
     expire_ledger: expireLedger(deps),
     ledger_retention: ledgerRetention(deps),
     poll_video: pollVideo(deps),
+    support_sweep: supportSweep(deps),
   };
 }
 
@@ -95,6 +109,7 @@ export function taskList(deps: JobDeps): TaskList & Record<keyof TaskPayloads, T
 export const crontab = [
   "*/15 * * * * prune_auth ?jobKey=prune_auth&max=3",
   "* * * * * expire_ledger ?jobKey=expire_ledger&max=3",
+  "* * * * * support_sweep ?jobKey=support_sweep&max=3",
   // Daily at 03:17 UTC: night in Europe, evening in the Americas, and not on the hour, when schedules pile up.
   // Its batches keep every statement short, so the hour matters little.
   "17 3 * * * ledger_retention ?jobKey=ledger_retention&max=3",

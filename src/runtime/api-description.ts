@@ -16,6 +16,7 @@ import type { AppEnv } from "../server/context.js";
 import { healthOperations } from "../server/health.js";
 import { metricsOperations } from "../server/metrics-route.js";
 import { buildOpenApiDocument } from "../server/openapi-document.js";
+import { supportWorkerOperations } from "../support/worker-operations.js";
 import { embedOpenApiSchemas, protoJsonSchemas, type ProtoExtract } from "../server/openapi-vendor.js";
 
 // The API description: every route folder's operations, with the vendors' schemas from vendor-schemas/. Served
@@ -62,6 +63,7 @@ export function apiOperations(): OperationDescription[] {
     ...userQuotaOperations,
     ...resellerOperations,
     ...supportUserOperations,
+    ...supportWorkerOperations,
   ];
 }
 

@@ -35,6 +35,7 @@ import type { BodyBudget } from "../server/body-budget.js";
 import type { AppEnv } from "../server/context.js";
 import { handleError } from "../server/error-envelope.js";
 import { healthRoutes } from "../server/health.js";
+import { supportWorkerRoutes } from "../support/worker-routes.js";
 import { metricsRoutes } from "../server/metrics-route.js";
 import { notFoundOrMethodNotAllowed } from "../server/not-found.js";
 import { requestContext } from "../server/request-context.js";
@@ -133,6 +134,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route("/api/v1/admin", adminRoutes({ users: auth.users, apiKeys: auth.apiKeys, bodyLimit, read }));
   app.route("/api/v1/admin", resellerAdminRoutes({ accounts: deps.resellers, bodyLimit, read }));
   app.route("/api/v1/internal", internalRoutes());
+  app.route("/api/v1/internal/support/assistant", supportWorkerRoutes({ pool: deps.pool, bodyLimit }));
   // GET /metrics (docs/api.md, "Metrics"): here, behind its token, unless it has an address of its own.
   if (exposition && !config.metrics.listen) app.route("/", metricsRoutes(exposition, config.metrics.token));
 

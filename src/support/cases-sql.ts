@@ -30,7 +30,7 @@ export interface CaseRow {
   resolved_at: Date | null;
 }
 
-const CASE_COLUMNS = `id, request_id, locale, status, handoff, staff_hold, revision, facts, card, model_calls, tool_calls,
+export const CASE_COLUMNS = `id, request_id, locale, status, handoff, staff_hold, revision, facts, card, model_calls, tool_calls,
   input_tokens::text as input_tokens, output_tokens::text as output_tokens, cost_usd::text as cost_usd, created_at, updated_at,
   resolved_at`;
 
@@ -176,24 +176,25 @@ const LIST_SELECT = `select ${CASE_COLUMNS},
 from support_cases`;
 const LIST_ORDER = "order by created_at desc, id desc";
 
-/** The user's cases, newest first, from after `cursor` when given; a row comparison matches the owner index. */
-export async function listOwnCases(
+/**
+ * Cases newest first, from after `cursor` when given: the user's own (`ownerUserId`), or every case for staff
+ * (null). A row comparison matches the (owner, created_at, id) and (created_at, id) indexes.
+ */
+export async function listCaseRows(
   db: Queryable,
-  userId: string,
+  ownerUserId: string | null,
   limit: number,
   after: { t: string; id: string } | null,
 ): Promise<CaseListRow[]> {
-  const { rows } = after
-    ? await db.query<CaseListRow>({
-        name: "support_list_cases_next",
-        text: `${LIST_SELECT} where owner_user_id = $1 and (created_at, id) < ($3::timestamptz, $4::uuid) ${LIST_ORDER} limit $2`,
-        values: [userId, limit, after.t, after.id],
-      })
-    : await db.query<CaseListRow>({
-        name: "support_list_cases_first",
-        text: `${LIST_SELECT} where owner_user_id = $1 ${LIST_ORDER} limit $2`,
-        values: [userId, limit],
-      });
+  const values: unknown[] = [limit];
+  const where: string[] = [];
+  if (ownerUserId !== null) where.push(`owner_user_id = $${values.push(ownerUserId)}`);
+  if (after) where.push(`(created_at, id) < ($${values.push(after.t)}::timestamptz, $${values.push(after.id)}::uuid)`);
+  const { rows } = await db.query<CaseListRow>({
+    name: `support_list_cases_${ownerUserId === null ? "all" : "own"}_${after ? "next" : "first"}`,
+    text: `${LIST_SELECT} ${where.length > 0 ? `where ${where.join(" and ")}` : ""} ${LIST_ORDER} limit $1`,
+    values,
+  });
   return rows;
 }
 

@@ -11,7 +11,7 @@ import {
   latestAnswerJobStatus,
   latestEvidence,
   latestMessages,
-  listOwnCases,
+  listCaseRows,
   lockOpenCase,
   lockOwnCase,
   OPEN_REQUEST_KEY,
@@ -19,6 +19,7 @@ import {
   type CaseRow,
   type MessageRow,
 } from "./cases-sql.js";
+import { decodeCaseCursor, encodeCaseCursor, isCaseId } from "./case-cursor.js";
 import { enqueueJob } from "./jobs-sql.js";
 import { requestFacts } from "./request-facts.js";
 import type {
@@ -41,15 +42,12 @@ export const TRANSCRIPT_LIMIT = 50;
 /** The evidence a detail shows: the latest items. */
 export const EVIDENCE_LIMIT = 100;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const CURSOR_TIME = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\.\d{6}Z$/;
-
 // One message for every case the caller cannot see: unknown, malformed or someone else's (no existence oracle).
 const caseNotFound = () => errors.notFound("No such case.");
 
 const iso = (d: Date) => d.toISOString();
 
-function toUserCase(row: CaseRow): UserCase {
+export function toUserCase(row: CaseRow): UserCase {
   return {
     id: row.id,
     request_id: row.request_id,
@@ -68,7 +66,7 @@ function toUserCase(row: CaseRow): UserCase {
   };
 }
 
-function toSummary(row: CaseRow): UserCaseSummary {
+export function toSummary(row: CaseRow): UserCaseSummary {
   return {
     id: row.id,
     request_id: row.request_id,
@@ -99,7 +97,7 @@ async function addUserMessage(client: pg.PoolClient, locked: CaseRow, content: s
 }
 
 async function lockForChange(client: pg.PoolClient, userId: string, caseId: string): Promise<CaseRow> {
-  const row = UUID.test(caseId) ? await lockOwnCase(client, userId, caseId) : null;
+  const row = isCaseId(caseId) ? await lockOwnCase(client, userId, caseId) : null;
   if (!row) throw caseNotFound();
   return row;
 }
@@ -136,43 +134,22 @@ export async function createCase(pool: Pool, userId: string, body: CreateCaseBod
   throw errors.internal();
 }
 
-const decodeCursorError = () =>
-  errors.badRequest("Invalid cursor; pass the next_cursor of a previous page unchanged.", "cursor", "invalid_cursor");
-
-function decodeCursor(value: string): { t: string; id: string } {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(value, "base64url").toString("utf8"));
-  } catch {
-    throw decodeCursorError();
-  }
-  const { t, id } = (parsed ?? {}) as { t?: unknown; id?: unknown };
-  if (typeof t !== "string" || typeof id !== "string" || !UUID.test(id)) throw decodeCursorError();
-  const seconds = CURSOR_TIME.exec(t)?.[1];
-  const date = new Date(`${seconds}Z`);
-  // The round trip refuses what the pattern lets through but PostgreSQL would not take (2025-02-30, year 0).
-  if (!seconds || Number.isNaN(date.getTime()) || date.getUTCFullYear() < 1 || date.toISOString().slice(0, 19) !== seconds) {
-    throw decodeCursorError();
-  }
-  return { t, id };
-}
-
 /** The user's cases, newest first; `limit` is validated by the caller. */
 export async function listCases(pool: Pool, userId: string, page: { limit: number; cursor?: string | undefined }): Promise<UserCasePage> {
-  const after = page.cursor === undefined ? null : decodeCursor(page.cursor);
+  const after = page.cursor === undefined ? null : decodeCaseCursor(page.cursor);
   // One row more than asked tells whether another page exists, so the last page never links to an empty one.
-  const rows = await listOwnCases(pool, userId, page.limit + 1, after);
+  const rows = await listCaseRows(pool, userId, page.limit + 1, after);
   const shown = rows.slice(0, page.limit);
   const result: UserCasePage = { cases: shown.map(toSummary) };
   const last = shown.at(-1);
   if (rows.length > page.limit && last) {
-    result.next_cursor = Buffer.from(JSON.stringify({ t: last.cursor_t, id: last.id })).toString("base64url");
+    result.next_cursor = encodeCaseCursor({ t: last.cursor_t, id: last.id });
   }
   return result;
 }
 
 export async function caseDetail(pool: Pool, userId: string, caseId: string): Promise<UserCaseDetail> {
-  const row = UUID.test(caseId) ? await findOwnCase(pool, userId, caseId) : null;
+  const row = isCaseId(caseId) ? await findOwnCase(pool, userId, caseId) : null;
   if (!row) throw caseNotFound();
   const [messages, evidence] = await Promise.all([
     latestMessages(pool, row.id, TRANSCRIPT_LIMIT + 1),

@@ -1,0 +1,43 @@
+import { Hono } from "hono";
+import { z } from "zod";
+import type { Pool } from "../db/pool.js";
+import { readValidJson } from "../server/body.js";
+import type { AppEnv } from "../server/context.js";
+import { claimJobs } from "./claim.js";
+import { completeJob, jobNotFound } from "./complete.js";
+import { failJob } from "./fail.js";
+import { claimRequestSchema, completeRequestSchema, failRequestSchema } from "./wire.js";
+
+// The support workers' endpoints (docs/support.md; docs/api.md, "Support workers"), mounted at
+// /api/v1/internal/support/assistant behind the bot token; complete and fail also need the job's lease token.
+
+export interface SupportWorkerDeps {
+  pool: Pool;
+  bodyLimit: number;
+}
+
+const jobId = z.uuid();
+
+export function supportWorkerRoutes(deps: SupportWorkerDeps) {
+  const { pool, bodyLimit } = deps;
+  // A malformed id names no job: the same 404 as an unknown one.
+  const idOf = (raw: string): string => {
+    if (!jobId.safeParse(raw).success) throw jobNotFound();
+    return raw;
+  };
+  return new Hono<AppEnv>()
+    .post("/jobs/claim", async (c) => {
+      const body = await readValidJson(c, claimRequestSchema, bodyLimit);
+      return c.json({ jobs: await claimJobs(pool, body) });
+    })
+    .post("/jobs/:id/complete", async (c) => {
+      const id = idOf(c.req.param("id"));
+      const body = await readValidJson(c, completeRequestSchema, bodyLimit);
+      return c.json(await completeJob(pool, id, body));
+    })
+    .post("/jobs/:id/fail", async (c) => {
+      const id = idOf(c.req.param("id"));
+      const body = await readValidJson(c, failRequestSchema, bodyLimit);
+      return c.json(await failJob(pool, id, body));
+    });
+}
