@@ -1,4 +1,5 @@
 import type { Pool } from "../db/pool.js";
+import { inTransaction } from "../db/transaction.js";
 
 // The embed route's image cache in PostgreSQL (src/media/schema.ts), shared by every gateway process so that an
 // identical request is generated, and billed, once. Bounded: an entry serves for `ttlSeconds` after it was
@@ -92,20 +93,12 @@ export function createMediaCache(pool: Pool, opts: MediaCacheOptions): MediaCach
         await this.release(key);
         return false;
       }
-      const client = await pool.connect();
-      try {
-        await client.query("begin");
+      await inTransaction(pool, async (client) => {
         await client.query(EVICTION_LOCK);
         await client.query(STORE, [key, userId, model, image.contentType, image.etag, image.bytes, image.bytes.length, opts.ttlSeconds]);
         await client.query(EVICT, [opts.maxBytes]);
-        await client.query("commit");
-        return true;
-      } catch (err) {
-        await client.query("rollback").catch(() => {});
-        throw err;
-      } finally {
-        client.release();
-      }
+      });
+      return true;
     },
 
     async release(key) {

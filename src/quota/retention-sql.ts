@@ -1,4 +1,5 @@
 import type { Pool } from "../db/pool.js";
+import { inTransaction } from "../db/transaction.js";
 import { cutoffDaysAgo, deleteInBatches } from "../db/retention.js";
 
 // The ledger's retention (docs/billing.md, "Retention"): resolved holds and ended leases older than the cutoff
@@ -60,25 +61,17 @@ async function deleteHolds(pool: Pool, cutoff: string, batchRows: number): Promi
 }
 
 async function deleteLeases(pool: Pool, cutoff: string, batchRows: number): Promise<number> {
-  const client = await pool.connect();
-  try {
-    await client.query("begin");
+  return inTransaction(pool, async (client) => {
     const locked = await client.query<{ id: string }>({
       name: "quota_retention_lock_leases",
       text: LOCK_LEASES,
       values: [cutoff, batchRows],
     });
     const ids = locked.rows.map((r) => r.id);
-    const deleted =
-      ids.length === 0 ? 0 : ((await client.query({ name: "quota_retention_leases", text: DELETE_LEASES, values: [ids] })).rowCount ?? 0);
-    await client.query("commit");
-    return deleted;
-  } catch (err) {
-    await client.query("rollback").catch(() => {});
-    throw err;
-  } finally {
-    client.release();
-  }
+    return ids.length === 0
+      ? 0
+      : ((await client.query({ name: "quota_retention_leases", text: DELETE_LEASES, values: [ids] })).rowCount ?? 0);
+  });
 }
 
 export interface LedgerRetention {

@@ -11,6 +11,7 @@ import { mediaOperations } from "../media/operations.js";
 import { videoOperations } from "../media/video-operations.js";
 import { packageRoot } from "../package-root.js";
 import { ours, type OperationDescription } from "../server/api-description.js";
+import { supportStaffOperations } from "../support/staff-routes.js";
 import { supportUserOperations } from "../support/user-routes.js";
 import type { AppEnv } from "../server/context.js";
 import { healthOperations } from "../server/health.js";
@@ -26,9 +27,11 @@ import { embedOpenApiSchemas, protoJsonSchemas, type ProtoExtract } from "../ser
 const TAGS = [
   { name: "Inference", description: "The OpenAI, Anthropic and Gemini wire shapes, metered against quota." },
   { name: "Evaluation", description: "The evaluation service." },
+  { name: "Media", description: "Images, video jobs and embeddable images, metered against quota." },
   { name: "Auth", description: "Sessions for the user and admin endpoints." },
   { name: "Account", description: "A user's own quota, request log and balances (session)." },
   { name: "Support", description: "Support cases about a user's own requests (session; the caller owns the case)." },
+  { name: "Support staff", description: "The support workspace's staff side (admin session; CSRF on every POST)." },
   { name: "Admin", description: "Users, API keys and balances (admin session; CSRF token on state changes)." },
   { name: "Internal", description: "Endpoints of the support workers (bot token)." },
   { name: "Operations", description: "Probes, metrics and the API description." },
@@ -63,6 +66,7 @@ export function apiOperations(): OperationDescription[] {
     ...userQuotaOperations,
     ...resellerOperations,
     ...supportUserOperations,
+    ...supportStaffOperations,
     ...supportWorkerOperations,
   ];
 }

@@ -30,6 +30,7 @@ import type { ResellerAccounts } from "../account/reseller-accounts.js";
 import { resellerAdminRoutes, resellerUserRoutes } from "../account/reseller-routes.js";
 import type { Clock } from "../quota/clock.js";
 import type { QuotaLedger } from "../quota/types.js";
+import { supportStaffRoutes } from "../support/staff-routes.js";
 import { supportUserRoutes } from "../support/user-routes.js";
 import type { BodyBudget } from "../server/body-budget.js";
 import type { AppEnv } from "../server/context.js";
@@ -91,6 +92,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.use("/embed/*", embedAuth(auth.keyAuth, auth.embedTokens));
   app.use("/api/v1/user/*", sessionAuth(auth.sessions));
   app.use("/api/v1/admin/*", adminAuth(auth.sessions));
+  // The support workspace's staff side (docs/support.md): admins, with CSRF on every state change.
+  app.use("/api/v1/assistant/*", adminAuth(auth.sessions));
   app.use("/api/v1/internal/*", botAuth(auth.botToken));
 
   app.route("/v1", modelListRoutes(deps.catalog, config));
@@ -131,6 +134,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route("/api/v1/user", userQuotaRoutes({ ledger: deps.ledger, config, read }));
   app.route("/api/v1/user", resellerUserRoutes({ accounts: deps.resellers, read }));
   app.route("/api/v1/user/assistant", supportUserRoutes({ pool: deps.pool, read, bodyLimit }));
+  app.route("/api/v1/assistant", supportStaffRoutes({ pool: deps.pool, read, bodyLimit }));
   app.route("/api/v1/admin", adminRoutes({ users: auth.users, apiKeys: auth.apiKeys, bodyLimit, read }));
   app.route("/api/v1/admin", resellerAdminRoutes({ accounts: deps.resellers, bodyLimit, read }));
   app.route("/api/v1/internal", internalRoutes());

@@ -1,5 +1,3 @@
-import type pg from "pg";
-import type { Pool } from "../db/pool.js";
 import type { Queryable } from "./jobs-sql.js";
 import type { RequestLogFactsRow } from "./request-facts.js";
 import type { Card, RequestFacts } from "./wire.js";
@@ -167,11 +165,14 @@ export async function latestAnswerJobStatus(db: Queryable, caseId: string): Prom
 }
 
 export interface CaseListRow extends CaseRow {
+  /** Read for the staff's list only; the user's list never shows them. */
+  owner_user_id: string | null;
+  source_ref: string | null;
   /** created_at as PostgreSQL's own text (microseconds), for the cursor. */
   cursor_t: string;
 }
 
-const LIST_SELECT = `select ${CASE_COLUMNS},
+const LIST_SELECT = `select ${CASE_COLUMNS}, owner_user_id, source_ref,
   to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_t
 from support_cases`;
 const LIST_ORDER = "order by created_at desc, id desc";
@@ -196,20 +197,4 @@ export async function listCaseRows(
     values,
   });
   return rows;
-}
-
-/** Runs `work` in one transaction on one connection; rolls back on any error. */
-export async function inTransaction<T>(pool: Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  try {
-    await client.query("begin");
-    const result = await work(client);
-    await client.query("commit");
-    return result;
-  } catch (err) {
-    await client.query("rollback").catch(() => {});
-    throw err;
-  } finally {
-    client.release();
-  }
 }

@@ -1,11 +1,11 @@
 import type pg from "pg";
 import type { Pool } from "../db/pool.js";
+import { inTransaction } from "../db/transaction.js";
 import { errors } from "../errors.js";
 import {
   changeCase,
   findOwnCase,
   findOwnRequest,
-  inTransaction,
   insertCase,
   insertUserMessage,
   latestAnswerJobStatus,

@@ -2,7 +2,7 @@ import type { Pool } from "../db/pool.js";
 import { errors } from "../errors.js";
 import { insertAnswerMessage, insertDraft, insertEvidence, finishJob, setCaseCard, setHandoff } from "./complete-sql.js";
 import { checkCompletionBody, judgeCompletion } from "./completion-rules.js";
-import { inTransaction } from "./job-transaction.js";
+import { inTransaction } from "../db/transaction.js";
 import { checkLeaseToken, leaseEnded } from "./lease.js";
 import { addUsage, lockCase, lockJob, type LockedJob } from "./lease-sql.js";
 import { completeResponseSchema, type CompleteRequest, type CompleteResponse } from "./wire.js";

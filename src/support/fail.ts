@@ -1,7 +1,7 @@
 import type { Pool } from "../db/pool.js";
 import { jobNotFound } from "./complete.js";
 import { failJobForGood, requeueJob } from "./fail-sql.js";
-import { inTransaction } from "./job-transaction.js";
+import { inTransaction } from "../db/transaction.js";
 import { checkLeaseToken, leaseEnded } from "./lease.js";
 import { addUsage, lockJob } from "./lease-sql.js";
 import { MAX_ATTEMPTS, type FailRequest, type failResponseSchema } from "./wire.js";

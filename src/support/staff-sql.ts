@@ -14,7 +14,7 @@ const STAFF_COLUMNS = `${CASE_COLUMNS}, owner_user_id, source_ref`;
 
 export async function findCase(db: Queryable, caseId: string, lock = false): Promise<StaffCaseRow | null> {
   const { rows } = await db.query<StaffCaseRow>({
-    name: lock ? "support_lock_case" : "support_find_case",
+    name: lock ? "support_staff_lock_case" : "support_staff_find_case",
     text: `select ${STAFF_COLUMNS} from support_cases where id = $1${lock ? " for update" : ""}`,
     values: [caseId],
   });

@@ -1,8 +1,9 @@
 import type { Pool } from "../db/pool.js";
+import { inTransaction } from "../db/transaction.js";
 import { errors } from "../errors.js";
 import { decodeCaseCursor, encodeCaseCursor, isCaseId } from "./case-cursor.js";
 import { EVIDENCE_LIMIT, toSummary, toUserCase, TRANSCRIPT_LIMIT } from "./cases.js";
-import { inTransaction, latestEvidence, listCaseRows, type CaseRow } from "./cases-sql.js";
+import { latestEvidence, listCaseRows } from "./cases-sql.js";
 import { enqueueJob } from "./jobs-sql.js";
 import {
   changeCaseAsStaff,
@@ -43,7 +44,7 @@ const toDraft = (d: DraftRow) => ({
 
 export async function listStaffCases(pool: Pool, page: { limit: number; cursor?: string | undefined }): Promise<StaffCasePage> {
   const after = page.cursor === undefined ? null : decodeCaseCursor(page.cursor);
-  const rows = (await listCaseRows(pool, null, page.limit + 1, after)) as (CaseRow & StaffCaseRow & { cursor_t: string })[];
+  const rows = await listCaseRows(pool, null, page.limit + 1, after);
   const shown = rows.slice(0, page.limit);
   const result: StaffCasePage = { cases: shown.map((row) => Object.assign(toSummary(row), privateParts(row))) };
   const last = shown.at(-1);

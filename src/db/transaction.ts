@@ -1,5 +1,5 @@
 import type pg from "pg";
-import type { Pool } from "../db/pool.js";
+import type { Pool } from "./pool.js";
 
 /** Runs `work` in one transaction on one connection: committed if it returns, rolled back if it throws. */
 export async function inTransaction<T>(pool: Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {

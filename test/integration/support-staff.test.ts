@@ -1,0 +1,193 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  staffCaseDetailSchema,
+  staffCasePageSchema,
+  staffCaseResultSchema,
+  draftResultSchema,
+  staffReplyResultSchema,
+} from "../../src/support/staff-wire.js";
+import { userCaseDetailSchema } from "../../src/support/user-wire.js";
+import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+
+// The staff side of the support workspace over real HTTP and a real database (docs/support.md, "Staff"): the
+// admin session and its CSRF token, the hold against a running answer (through the workers' own endpoints),
+// reviewed replies on dashboard cases only, private drafts that no user response shows.
+
+const PASSWORD = "password-123";
+const BOT = "bot-token-for-the-staff-tests-0123456789";
+const DRAFT = "PRIVATE-OPERATOR-DRAFT-for-staff-only";
+
+let gw: TestGateway;
+let admin: { token: string; csrf: string };
+let user: { id: string; token: string; csrf: string };
+
+async function login(email: string) {
+  const res = await fetch(`${gw.url}/api/v1/auth/login`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ email, password: PASSWORD }),
+  });
+  const body = (await res.json()) as { token: string; csrf_token: string };
+  return { token: body.token, csrf: body.csrf_token };
+}
+
+beforeAll(async () => {
+  gw = await startTestGateway({ env: { SUPPORT_BOT_TOKEN: BOT } });
+  await gw.services.auth.users.create({ email: "staff@example.test", password: PASSWORD, role: "admin" });
+  const u = await gw.services.auth.users.create({ email: "user@example.test", password: PASSWORD });
+  admin = await login("staff@example.test");
+  user = Object.assign({ id: u.id }, await login("user@example.test"));
+});
+
+afterAll(() => gw?.close());
+
+async function call(
+  path: string,
+  opts: { method?: string; who?: { token: string; csrf: string }; csrf?: boolean; body?: unknown; bot?: boolean } = {},
+) {
+  const headers: Record<string, string> = {};
+  if (opts.bot) headers.authorization = `Bearer ${BOT}`;
+  else if (opts.who) headers.authorization = `Bearer ${opts.who.token}`;
+  if (opts.who && opts.csrf !== false) headers["x-csrf-token"] = opts.who.csrf;
+  if (opts.body !== undefined) headers["content-type"] = "application/json";
+  const res = await fetch(`${gw.url}${path}`, {
+    method: opts.method ?? "GET",
+    headers,
+    body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+  });
+  const text = await res.text();
+  // The answers' shapes are checked with their schemas where it matters; here they are read loosely.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  return { status: res.status, text, body: (text ? JSON.parse(text) : null) as Record<string, any> };
+}
+
+const staff = (path: string, method = "POST", body?: unknown) =>
+  call(`/api/v1/assistant${path}`, { method, who: admin, body: body ?? (method === "POST" ? {} : undefined) });
+
+/** A dashboard case of the user's, on a request-log row of theirs (written directly: its content does not matter here). */
+async function openCase(): Promise<{ id: string; revision: number }> {
+  const requestId = `req_${randomUUID().replaceAll("-", "")}`;
+  await gw.db.pool.query(
+    `insert into request_logs (request_id, user_id, key_id, route, client_protocol, public_model, upstream_model, provider, fallback_path,
+       status, error_class, error_code, input_tokens, output_tokens, cached_tokens, quota_charged, usage_source, latency_ms, ttfb_ms,
+       streamed, received_at, created_at)
+     values ($1, $2, null, '/v1/chat/completions', 'openai', 'm1', 'm1-upstream', 'main', '{}', 502, 'upstream', 'upstream_error', 10, 0, 0,
+       0, 'none', 12.5, null, false, now(), now())`,
+    [requestId, user.id],
+  );
+  const res = await call("/api/v1/user/assistant/cases", { method: "POST", who: user, body: { request_id: requestId, locale: "en" } });
+  expect(res.status).toBe(201);
+  return { id: res.body.case.id, revision: res.body.case.revision };
+}
+
+async function claim() {
+  const res = await call("/api/v1/internal/support/assistant/jobs/claim", {
+    method: "POST",
+    bot: true,
+    body: { limit: 5, lease_seconds: 60, worker_id: "staff-test" },
+  });
+  expect(res.status).toBe(200);
+  return res.body.jobs as { id: string; kind: string; case_id: string; revision: number; lease_token: string }[];
+}
+
+const usage = { model_calls: 1, tool_calls: 0, input_tokens: 10, output_tokens: 5, cost_usd: null };
+
+describe("staff routes", () => {
+  it("are admin-only: a user session is 403, no CSRF token on a POST is 403, no session 401", async () => {
+    const c = await openCase();
+    expect((await call("/api/v1/assistant/cases", { who: user })).status).toBe(403);
+    expect((await call(`/api/v1/assistant/cases/${c.id}/takeover`, { method: "POST", who: admin, csrf: false })).status).toBe(403);
+    expect((await call("/api/v1/assistant/cases")).status).toBe(401);
+    expect((await staff(`/cases/${randomUUID()}`, "GET")).status).toBe(404);
+    expect((await staff("/cases/not-a-uuid/takeover")).status).toBe(404);
+  });
+
+  it("list every case with its owner, newest first, keyset-paginated", async () => {
+    await openCase();
+    await openCase();
+    const first = await staff("/cases?limit=1", "GET");
+    expect(first.status).toBe(200);
+    expect(staffCasePageSchema.safeParse(first.body).success).toBe(true);
+    expect(first.body.cases[0].owner_user_id).toBe(user.id);
+    const second = await staff(`/cases?limit=1&cursor=${first.body.next_cursor}`, "GET");
+    expect(second.body.cases[0].id).not.toBe(first.body.cases[0].id);
+    expect((await staff("/cases?limit=0", "GET")).status).toBe(400);
+  });
+
+  it("a takeover during a running answer keeps it from publishing; the hold lasts until resume", async () => {
+    const c = await openCase();
+    const jobs = (await claim()).filter((j) => j.case_id === c.id);
+    expect(jobs).toHaveLength(1);
+    const taken = await staff(`/cases/${c.id}/takeover`);
+    expect(taken.status).toBe(200);
+    expect(staffCaseResultSchema.safeParse(taken.body).success).toBe(true);
+    expect(taken.body.case).toMatchObject({ staff_hold: true, revision: c.revision + 1 });
+    // Taking over twice changes nothing.
+    expect((await staff(`/cases/${c.id}/takeover`)).body.case.revision).toBe(c.revision + 1);
+    const done = await call(`/api/v1/internal/support/assistant/jobs/${jobs[0]!.id}/complete`, {
+      method: "POST",
+      bot: true,
+      body: {
+        lease_token: jobs[0]!.lease_token,
+        revision: jobs[0]!.revision,
+        content: "An answer",
+        card: null,
+        evidence: [],
+        usage,
+        disposition: "answer",
+      },
+    });
+    expect(done.status).toBe(200);
+    expect(["discarded_hold", "discarded_stale"]).toContain(done.body.outcome);
+    const seen = await call(`/api/v1/user/assistant/cases/${c.id}`, { who: user });
+    expect(seen.body.messages.filter((m: { role: string }) => m.role === "assistant")).toEqual([]);
+    const resumed = await staff(`/cases/${c.id}/resume`);
+    expect(resumed.body.case.staff_hold).toBe(false);
+  });
+
+  it("a reviewed reply joins the transcript with its author and bumps the revision; resolve ends the case", async () => {
+    const c = await openCase();
+    const reply = await staff(`/cases/${c.id}/messages`, "POST", { content: "We are looking into it." });
+    expect(reply.status).toBe(201);
+    expect(staffReplyResultSchema.safeParse(reply.body).success).toBe(true);
+    expect(reply.body.message).toMatchObject({ role: "staff", author: expect.stringMatching(/^admin:/) });
+    expect(reply.body.case.revision).toBe(c.revision + 1);
+    const seen = await call(`/api/v1/user/assistant/cases/${c.id}`, { who: user });
+    expect(seen.body.messages.at(-1)).toEqual({ role: "staff", content: "We are looking into it.", created_at: expect.any(String) });
+    expect((await staff(`/cases/${c.id}/messages`, "POST", { content: "" })).status).toBe(400);
+    const resolved = await staff(`/cases/${c.id}/resolve`);
+    expect(resolved.body.case.status).toBe("resolved");
+    expect((await staff(`/cases/${c.id}/messages`, "POST", { content: "late" })).status).toBe(409);
+  });
+
+  it("a chat-platform case takes no in-app reply (409)", async () => {
+    const { rows } = await gw.db.pool.query<{ id: string }>(
+      "insert into support_cases (source_ref, locale) values ($1, 'en') returning id",
+      [`chan-${randomUUID()}`],
+    );
+    const res = await staff(`/cases/${rows[0]!.id}/messages`, "POST", { content: "hello" });
+    expect(res.status).toBe(409);
+  });
+
+  it("drafts stay private: a reviewed one is saved, {} queues a worker's, and no user response shows either", async () => {
+    const c = await openCase();
+    const saved = await staff(`/cases/${c.id}/operator-draft`, "POST", { content: DRAFT });
+    expect(saved.status).toBe(201);
+    expect(draftResultSchema.safeParse(saved.body).success).toBe(true);
+    expect(saved.body.draft).toMatchObject({ kind: "operator", reviewed: true, content: DRAFT });
+    const queued = await staff(`/cases/${c.id}/bug-draft`, "POST", {});
+    expect(queued.status).toBe(202);
+    const job = (await claim()).find((j) => j.id === queued.body.job_id);
+    expect(job?.kind).toBe("bug_draft");
+    const detail = await staff(`/cases/${c.id}`, "GET");
+    expect(staffCaseDetailSchema.safeParse(detail.body).success).toBe(true);
+    expect(detail.body.drafts.map((d: { content: string }) => d.content)).toContain(DRAFT);
+    expect(detail.body.jobs.some((j: { kind: string }) => j.kind === "bug_draft")).toBe(true);
+    const seen = await call(`/api/v1/user/assistant/cases/${c.id}`, { who: user });
+    expect(userCaseDetailSchema.safeParse(seen.body).success).toBe(true);
+    expect(seen.text).not.toContain(DRAFT);
+    expect(seen.text).not.toContain(user.id);
+    expect((await staff(`/cases/${c.id}/operator-draft`, "POST", { content: 5 })).status).toBe(400);
+  });
+});
