@@ -1,4 +1,5 @@
 import { Command } from "commander";
+import { casesCommand } from "./cases.js";
 import { configCommand } from "./config.js";
 import { keysCommand } from "./keys.js";
 import { migrateCommand } from "./migrate.js";
@@ -18,6 +19,7 @@ const program = new Command("gateway")
   .addCommand(usersCommand())
   .addCommand(keysCommand())
   .addCommand(resellerCommand())
+  .addCommand(casesCommand())
   .addCommand(openapiCommand())
   .addCommand(mockUpstreamCommand());
 

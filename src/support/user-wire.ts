@@ -7,7 +7,7 @@ import { cardSchema, evidenceSchema, LIST_LIMIT, MAX_CONTENT_CHARS, requestFacts
 // every user answer of a scenario against these, so a field added to an answer without being added here fails.
 
 /** A BCP-47-ish language tag: `en`, `pt-BR`, `zh-Hant-TW`. */
-const LOCALE = /^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8}){0,4}$/;
+export const LOCALE = /^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8}){0,4}$/;
 
 export const createCaseBody = z.strictObject({
   request_id: z

@@ -1,4 +1,5 @@
 import { ours, type OperationDescription } from "../server/api-description.js";
+import { controlRequestSchema, controlResponseSchema, snapshotRequestSchema, snapshotResponseSchema } from "./chatplatform-wire.js";
 import {
   claimRequestSchema,
   claimResponseSchema,
@@ -50,5 +51,35 @@ export const supportWorkerOperations: OperationDescription[] = [
     body: ours("SupportFailRequest", failRequestSchema),
     ok: { status: 200, description: "The job's state after the failure.", schema: ours("SupportFailResponse", failResponseSchema) },
     errors: ["invalid_value", "job_not_found", "lease_lost", "lease_expired"],
+  },
+  {
+    method: "post",
+    path: `${base}/cases/chatplatform/control`,
+    operationId: "chatPlatformControl",
+    summary: "Tells the chat platform, just before it delivers an answer, whether staff hold the channel's case",
+    description: "An unknown channel answers `{staff_hold: false}` and nothing is created.",
+    tag: "Internal",
+    access: "bot",
+    body: ours("ChatPlatformControlRequest", controlRequestSchema),
+    ok: { status: 200, description: "The channel's hold.", schema: ours("ChatPlatformControlResponse", controlResponseSchema) },
+    errors: ["invalid_value"],
+  },
+  {
+    method: "post",
+    path: `${base}/cases/chatplatform`,
+    operationId: "chatPlatformSnapshot",
+    summary: "Upserts a chat channel's case from a snapshot: new messages by source message id, the card, a staff takeover",
+    description:
+      "Messages are stored scrubbed; known source message ids are skipped. `staff_active: false` or absent never clears a hold. " +
+      "New user messages bump the revision and queue one job. The case never gets an owner: owner fields are refused.",
+    tag: "Internal",
+    access: "bot",
+    body: ours("ChatPlatformSnapshotRequest", snapshotRequestSchema),
+    ok: {
+      status: 200,
+      description: "The channel's case after the snapshot.",
+      schema: ours("ChatPlatformSnapshotResponse", snapshotResponseSchema),
+    },
+    errors: ["invalid_value"],
   },
 ];

@@ -3,13 +3,16 @@ import { z } from "zod";
 import type { Pool } from "../db/pool.js";
 import { readValidJson } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
+import { channelControl, upsertSnapshot } from "./chatplatform.js";
+import { controlRequestSchema, snapshotRequestSchema } from "./chatplatform-wire.js";
 import { claimJobs } from "./claim.js";
 import { completeJob, jobNotFound } from "./complete.js";
 import { failJob } from "./fail.js";
 import { claimRequestSchema, completeRequestSchema, failRequestSchema } from "./wire.js";
 
 // The support workers' endpoints (docs/support.md; docs/api.md, "Support workers"), mounted at
-// /api/v1/internal/support/assistant behind the bot token; complete and fail also need the job's lease token.
+// /api/v1/internal/support/assistant behind the bot token; complete and fail also need the job's lease token. The
+// chat platform's control and snapshot routes share the mount and the token.
 
 export interface SupportWorkerDeps {
   pool: Pool;
@@ -39,5 +42,13 @@ export function supportWorkerRoutes(deps: SupportWorkerDeps) {
       const id = idOf(c.req.param("id"));
       const body = await readValidJson(c, failRequestSchema, bodyLimit);
       return c.json(await failJob(pool, id, body));
+    })
+    .post("/cases/chatplatform/control", async (c) => {
+      const body = await readValidJson(c, controlRequestSchema, bodyLimit);
+      return c.json(await channelControl(pool, body.source_ref));
+    })
+    .post("/cases/chatplatform", async (c) => {
+      const body = await readValidJson(c, snapshotRequestSchema, bodyLimit);
+      return c.json(await upsertSnapshot(pool, body));
     });
 }

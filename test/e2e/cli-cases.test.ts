@@ -1,0 +1,61 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { staffCasePageSchema, staffCaseResultSchema } from "../../src/support/staff-wire.js";
+import { gateway, tempDir } from "../helpers/cli.js";
+import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
+
+// `gateway cases` on a database the test fills itself (DATABASE_URL): the staff's logic from the command line,
+// JSON for scripts, a small table for people, one line on stderr for an error.
+describe("gateway cases", () => {
+  let work: Awaited<ReturnType<typeof tempDir>>;
+  let db: TestDatabase;
+  let caseId: string;
+  const run = (...args: string[]) => gateway(args, { cwd: work.dir, env: { DATABASE_URL: db.url } });
+
+  beforeAll(async () => {
+    work = await tempDir("gateway-e2e-cases-");
+    db = await createTestDatabase();
+    const { rows } = await db.pool.query<{ id: string }>(
+      "insert into support_cases (source_ref, locale) values ('chan-e2e', 'en') returning id",
+    );
+    caseId = rows[0]!.id;
+    await db.pool.query("insert into support_messages (case_id, role, content, source_message_id) values ($1, 'user', 'it fails', 'm1')", [
+      caseId,
+    ]);
+  });
+  afterAll(async () => {
+    await db?.drop();
+    await work?.remove();
+  });
+
+  it("lists, takes over, shows, resumes and resolves; errors are one line", async () => {
+    const listed = await run("cases", "list", "--json");
+    expect(listed.exitCode, listed.stderr).toBe(0);
+    const page = staffCasePageSchema.parse(JSON.parse(listed.stdout));
+    expect(page.cases.map((c) => [c.id, c.source_ref, c.owner_user_id, c.staff_hold])).toEqual([[caseId, "chan-e2e", null, false]]);
+
+    const taken = await run("cases", "takeover", caseId, "--json");
+    expect(taken.exitCode, taken.stderr).toBe(0);
+    expect(staffCaseResultSchema.parse(JSON.parse(taken.stdout)).case).toMatchObject({ id: caseId, staff_hold: true, revision: 2 });
+    const { rows } = await db.pool.query("select staff_hold, revision from support_cases where id = $1", [caseId]);
+    expect(rows[0]).toEqual({ staff_hold: true, revision: 2 });
+
+    const table = await run("cases", "list");
+    expect(table.stdout).toMatch(/^ID\s+STATUS\s+STAFF_HOLD/);
+    expect(table.stdout).toContain(`${caseId}  open    true`);
+    const shown = await run("cases", "show", caseId);
+    expect(shown.stdout).toContain("chat platform chan-e2e");
+    expect(shown.stdout).toContain("it fails");
+
+    expect((await run("cases", "resume", caseId)).stdout).toBe(`resumed case ${caseId}: open, staff hold off, revision 2`);
+    const resolved = JSON.parse((await run("cases", "resolve", caseId, "--json")).stdout) as { case: { status: string } };
+    expect(resolved.case.status).toBe("resolved");
+
+    const unknown = await run("cases", "takeover", "00000000-0000-0000-0000-000000000000");
+    expect(unknown.exitCode).toBe(1);
+    expect(unknown.stderr).toBe("gateway: No such case.");
+    const badLimit = await run("cases", "list", "--limit", "500");
+    expect(badLimit.exitCode).toBe(1);
+    expect(badLimit.stderr.trim().split("\n")).toHaveLength(1);
+    expect(badLimit.stderr).toMatch(/--limit must be an integer from 1 to 100/);
+  }, 120_000);
+});
