@@ -1,5 +1,6 @@
 import { Command } from "commander";
 import { configCommand } from "./config.js";
+import { incidentsCommand } from "./incidents.js";
 import { keysCommand } from "./keys.js";
 import { migrateCommand } from "./migrate.js";
 import { mockUpstreamCommand } from "./mock-upstream.js";
@@ -18,6 +19,7 @@ const program = new Command("gateway")
   .addCommand(usersCommand())
   .addCommand(keysCommand())
   .addCommand(resellerCommand())
+  .addCommand(incidentsCommand())
   .addCommand(openapiCommand())
   .addCommand(mockUpstreamCommand());
 
