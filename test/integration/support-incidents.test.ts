@@ -1,6 +1,9 @@
 import { randomUUID } from "node:crypto";
+import { quickAddJob, runOnce } from "graphile-worker";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { incidentListSchema, incidentResultSchema } from "../../src/support/incident-wire.js";
+import { crontab, taskList } from "../../src/jobs/tasks.js";
+import { videoPollDeps } from "../../src/runtime/services.js";
 import { INCIDENT_THRESHOLDS, scanIncidents } from "../../src/support/incidents.js";
 import { userCaseDetailSchema } from "../../src/support/user-wire.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
@@ -136,6 +139,25 @@ describe("the support_incidents scan", () => {
     expect(raised[0]).toMatchObject({ status: "candidate", error_code: "upstream_timeout", affected_users: null, linked_cases: 0 });
     expect(raised[0]!.technical).toMatchObject({ errors: needed * 3, window_minutes: INCIDENT_THRESHOLDS.logWindowMinutes });
     expect(raised[0]!.technically_corroborated_at).toEqual(expect.any(String));
+  });
+});
+
+describe("the support_incidents task", () => {
+  it("is scheduled with a jobKey and runs the scan under graphile-worker", async () => {
+    expect(crontab).toMatch(/^\S+ \S+ \S+ \S+ \S+ support_incidents \?jobKey=support_incidents/m);
+    const m = model();
+    await logRequests(users[0]!.id, m, "upstream_error", INCIDENT_THRESHOLDS.logMinErrors);
+    const s = gw.services;
+    const tasks = taskList({
+      sessions: s.auth.sessions,
+      ledger: s.ledger,
+      pool: gw.db.pool,
+      retention: s.config.retention,
+      video: videoPollDeps(s),
+    });
+    await quickAddJob({ pgPool: gw.db.pool }, "support_incidents", {});
+    await runOnce({ pgPool: gw.db.pool, taskList: tasks });
+    await expect.poll(async () => (await list()).filter((i) => i.public_model === m)).toHaveLength(1);
   });
 });
 
