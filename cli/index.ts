@@ -1,6 +1,7 @@
 import { Command } from "commander";
 import { casesCommand } from "./cases.js";
 import { configCommand } from "./config.js";
+import { incidentsCommand } from "./incidents.js";
 import { keysCommand } from "./keys.js";
 import { migrateCommand } from "./migrate.js";
 import { mockUpstreamCommand } from "./mock-upstream.js";
@@ -20,6 +21,7 @@ const program = new Command("gateway")
   .addCommand(keysCommand())
   .addCommand(resellerCommand())
   .addCommand(casesCommand())
+  .addCommand(incidentsCommand())
   .addCommand(openapiCommand())
   .addCommand(mockUpstreamCommand());
 

@@ -65,6 +65,11 @@ export const requestLogs = pgTable(
     // The retention deletes by age (retention-sql.ts); without it each of its batches would scan the table.
     // created_at grows with time, so a batch's entries land on the index's rightmost pages.
     index("request_logs_created_at_idx").on(t.createdAt),
+    // The support_incidents task's scan of server-side failures by public model and error code over a recent
+    // window (src/support/incidents-sql.ts): a small index, as such rows are few.
+    index("request_logs_server_errors_idx")
+      .on(t.createdAt, t.publicModel, t.errorCode)
+      .where(sql`${t.status} >= 500`),
     // The user listing returns quota_charged as a JSON number; this keeps that number exact.
     check("request_logs_quota_charged_range", sql`${t.quotaCharged} between 0 and 9007199254740991`),
   ],

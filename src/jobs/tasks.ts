@@ -6,6 +6,7 @@ import type { Pool } from "../db/pool.js";
 import { POLL_VIDEO_TASK, pollJobKey } from "../media/video-jobs.js";
 import { pollVideoJob, type VideoPollDeps } from "../media/video-poll.js";
 import { pruneLedger, type QuotaLedger } from "../quota/index.js";
+import { scanIncidents } from "../support/incidents.js";
 import { sweepSupportJobs } from "../support/sweep.js";
 
 export interface JobDeps {
@@ -24,6 +25,7 @@ export interface TaskPayloads {
   ledger_retention: Record<string, unknown>;
   poll_video: { job_id: string };
   support_sweep: Record<string, unknown>;
+  support_incidents: Record<string, unknown>;
 }
 
 // Delivery is at least once: every task must be safe to run twice.
@@ -95,6 +97,18 @@ function supportSweep(deps: JobDeps): Task {
   };
 }
 
+// Raises or refreshes incident candidates from the case clusters and the request log, and links the cases they
+// cover (docs/support.md, "Incidents"). Upserts on one unresolved incident per signature: a rerun updates, never
+// duplicates.
+function supportIncidents(deps: JobDeps): Task {
+  return async (_payload, helpers) => {
+    const { fromCases, fromLog, linked } = await scanIncidents(deps.pool);
+    if (fromCases + fromLog + linked > 0) {
+      helpers.logger.info(`support incidents: ${fromCases} from case clusters, ${fromLog} from the request log, ${linked} cases linked`);
+    }
+  };
+}
+
 export function taskList(deps: JobDeps): TaskList & Record<keyof TaskPayloads, Task> {
   return {
     prune_auth: pruneAuth(deps),
@@ -102,6 +116,7 @@ export function taskList(deps: JobDeps): TaskList & Record<keyof TaskPayloads, T
     ledger_retention: ledgerRetention(deps),
     poll_video: pollVideo(deps),
     support_sweep: supportSweep(deps),
+    support_incidents: supportIncidents(deps),
   };
 }
 
@@ -110,6 +125,7 @@ export const crontab = [
   "*/15 * * * * prune_auth ?jobKey=prune_auth&max=3",
   "* * * * * expire_ledger ?jobKey=expire_ledger&max=3",
   "* * * * * support_sweep ?jobKey=support_sweep&max=3",
+  "*/5 * * * * support_incidents ?jobKey=support_incidents&max=3",
   // Daily at 03:17 UTC: night in Europe, evening in the Americas, and not on the hour, when schedules pile up.
   // Its batches keep every statement short, so the hour matters little.
   "17 3 * * * ledger_retention ?jobKey=ledger_retention&max=3",

@@ -11,6 +11,7 @@ import { mediaOperations } from "../media/operations.js";
 import { videoOperations } from "../media/video-operations.js";
 import { packageRoot } from "../package-root.js";
 import { ours, type OperationDescription } from "../server/api-description.js";
+import { supportIncidentOperations } from "../support/incident-routes.js";
 import { supportStaffOperations } from "../support/staff-routes.js";
 import { supportUserOperations } from "../support/user-routes.js";
 import type { AppEnv } from "../server/context.js";
@@ -67,6 +68,7 @@ export function apiOperations(): OperationDescription[] {
     ...resellerOperations,
     ...supportUserOperations,
     ...supportStaffOperations,
+    ...supportIncidentOperations,
     ...supportWorkerOperations,
   ];
 }

@@ -30,6 +30,7 @@ import type { ResellerAccounts } from "../account/reseller-accounts.js";
 import { resellerAdminRoutes, resellerUserRoutes } from "../account/reseller-routes.js";
 import type { Clock } from "../quota/clock.js";
 import type { QuotaLedger } from "../quota/types.js";
+import { supportIncidentRoutes } from "../support/incident-routes.js";
 import { supportStaffRoutes } from "../support/staff-routes.js";
 import { supportUserRoutes } from "../support/user-routes.js";
 import type { BodyBudget } from "../server/body-budget.js";
@@ -135,6 +136,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route("/api/v1/user", resellerUserRoutes({ accounts: deps.resellers, read }));
   app.route("/api/v1/user/assistant", supportUserRoutes({ pool: deps.pool, read, bodyLimit }));
   app.route("/api/v1/assistant", supportStaffRoutes({ pool: deps.pool, read, bodyLimit }));
+  app.route("/api/v1/assistant", supportIncidentRoutes({ pool: deps.pool, read, bodyLimit }));
   app.route("/api/v1/admin", adminRoutes({ users: auth.users, apiKeys: auth.apiKeys, bodyLimit, read }));
   app.route("/api/v1/admin", resellerAdminRoutes({ accounts: deps.resellers, bodyLimit, read }));
   app.route("/api/v1/internal", internalRoutes());

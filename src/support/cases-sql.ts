@@ -18,6 +18,8 @@ export interface CaseRow {
   revision: number;
   facts: RequestFacts | null;
   card: Card | null;
+  /** The public summary of the published incident the case is linked to, else null. */
+  incident_summary: string | null;
   model_calls: number;
   tool_calls: number;
   input_tokens: string;
@@ -28,9 +30,12 @@ export interface CaseRow {
   resolved_at: Date | null;
 }
 
+// The incident's summary is read, never copied: publishing, editing or withdrawing it shows at once in every
+// linked case. Its aggregates are never read here.
 export const CASE_COLUMNS = `id, request_id, locale, status, handoff, staff_hold, revision, facts, card, model_calls, tool_calls,
   input_tokens::text as input_tokens, output_tokens::text as output_tokens, cost_usd::text as cost_usd, created_at, updated_at,
-  resolved_at`;
+  resolved_at, (select i.public_summary from support_incidents i where i.id = support_cases.incident_id and i.published_at is not null)
+  as incident_summary`;
 
 export const OPEN_REQUEST_KEY = "support_cases_open_request_key";
 

@@ -61,8 +61,7 @@ export function toUserCase(row: CaseRow): UserCase {
     resolved_at: row.resolved_at === null ? null : iso(row.resolved_at),
     facts: row.facts,
     card: row.card,
-    // Incidents publish summaries to the cases they cover (issue 15, "Incidents"); until one does, null.
-    incident_summary: null,
+    incident_summary: row.incident_summary,
   };
 }
 

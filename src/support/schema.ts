@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { bigint, boolean, check, index, integer, jsonb, numeric, pgTable, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 import { users } from "../auth/schema.js";
-import { SUPPORT_JOB_KINDS } from "./wire.js";
+import { INCIDENT_STATUSES, SUPPORT_JOB_KINDS } from "./wire.js";
 
 // The support workspace's tables (docs/support.md). No language model runs in the gateway: cases gather a cited
 // request's facts from the request log, jobs are leased to external workers through the internal endpoints, and
@@ -21,6 +21,41 @@ const usageColumns = () => ({
     .default(sql`0`),
   costUsd: numeric("cost_usd").default("0"),
 });
+
+// Incidents (docs/support.md, "Incidents"): one per signature, a public model and a gateway error code, raised by
+// the support_incidents task from two independent signals whose aggregates are kept apart and private: clusters
+// of open cases (`affected`) and the request log's error rate (`technical`, which also records corroboration).
+export const supportIncidents = pgTable(
+  "support_incidents",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    publicModel: text("public_model").notNull(),
+    errorCode: text("error_code").notNull(),
+    title: text("title").notNull(),
+    status: text("status", { enum: INCIDENT_STATUSES }).notNull().default("candidate"),
+    // What users see in the detail of the linked cases, once published (published_at set).
+    publicSummary: text("public_summary"),
+    publishedAt: timestamp("published_at", { withTimezone: true }),
+    // The affected-user aggregate the last case scan saw above its threshold; null until one did.
+    affected: jsonb("affected"),
+    // The technical aggregate the last request-log scan saw above its threshold; null until one did.
+    technical: jsonb("technical"),
+    // When the request log first corroborated the incident: publishing needs it (spec, rule 1).
+    corroboratedAt: timestamp("corroborated_at", { withTimezone: true }),
+    // Who last changed it: `admin:<user id>`, `cli`, or null while only the task wrote it.
+    updatedBy: text("updated_by"),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    // One unresolved incident per signature: the task's upserts conflict here, so re-running never duplicates;
+    // after a resolve, the same signature raises a new candidate.
+    uniqueIndex("support_incidents_open_signature_key")
+      .on(t.publicModel, t.errorCode)
+      .where(sql`${t.status} <> 'resolved'`),
+    index("support_incidents_updated_idx").on(t.updatedAt.desc(), t.id.desc()),
+  ],
+);
 
 export const supportCases = pgTable(
   "support_cases",
@@ -50,6 +85,9 @@ export const supportCases = pgTable(
     // The structured card the last published answer wrote: problem, facts, hypotheses, checks, missing,
     // next_step, confidence.
     card: jsonb("card"),
+    // The incident whose signature (public model and error code) the facts match, linked by the support_incidents
+    // task: its published summary shows in the case's detail, its aggregates never do.
+    incidentId: uuid("incident_id").references(() => supportIncidents.id, { onDelete: "set null" }),
     ...usageColumns(),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
@@ -66,6 +104,9 @@ export const supportCases = pgTable(
     // The user's list, newest first, keyset-paginated; and the staff's.
     index("support_cases_owner_created_idx").on(t.ownerUserId, t.createdAt.desc(), t.id.desc()),
     index("support_cases_updated_idx").on(t.updatedAt.desc(), t.id.desc()),
+    index("support_cases_incident_idx")
+      .on(t.incidentId)
+      .where(sql`${t.incidentId} is not null`),
     check("support_cases_owner_or_source", sql`${t.ownerUserId} is not null or ${t.sourceRef} is not null`),
   ],
 );

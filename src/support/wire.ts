@@ -86,6 +86,9 @@ export const requestFactsSchema = z.strictObject({
 });
 export type RequestFacts = z.infer<typeof requestFactsSchema>;
 
+/** An incident's statuses, in the only order staff may move it (spec, "States and transitions"). */
+export const INCIDENT_STATUSES = ["candidate", "confirmed", "resolved"] as const;
+
 export const SUPPORT_JOB_KINDS = ["answer", "staff_draft", "operator_draft", "bug_draft"] as const;
 
 /**
