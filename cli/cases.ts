@@ -84,7 +84,7 @@ export function casesCommand(): Command {
       .argument("<id>", "case id")
       .action(
         action(async (id: string, opts: CommonOptions) => {
-          const result = await withServices(opts, (s) => changeAsStaff(s.pool, id, change));
+          const result = await withServices(opts, (s) => changeAsStaff(s.pool, id, change, "cli"));
           if (opts.json) printJson(result);
           else printChange(result, what.done);
         }),

@@ -7,6 +7,7 @@ CREATE TABLE "support_cases" (
 	"status" text DEFAULT 'open' NOT NULL,
 	"staff_hold" boolean DEFAULT false NOT NULL,
 	"handoff" boolean DEFAULT false NOT NULL,
+	"staff_actor" text,
 	"revision" integer DEFAULT 1 NOT NULL,
 	"facts" jsonb,
 	"card" jsonb,

@@ -76,6 +76,9 @@ export const supportCases = pgTable(
     staffHold: boolean("staff_hold").notNull().default(false),
     // The user asked for staff (handoff): their messages then queue private staff drafts, not answers.
     handoff: boolean("handoff").notNull().default(false),
+    // Who made the last staff change (takeover, resume, resolve, reply): `admin:<user id>` or `cli`; null until
+    // staff act. The user's own actions are theirs and are not recorded here.
+    staffActor: text("staff_actor"),
     // Bumped by every event that invalidates answers in flight (a new user message, takeover, resolve, reopen);
     // a completion for another revision is discarded.
     revision: integer("revision").notNull().default(1),

@@ -39,7 +39,11 @@ export function supportStaffRoutes(deps: SupportStaffDeps) {
       const body = await readValidJson(c, staffReplyBody, bodyLimit);
       return c.json(await replyAsStaff(pool, c.req.param("id"), body.content, actor(c.get("session").userId)), 201);
     });
-  for (const change of CHANGES) app.post(`/cases/:id/${change}`, async (c) => c.json(await changeAsStaff(pool, c.req.param("id"), change)));
+  for (const change of CHANGES) {
+    app.post(`/cases/:id/${change}`, async (c) =>
+      c.json(await changeAsStaff(pool, c.req.param("id"), change, actor(c.get("session").userId))),
+    );
+  }
   for (const [path, kind] of Object.entries(DRAFTS)) {
     app.post(`/cases/:id/${path}`, async (c) => {
       const body = await readValidJson(c, draftBody, bodyLimit);

@@ -8,9 +8,10 @@ import { CASE_COLUMNS, type CaseRow } from "./cases-sql.js";
 export interface StaffCaseRow extends CaseRow {
   owner_user_id: string | null;
   source_ref: string | null;
+  staff_actor: string | null;
 }
 
-const STAFF_COLUMNS = `${CASE_COLUMNS}, owner_user_id, source_ref`;
+const STAFF_COLUMNS = `${CASE_COLUMNS}, owner_user_id, source_ref, staff_actor`;
 
 export async function findCase(db: Queryable, caseId: string, lock = false): Promise<StaffCaseRow | null> {
   const { rows } = await db.query<StaffCaseRow>({
@@ -35,11 +36,12 @@ const STAFF_CHANGES = {
 
 export type StaffChange = keyof typeof STAFF_CHANGES;
 
-export async function changeCaseAsStaff(db: Queryable, caseId: string, change: StaffChange): Promise<StaffCaseRow> {
+/** Applies a staff change to a case the caller locked, recording `actor` as the case's last staff actor. */
+export async function changeCaseAsStaff(db: Queryable, caseId: string, change: StaffChange, actor: string): Promise<StaffCaseRow> {
   const { rows } = await db.query<StaffCaseRow>({
     name: `support_staff_change_${change}`,
-    text: `update support_cases set ${STAFF_CHANGES[change]}, updated_at = now() where id = $1 returning ${STAFF_COLUMNS}`,
-    values: [caseId],
+    text: `update support_cases set ${STAFF_CHANGES[change]}, staff_actor = $2, updated_at = now() where id = $1 returning ${STAFF_COLUMNS}`,
+    values: [caseId, actor],
   });
   return rows[0]!;
 }

@@ -11,7 +11,12 @@ const privateParts = {
 };
 
 export const staffCaseSummarySchema = userCaseSummarySchema.extend(privateParts);
-export const staffCaseSchema = userCaseSchema.extend(privateParts);
+export const staffCaseSchema = userCaseSchema.extend(privateParts).extend({
+  staff_actor: z
+    .string()
+    .nullable()
+    .meta({ description: "Who made the last staff change (takeover, resume, resolve, reply): `admin:<user id>` or `cli`." }),
+});
 
 export const staffCasePageSchema = z.strictObject({
   cases: z.array(staffCaseSummarySchema),

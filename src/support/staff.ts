@@ -29,8 +29,12 @@ const JOB_LIMIT = 20;
 const caseNotFound = () => errors.notFound("No such case.");
 const iso = (d: Date) => d.toISOString();
 
-const privateParts = (row: StaffCaseRow) => ({ owner_user_id: row.owner_user_id, source_ref: row.source_ref });
-const toStaffCase = (row: StaffCaseRow) => Object.assign(toUserCase(row), privateParts(row));
+const privateParts = (row: Pick<StaffCaseRow, "owner_user_id" | "source_ref">) => ({
+  owner_user_id: row.owner_user_id,
+  source_ref: row.source_ref,
+});
+const toStaffCaseParts = (row: StaffCaseRow) => Object.assign(privateParts(row), { staff_actor: row.staff_actor });
+const toStaffCase = (row: StaffCaseRow) => Object.assign(toUserCase(row), toStaffCaseParts(row));
 
 const toDraft = (d: DraftRow) => ({
   id: d.id,
@@ -107,13 +111,13 @@ function onLockedCase<T>(
  * Takes the case over (the hold survives chat-platform snapshots until resume), resumes it, or resolves it. Each
  * is idempotent: taking over a held case, resuming an unheld one, resolving a resolved one change nothing.
  */
-export function changeAsStaff(pool: Pool, caseId: string, change: Exclude<StaffChange, "reply">): Promise<StaffCaseResult> {
+export function changeAsStaff(pool: Pool, caseId: string, change: Exclude<StaffChange, "reply">, actor: string): Promise<StaffCaseResult> {
   return onLockedCase(pool, caseId, async (client, row) => {
     const unchanged =
       (change === "takeover" && row.staff_hold) ||
       (change === "resume" && !row.staff_hold) ||
       (change === "resolve" && row.status === "resolved");
-    return { case: toStaffCase(unchanged ? row : await changeCaseAsStaff(client, row.id, change)) };
+    return { case: toStaffCase(unchanged ? row : await changeCaseAsStaff(client, row.id, change, actor)) };
   });
 }
 
@@ -126,7 +130,7 @@ export function replyAsStaff(pool: Pool, caseId: string, content: string, actor:
     if (row.source_ref !== null) throw errors.conflict("This is a chat-platform case: reply on the chat platform.");
     if (row.status !== "open") throw errors.conflict("The case is resolved; reopen it to reply.");
     const message = await insertStaffMessage(client, row.id, content, actor);
-    const changed = await changeCaseAsStaff(client, row.id, "reply");
+    const changed = await changeCaseAsStaff(client, row.id, "reply", actor);
     return {
       case: toStaffCase(changed),
       message: { role: message.role, content: message.content, author: message.author, created_at: iso(message.created_at) },

@@ -35,9 +35,14 @@ describe("gateway cases", () => {
 
     const taken = await run("cases", "takeover", caseId, "--json");
     expect(taken.exitCode, taken.stderr).toBe(0);
-    expect(staffCaseResultSchema.parse(JSON.parse(taken.stdout)).case).toMatchObject({ id: caseId, staff_hold: true, revision: 2 });
-    const { rows } = await db.pool.query("select staff_hold, revision from support_cases where id = $1", [caseId]);
-    expect(rows[0]).toEqual({ staff_hold: true, revision: 2 });
+    expect(staffCaseResultSchema.parse(JSON.parse(taken.stdout)).case).toMatchObject({
+      id: caseId,
+      staff_hold: true,
+      revision: 2,
+      staff_actor: "cli",
+    });
+    const { rows } = await db.pool.query("select staff_hold, revision, staff_actor from support_cases where id = $1", [caseId]);
+    expect(rows[0]).toEqual({ staff_hold: true, revision: 2, staff_actor: "cli" });
 
     const table = await run("cases", "list");
     expect(table.stdout).toMatch(/^ID\s+STATUS\s+STAFF_HOLD/);

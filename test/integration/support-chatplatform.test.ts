@@ -175,7 +175,7 @@ describe("chat platform snapshot", () => {
     // User messages during the hold queue private staff drafts, never answers.
     expect((await jobsOf(created.case_id)).map((j) => j.kind)).toEqual(["answer", "staff_draft", "staff_draft"]);
 
-    await changeAsStaff(gw.db.pool, created.case_id, "resume");
+    await changeAsStaff(gw.db.pool, created.case_id, "resume", "cli");
     expect((await control(ref)).staff_hold).toBe(false);
   });
 
@@ -192,7 +192,7 @@ describe("chat platform snapshot", () => {
   it("a new user message opens a resolved channel case again", async () => {
     const ref = channel();
     const created = await snapshot({ source_ref: ref, messages: [msg("x1", "first")] });
-    await changeAsStaff(gw.db.pool, created.case_id, "resolve");
+    await changeAsStaff(gw.db.pool, created.case_id, "resolve", "cli");
     await snapshot({ source_ref: ref, messages: [msg("x1", "first"), msg("x2", "it broke again")] });
     const { rows } = await gw.db.pool.query("select status, resolved_at from support_cases where id = $1", [created.case_id]);
     expect(rows[0]).toEqual({ status: "open", resolved_at: null });

@@ -122,7 +122,7 @@ describe("staff routes", () => {
     const taken = await staff(`/cases/${c.id}/takeover`);
     expect(taken.status).toBe(200);
     expect(staffCaseResultSchema.safeParse(taken.body).success).toBe(true);
-    expect(taken.body.case).toMatchObject({ staff_hold: true, revision: c.revision + 1 });
+    expect(taken.body.case).toMatchObject({ staff_hold: true, revision: c.revision + 1, staff_actor: expect.stringMatching(/^admin:/) });
     // Taking over twice changes nothing.
     expect((await staff(`/cases/${c.id}/takeover`)).body.case.revision).toBe(c.revision + 1);
     const done = await call(`/api/v1/internal/support/assistant/jobs/${jobs[0]!.id}/complete`, {
