@@ -1,3 +1,4 @@
+import { isUuid } from "../ids.js";
 import type { RequestLogRow } from "./types.js";
 
 // A request-log row as the JSON object the writer's INSERT reads with json_to_recordset (writer.ts). Encoded
@@ -6,7 +7,6 @@ import type { RequestLogRow } from "./types.js";
 // held it for 2-3 ms once a second), and a buffered row is one flat string rather than an object graph the
 // garbage collector has to trace.
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const INT4_MAX = 2_147_483_647;
 const SMALLINT_MAX = 32_767;
 const MS_MAX = 999_999_999.999;
@@ -34,8 +34,8 @@ export function encodeRow(r: RequestLogRow): string | null {
     !r.requestId ||
     r.requestId.includes("\0") ||
     !r.requestId.isWellFormed() ||
-    !UUID.test(r.userId) ||
-    (r.keyId !== null && !UUID.test(r.keyId)) ||
+    !isUuid(r.userId) ||
+    (r.keyId !== null && !isUuid(r.keyId)) ||
     r.quotaCharged < 0n ||
     r.quotaCharged > QUOTA_MAX ||
     Number.isNaN(r.createdAt.getTime()) ||

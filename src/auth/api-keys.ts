@@ -5,7 +5,8 @@ import { errors } from "../errors.js";
 import { generateApiKey } from "./api-key-secret.js";
 import { apiKeys } from "./schema.js";
 import type { ApiKeyService, CreateKeyInput, PublicApiKey, UserService } from "./types.js";
-import { driverError, isUuid } from "./users.js";
+import { isUuid } from "../ids.js";
+import { driverError } from "./users.js";
 import { extended } from "../objects.js";
 
 /** Every process's key cache listens here; the payload is the secret hash to drop. */

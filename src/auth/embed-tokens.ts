@@ -1,8 +1,10 @@
+import { isUuid } from "../ids.js";
 import { hkdfSync } from "node:crypto";
 import { jwtVerify, SignJWT } from "jose";
 import type { RequestRead } from "../db/faults.js";
 import type { Pool } from "../db/pool.js";
 import { extended } from "../objects.js";
+import { keyLookup, toKeyPrincipal, type KeyRow } from "./key-principal.js";
 import type { ApiKeyPrincipal, EmbedGrant } from "./principals.js";
 
 // Embed tokens (docs/api.md, "Embeddable images"): what a page puts in `<img src>` instead of a key (spec General
@@ -27,23 +29,7 @@ export interface EmbedTokens {
   verify(token: string): Promise<{ key: ApiKeyPrincipal; grant: EmbedGrant } | null>;
 }
 
-interface KeyRow {
-  id: string;
-  user_id: string;
-  kind: "inference" | "reseller";
-  models: string[] | null;
-  pricing_group: string;
-  plan: string;
-}
-
-const LOOKUP = {
-  name: "auth_api_key_by_id",
-  text: `select k.id, k.user_id, k.kind, k.models, k.pricing_group, u.plan
-           from api_keys k join users u on u.id = k.user_id
-          where k.id = $1 and k.revoked_at is null`,
-};
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const LOOKUP = keyLookup("auth_api_key_by_id", "id");
 
 /** The embed tokens' signing key: 32 bytes derived from the session secret. */
 export const embedSigningKey = (sessionSecret: Uint8Array): Uint8Array =>
@@ -75,20 +61,12 @@ export function createEmbedTokens(opts: { pool: Pool; sessionSecret: Uint8Array;
       return null;
     }
     const { sub, model, params } = payload;
-    if (typeof sub !== "string" || !UUID.test(sub) || typeof model !== "string") return null;
+    if (typeof sub !== "string" || !isUuid(sub) || typeof model !== "string") return null;
     if (params !== undefined && typeof params !== "string") return null;
     const { rows } = await read(() => pool.query<KeyRow>(extended(LOOKUP, { values: [sub] })));
     const row = rows[0];
     if (!row) return null;
-    const principal: ApiKeyPrincipal = {
-      keyId: row.id,
-      userId: row.user_id,
-      kind: row.kind,
-      plan: row.plan,
-      models: row.models,
-      pricingGroup: row.pricing_group,
-    };
-    return { key: principal, grant: { model, params: params ?? null } };
+    return { key: toKeyPrincipal(row), grant: { model, params: params ?? null } };
   }
 
   return { mint, verify };

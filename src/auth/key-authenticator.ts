@@ -5,6 +5,7 @@ import { isTransientDbError, requestRead, type RequestRead } from "../db/faults.
 import type { DatabaseHealth } from "../db/health.js";
 import type { Pool } from "../db/pool.js";
 import type { ApiKeyPrincipal } from "./principals.js";
+import { keyLookup, toKeyPrincipal, type KeyRow } from "./key-principal.js";
 import { API_KEY_CHANNEL } from "./api-keys.js";
 import { hashApiKey, looksLikeApiKey } from "./api-key-secret.js";
 import type { ApiKeyAuthenticator } from "./types.js";
@@ -20,22 +21,7 @@ interface CacheEntry {
   expiresAt: number;
 }
 
-interface KeyRow {
-  id: string;
-  user_id: string;
-  kind: "inference" | "reseller";
-  models: string[] | null;
-  pricing_group: string;
-  plan: string;
-}
-
-// A named statement: parsed and planned once per pooled connection rather than on every uncached request.
-const LOOKUP = {
-  name: "auth_api_key_lookup",
-  text: `select k.id, k.user_id, k.kind, k.models, k.pricing_group, u.plan
-           from api_keys k join users u on u.id = k.user_id
-          where k.secret_hash = $1 and k.revoked_at is null`,
-};
+const LOOKUP = keyLookup("auth_api_key_lookup", "secret_hash");
 
 export interface KeyAuthenticatorOptions {
   pool: Pool;
@@ -106,14 +92,7 @@ class CachedKeyAuthenticator implements LocalKeyCache {
     this.opts.health?.ok();
     const row = rows[0];
     if (!row) return null;
-    const principal: ApiKeyPrincipal = {
-      keyId: row.id,
-      userId: row.user_id,
-      kind: row.kind,
-      plan: row.plan,
-      models: row.models,
-      pricingGroup: row.pricing_group,
-    };
+    const principal = toKeyPrincipal(row);
     if (this.listening && generation === this.generation) this.remember(hash, principal, now);
     this.touch(row.id, now);
     return principal;

@@ -9,7 +9,8 @@ import type { SessionPrincipal } from "./principals.js";
 import { hashPassword, verifyPassword } from "./passwords.js";
 import { loginAttempts, sessions, users } from "./schema.js";
 import type { LoginResult, SessionService } from "./types.js";
-import { isUuid, toPublicUser } from "./users.js";
+import { isUuid } from "../ids.js";
+import { toPublicUser } from "./users.js";
 
 const ISSUER = "gateway";
 const AUDIENCE = "gateway-session";

@@ -1,3 +1,4 @@
+import { isUuid } from "../ids.js";
 import { asc, eq, sql } from "drizzle-orm";
 import type { NodePgDatabase } from "drizzle-orm/node-postgres";
 import { z } from "zod";
@@ -10,10 +11,7 @@ import type { CreateUserInput, PublicUser, UserService } from "./types.js";
 const MIN_PASSWORD = 8;
 // scrypt pre-hashes any length, but an unbounded password is still a cheap way to burn CPU per login.
 const MAX_PASSWORD = 1024;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const emailSchema = z.email();
-
-export const isUuid = (value: string) => UUID.test(value);
 
 export type UserRow = typeof users.$inferSelect;
 

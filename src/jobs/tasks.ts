@@ -1,3 +1,4 @@
+import { isUuid } from "../ids.js";
 import type { Task, TaskList } from "graphile-worker";
 import { pruneRequestLogs } from "../analytics/retention-sql.js";
 import type { SessionService } from "../auth/types.js";
@@ -68,15 +69,13 @@ function ledgerRetention(deps: JobDeps): Task {
   };
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 // Polls one video job's upstream and, once it ends, settles or releases its durable hold exactly once
 // (src/media/video-poll.ts says why running it twice, or on two processes, is safe). A running job schedules
 // its next poll under the job's key, so each job has at most one poll waiting.
 function pollVideo(deps: JobDeps): Task {
   return async (payload, helpers) => {
     const jobId = (payload as Partial<TaskPayloads["poll_video"]> | null)?.job_id;
-    if (typeof jobId !== "string" || !UUID.test(jobId)) {
+    if (typeof jobId !== "string" || !isUuid(jobId)) {
       helpers.logger.error("poll_video: payload without a job id, dropped");
       return;
     }

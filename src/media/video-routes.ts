@@ -1,3 +1,4 @@
+import { isUuid } from "../ids.js";
 import { Hono } from "hono";
 import { GatewayError, errors } from "../errors.js";
 import { SafeDownloadError, type Download, type SafeDownloader } from "../providers/safe-download.js";
@@ -12,8 +13,6 @@ import { submitVideo, type VideoDeps } from "./video-submit.js";
 
 // POST /v1/video/generations and GET /v1/video/generations/{id} (docs/api.md, "Video"). API-key auth is mounted
 // on /v1/* by the app; a job is readable only by its owner (any key of the same user).
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const FIELDS = new Set(Object.keys(videoRequestSchema.shape));
 
@@ -77,7 +76,7 @@ export function videoRoutes(deps: VideoRouteDeps) {
       .get("/video/generations/:id", async (c) => {
         const id = c.req.param("id");
         // Another user's job reads exactly as a job that does not exist: no oracle of ids.
-        const job = UUID.test(id) ? await findVideoJob(deps.pool, id, c.get("apiKey").userId) : null;
+        const job = isUuid(id) ? await findVideoJob(deps.pool, id, c.get("apiKey").userId) : null;
         if (!job) throw notFound(id);
         return c.json(videoJobObject(job));
       })
@@ -86,7 +85,7 @@ export function videoRoutes(deps: VideoRouteDeps) {
       .get("/video/generations/:id/content/:index", async (c) => {
         const id = c.req.param("id");
         const index = c.req.param("index");
-        const job = UUID.test(id) ? await findVideoJob(deps.pool, id, c.get("apiKey").userId) : null;
+        const job = isUuid(id) ? await findVideoJob(deps.pool, id, c.get("apiKey").userId) : null;
         if (!job) throw notFound(id);
         const video = /^\d{1,2}$/.test(index) ? job.videos?.[Number(index)] : undefined;
         if (!video)

@@ -1,3 +1,4 @@
+import { isUuid } from "../ids.js";
 import { errors } from "../errors.js";
 
 // The keyset cursor of the case lists (user and staff): PostgreSQL's own text of created_at (microseconds; a JS
@@ -8,7 +9,6 @@ export interface CaseCursor {
   id: string;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const CURSOR_TIME = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\.\d{6}Z$/;
 
 const invalid = () => errors.badRequest("Invalid cursor; pass the next_cursor of a previous page unchanged.", "cursor", "invalid_cursor");
@@ -23,7 +23,7 @@ export function decodeCaseCursor(value: string): CaseCursor {
     throw invalid();
   }
   const { t, id } = (parsed ?? {}) as { t?: unknown; id?: unknown };
-  if (typeof t !== "string" || typeof id !== "string" || !UUID.test(id)) throw invalid();
+  if (typeof t !== "string" || typeof id !== "string" || !isUuid(id)) throw invalid();
   const seconds = CURSOR_TIME.exec(t)?.[1];
   const date = new Date(`${seconds}Z`);
   // The round trip refuses what the pattern lets through but PostgreSQL would not take (2025-02-30, year 0).
@@ -32,6 +32,3 @@ export function decodeCaseCursor(value: string): CaseCursor {
   }
   return { t, id };
 }
-
-/** A case id as the routes take it: anything else is a case nobody has (404), never a 400 that tells it apart. */
-export const isCaseId = (value: string): boolean => UUID.test(value);

@@ -19,7 +19,8 @@ import {
   type CaseRow,
   type MessageRow,
 } from "./cases-sql.js";
-import { decodeCaseCursor, encodeCaseCursor, isCaseId } from "./case-cursor.js";
+import { isUuid } from "../ids.js";
+import { decodeCaseCursor, encodeCaseCursor } from "./case-cursor.js";
 import { enqueueJob } from "./jobs-sql.js";
 import { requestFacts } from "./request-facts.js";
 import type {
@@ -96,7 +97,7 @@ async function addUserMessage(client: pg.PoolClient, locked: CaseRow, content: s
 }
 
 async function lockForChange(client: pg.PoolClient, userId: string, caseId: string): Promise<CaseRow> {
-  const row = isCaseId(caseId) ? await lockOwnCase(client, userId, caseId) : null;
+  const row = isUuid(caseId) ? await lockOwnCase(client, userId, caseId) : null;
   if (!row) throw caseNotFound();
   return row;
 }
@@ -148,7 +149,7 @@ export async function listCases(pool: Pool, userId: string, page: { limit: numbe
 }
 
 export async function caseDetail(pool: Pool, userId: string, caseId: string): Promise<UserCaseDetail> {
-  const row = isCaseId(caseId) ? await findOwnCase(pool, userId, caseId) : null;
+  const row = isUuid(caseId) ? await findOwnCase(pool, userId, caseId) : null;
   if (!row) throw caseNotFound();
   const [messages, evidence] = await Promise.all([
     latestMessages(pool, row.id, TRANSCRIPT_LIMIT + 1),

@@ -1,7 +1,7 @@
 import type { Pool } from "../db/pool.js";
 import { inTransaction } from "../db/transaction.js";
 import { errors } from "../errors.js";
-import { isCaseId as isUuid } from "./case-cursor.js";
+import { isUuid } from "../ids.js";
 import type { Incident, IncidentList, IncidentResult, IncidentUpdate } from "./incident-wire.js";
 import {
   linkCases,

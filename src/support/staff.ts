@@ -1,7 +1,8 @@
 import type { Pool } from "../db/pool.js";
 import { inTransaction } from "../db/transaction.js";
 import { errors } from "../errors.js";
-import { decodeCaseCursor, encodeCaseCursor, isCaseId } from "./case-cursor.js";
+import { isUuid } from "../ids.js";
+import { decodeCaseCursor, encodeCaseCursor } from "./case-cursor.js";
 import { EVIDENCE_LIMIT, toSummary, toUserCase, TRANSCRIPT_LIMIT } from "./cases.js";
 import { latestEvidence, listCaseRows } from "./cases-sql.js";
 import { enqueueJob } from "./jobs-sql.js";
@@ -57,7 +58,7 @@ export async function listStaffCases(pool: Pool, page: { limit: number; cursor?:
 }
 
 export async function staffCaseDetail(pool: Pool, caseId: string): Promise<StaffCaseDetail> {
-  const row = isCaseId(caseId) ? await findCase(pool, caseId) : null;
+  const row = isUuid(caseId) ? await findCase(pool, caseId) : null;
   if (!row) throw caseNotFound();
   const [messages, drafts, evidence, jobs] = await Promise.all([
     latestStaffMessages(pool, row.id, TRANSCRIPT_LIMIT + 1),
@@ -101,7 +102,7 @@ function onLockedCase<T>(
   work: (client: Parameters<Parameters<typeof inTransaction>[1]>[0], row: StaffCaseRow) => Promise<T>,
 ) {
   return inTransaction(pool, async (client) => {
-    const row = isCaseId(caseId) ? await findCase(client, caseId, true) : null;
+    const row = isUuid(caseId) ? await findCase(client, caseId, true) : null;
     if (!row) throw caseNotFound();
     return work(client, row);
   });
