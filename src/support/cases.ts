@@ -16,7 +16,9 @@ import {
   lockOwnCase,
   OPEN_REQUEST_KEY,
   type CaseChange,
+  type CaseListRow,
   type CaseRow,
+  type EvidenceRow,
   type MessageRow,
 } from "./cases-sql.js";
 import { isUuid } from "../ids.js";
@@ -44,43 +46,50 @@ export const TRANSCRIPT_LIMIT = 50;
 export const EVIDENCE_LIMIT = 100;
 
 // One message for every case the caller cannot see: unknown, malformed or someone else's (no existence oracle).
-const caseNotFound = () => errors.notFound("No such case.");
+export const caseNotFound = () => errors.notFound("No such case.");
 
 const iso = (d: Date) => d.toISOString();
 
-export function toUserCase(row: CaseRow): UserCase {
-  return {
-    id: row.id,
-    request_id: row.request_id,
-    locale: row.locale,
-    status: row.status,
-    handoff: row.handoff,
-    staff_hold: row.staff_hold,
-    revision: row.revision,
-    created_at: iso(row.created_at),
-    updated_at: iso(row.updated_at),
-    resolved_at: row.resolved_at === null ? null : iso(row.resolved_at),
-    facts: row.facts,
-    card: row.card,
-    incident_summary: row.incident_summary,
-  };
-}
+/** What a case's list entry and its full view share. */
+const caseBase = (row: CaseRow) => ({
+  id: row.id,
+  request_id: row.request_id,
+  locale: row.locale,
+  status: row.status,
+  handoff: row.handoff,
+  staff_hold: row.staff_hold,
+  revision: row.revision,
+  created_at: iso(row.created_at),
+  updated_at: iso(row.updated_at),
+  resolved_at: row.resolved_at === null ? null : iso(row.resolved_at),
+});
 
-export function toSummary(row: CaseRow): UserCaseSummary {
-  return {
-    id: row.id,
-    request_id: row.request_id,
-    locale: row.locale,
-    status: row.status,
-    handoff: row.handoff,
-    staff_hold: row.staff_hold,
-    revision: row.revision,
-    created_at: iso(row.created_at),
-    updated_at: iso(row.updated_at),
-    resolved_at: row.resolved_at === null ? null : iso(row.resolved_at),
-    model: row.facts?.model ?? null,
-    problem: row.card?.problem ?? null,
-  };
+export const toUserCase = (row: CaseRow): UserCase =>
+  Object.assign(caseBase(row), { facts: row.facts, card: row.card, incident_summary: row.incident_summary });
+
+export const toSummary = (row: CaseRow): UserCaseSummary =>
+  Object.assign(caseBase(row), { model: row.facts?.model ?? null, problem: row.card?.problem ?? null });
+
+/** What the workers' answers on the case cost (`cost_usd` null when some part of it is unknown). */
+export const caseUsage = (row: CaseRow) => ({
+  model_calls: row.model_calls,
+  tool_calls: row.tool_calls,
+  input_tokens: Number(row.input_tokens),
+  output_tokens: Number(row.output_tokens),
+  cost_usd: row.cost_usd,
+});
+
+/** The latest evidence rows (newest first, as read) in the order a detail shows them: oldest first. */
+export const evidenceOf = (rows: EvidenceRow[]) =>
+  rows.reverse().map((e) => ({ id: e.ref, kind: e.kind, content: e.content, created_at: iso(e.created_at) }));
+
+/** One page of a case list: `limit` of the `limit + 1` rows read, and the cursor when a further page exists. */
+export function casePage<R extends CaseListRow, T>(rows: R[], limit: number, toItem: (row: R) => T): { cases: T[]; next_cursor?: string } {
+  const shown = rows.slice(0, limit);
+  const page: { cases: T[]; next_cursor?: string } = { cases: shown.map(toItem) };
+  const last = shown.at(-1);
+  if (rows.length > limit && last) page.next_cursor = encodeCaseCursor({ t: last.cursor_t, id: last.id });
+  return page;
 }
 
 const toMessage = (m: MessageRow) => ({ role: m.role, content: m.content, created_at: iso(m.created_at) });
@@ -138,14 +147,7 @@ export async function createCase(pool: Pool, userId: string, body: CreateCaseBod
 export async function listCases(pool: Pool, userId: string, page: { limit: number; cursor?: string | undefined }): Promise<UserCasePage> {
   const after = page.cursor === undefined ? null : decodeCaseCursor(page.cursor);
   // One row more than asked tells whether another page exists, so the last page never links to an empty one.
-  const rows = await listCaseRows(pool, userId, page.limit + 1, after);
-  const shown = rows.slice(0, page.limit);
-  const result: UserCasePage = { cases: shown.map(toSummary) };
-  const last = shown.at(-1);
-  if (rows.length > page.limit && last) {
-    result.next_cursor = encodeCaseCursor({ t: last.cursor_t, id: last.id });
-  }
-  return result;
+  return casePage(await listCaseRows(pool, userId, page.limit + 1, after), page.limit, toSummary);
 }
 
 export async function caseDetail(pool: Pool, userId: string, caseId: string): Promise<UserCaseDetail> {
@@ -158,14 +160,8 @@ export async function caseDetail(pool: Pool, userId: string, caseId: string): Pr
   return {
     case: toUserCase(row),
     messages: messages.slice(0, TRANSCRIPT_LIMIT).reverse().map(toMessage),
-    evidence: evidence.reverse().map((e) => ({ id: e.ref, kind: e.kind, content: e.content, created_at: iso(e.created_at) })),
-    usage: {
-      model_calls: row.model_calls,
-      tool_calls: row.tool_calls,
-      input_tokens: Number(row.input_tokens),
-      output_tokens: Number(row.output_tokens),
-      cost_usd: row.cost_usd,
-    },
+    evidence: evidenceOf(evidence),
+    usage: caseUsage(row),
     history_truncated: messages.length > TRANSCRIPT_LIMIT,
   };
 }

@@ -2,8 +2,8 @@ import type { Pool } from "../db/pool.js";
 import { inTransaction } from "../db/transaction.js";
 import { errors } from "../errors.js";
 import { isUuid } from "../ids.js";
-import { decodeCaseCursor, encodeCaseCursor } from "./case-cursor.js";
-import { EVIDENCE_LIMIT, toSummary, toUserCase, TRANSCRIPT_LIMIT } from "./cases.js";
+import { decodeCaseCursor } from "./case-cursor.js";
+import { caseNotFound, caseUsage, casePage, EVIDENCE_LIMIT, evidenceOf, toSummary, toUserCase, TRANSCRIPT_LIMIT } from "./cases.js";
 import { latestEvidence, listCaseRows } from "./cases-sql.js";
 import { enqueueJob } from "./jobs-sql.js";
 import {
@@ -27,7 +27,6 @@ import type { DraftResult, StaffCaseDetail, StaffCasePage, StaffCaseResult, Staf
 const DRAFT_LIMIT = 50;
 const JOB_LIMIT = 20;
 
-const caseNotFound = () => errors.notFound("No such case.");
 const iso = (d: Date) => d.toISOString();
 
 const privateParts = (row: Pick<StaffCaseRow, "owner_user_id" | "source_ref">) => ({
@@ -49,12 +48,9 @@ const toDraft = (d: DraftRow) => ({
 
 export async function listStaffCases(pool: Pool, page: { limit: number; cursor?: string | undefined }): Promise<StaffCasePage> {
   const after = page.cursor === undefined ? null : decodeCaseCursor(page.cursor);
-  const rows = await listCaseRows(pool, null, page.limit + 1, after);
-  const shown = rows.slice(0, page.limit);
-  const result: StaffCasePage = { cases: shown.map((row) => Object.assign(toSummary(row), privateParts(row))) };
-  const last = shown.at(-1);
-  if (rows.length > page.limit && last) result.next_cursor = encodeCaseCursor({ t: last.cursor_t, id: last.id });
-  return result;
+  return casePage(await listCaseRows(pool, null, page.limit + 1, after), page.limit, (row) =>
+    Object.assign(toSummary(row), privateParts(row)),
+  );
 }
 
 export async function staffCaseDetail(pool: Pool, caseId: string): Promise<StaffCaseDetail> {
@@ -73,14 +69,8 @@ export async function staffCaseDetail(pool: Pool, caseId: string): Promise<Staff
       .reverse()
       .map((m) => ({ role: m.role, content: m.content, author: m.author, created_at: iso(m.created_at) })),
     drafts: drafts.map(toDraft),
-    evidence: evidence.reverse().map((e) => ({ id: e.ref, kind: e.kind, content: e.content, created_at: iso(e.created_at) })),
-    usage: {
-      model_calls: row.model_calls,
-      tool_calls: row.tool_calls,
-      input_tokens: Number(row.input_tokens),
-      output_tokens: Number(row.output_tokens),
-      cost_usd: row.cost_usd,
-    },
+    evidence: evidenceOf(evidence),
+    usage: caseUsage(row),
     jobs: jobs.map((j) => ({
       id: j.id,
       kind: j.kind as StaffCaseDetail["jobs"][number]["kind"],
