@@ -120,13 +120,15 @@ export async function changeCase(db: Queryable, caseId: string, change: CaseChan
 export interface MessageRow {
   role: "user" | "assistant" | "staff";
   content: string;
+  /** Who wrote a staff message; for staff eyes only (the user's view leaves it out). */
+  author: string | null;
   created_at: Date;
 }
 
 export async function insertUserMessage(db: Queryable, caseId: string, content: string): Promise<MessageRow> {
   const { rows } = await db.query<MessageRow>({
     name: "support_insert_user_message",
-    text: "insert into support_messages (case_id, role, content) values ($1, 'user', $2) returning role, content, created_at",
+    text: "insert into support_messages (case_id, role, content) values ($1, 'user', $2) returning role, content, author, created_at",
     values: [caseId, content],
   });
   return rows[0]!;
@@ -136,7 +138,7 @@ export async function insertUserMessage(db: Queryable, caseId: string, content: 
 export async function latestMessages(db: Queryable, caseId: string, limit: number): Promise<MessageRow[]> {
   const { rows } = await db.query<MessageRow>({
     name: "support_latest_messages",
-    text: "select role, content, created_at from support_messages where case_id = $1 order by id desc limit $2",
+    text: "select role, content, author, created_at from support_messages where case_id = $1 order by id desc limit $2",
     values: [caseId, limit],
   });
   return rows;

@@ -1,5 +1,5 @@
 import type { Queryable } from "./jobs-sql.js";
-import { CASE_COLUMNS, type CaseRow } from "./cases-sql.js";
+import { CASE_COLUMNS, type CaseRow, type MessageRow } from "./cases-sql.js";
 
 // The staff side's statements (docs/support.md, "Staff"): any case, by id; the private parts of a case (its
 // owner, its chat channel, drafts, jobs); and the staff's changes. A change runs on a case the caller locked.
@@ -46,30 +46,14 @@ export async function changeCaseAsStaff(db: Queryable, caseId: string, change: S
   return rows[0]!;
 }
 
-export interface StaffMessageRow {
-  role: "user" | "assistant" | "staff";
-  content: string;
-  author: string | null;
-  created_at: Date;
-}
-
-export async function insertStaffMessage(db: Queryable, caseId: string, content: string, author: string): Promise<StaffMessageRow> {
-  const { rows } = await db.query<StaffMessageRow>({
+/** A staff reply, its author recorded. */
+export async function insertStaffMessage(db: Queryable, caseId: string, content: string, author: string): Promise<MessageRow> {
+  const { rows } = await db.query<MessageRow>({
     name: "support_insert_staff_message",
     text: "insert into support_messages (case_id, role, content, author) values ($1, 'staff', $2, $3) returning role, content, author, created_at",
     values: [caseId, content, author],
   });
   return rows[0]!;
-}
-
-/** The latest `limit` messages with their authors, newest first. */
-export async function latestStaffMessages(db: Queryable, caseId: string, limit: number): Promise<StaffMessageRow[]> {
-  const { rows } = await db.query<StaffMessageRow>({
-    name: "support_latest_staff_messages",
-    text: "select role, content, author, created_at from support_messages where case_id = $1 order by id desc limit $2",
-    values: [caseId, limit],
-  });
-  return rows;
 }
 
 export interface DraftRow {

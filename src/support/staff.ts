@@ -4,7 +4,7 @@ import { errors } from "../errors.js";
 import { isUuid } from "../ids.js";
 import { decodeCaseCursor } from "./case-cursor.js";
 import { caseNotFound, caseUsage, casePage, EVIDENCE_LIMIT, evidenceOf, toSummary, toUserCase, TRANSCRIPT_LIMIT } from "./cases.js";
-import { latestEvidence, listCaseRows } from "./cases-sql.js";
+import { latestEvidence, latestMessages, listCaseRows } from "./cases-sql.js";
 import { enqueueJob } from "./jobs-sql.js";
 import {
   changeCaseAsStaff,
@@ -13,7 +13,6 @@ import {
   insertStaffMessage,
   latestDrafts,
   latestJobs,
-  latestStaffMessages,
   type DraftRow,
   type StaffCaseRow,
   type StaffChange,
@@ -57,7 +56,7 @@ export async function staffCaseDetail(pool: Pool, caseId: string): Promise<Staff
   const row = isUuid(caseId) ? await findCase(pool, caseId) : null;
   if (!row) throw caseNotFound();
   const [messages, drafts, evidence, jobs] = await Promise.all([
-    latestStaffMessages(pool, row.id, TRANSCRIPT_LIMIT + 1),
+    latestMessages(pool, row.id, TRANSCRIPT_LIMIT + 1),
     latestDrafts(pool, row.id, DRAFT_LIMIT),
     latestEvidence(pool, row.id, EVIDENCE_LIMIT),
     latestJobs(pool, row.id, JOB_LIMIT),
