@@ -1,6 +1,9 @@
 // Lint config. Besides the usual checks it enforces the one-way import direction of DESIGN.md §3:
 //   pure (errors, billing, config) <- metrics <- providers <- db/quota <- server (the HTTP toolkit) <- services, in serviceOrder
 //   <- runtime (composition root, app assembly) <- {cli, worker-kit}
+// worker-kit speaks to the gateway over HTTP only: of src/ it may import the wire modules (`wire.ts`, `*-wire.ts`:
+// pure zod schemas of what the routes take and answer), and a wire module imports nothing but zod and other wire
+// modules, so nothing else of src/ is reachable from worker-kit (test/unit/import-layers.test.ts walks the graph).
 // and, by scripts/check-cycles.mjs (also in `npm run lint`), no import cycle between files or folders.
 import js from "@eslint/js";
 import globals from "globals";
@@ -13,6 +16,11 @@ const anyOf = (folders, rest = "") => `(^|/)(${folders.join("|")})/${rest}`;
 const restrict = (files, ...patterns) => ({ files, rules: { "no-restricted-imports": ["error", { patterns }] } });
 
 const notCli = layer("(^|/)(cli|worker-kit)(/|$)", "src/ never imports cli/ or worker-kit/ (they depend on src/, not the reverse).");
+/** A relative import of src/ that is not a wire module. */
+const srcNotWire = layer(
+  "^(\\.\\./)+src/(?!(?:[a-z0-9-]+/)*(?:[a-z0-9-]+-)?wire\\.js$)",
+  "worker-kit imports only the wire modules of src/ (wire.ts, *-wire.ts): it speaks to the gateway over HTTP.",
+);
 const notRuntime = layer("(^|/)runtime/", "Only cli/ and the runtime itself use src/runtime (the composition root).");
 
 /**
@@ -34,6 +42,9 @@ export const serviceOrder = [
 ];
 /** Everything above the database and the ledger: the HTTP toolkit, the services, the composition root. */
 const aboveLedger = ["server", ...serviceOrder, "runtime"];
+
+/** The wire module files, and what they may import. */
+export const WIRE_FILES = ["src/**/wire.ts", "src/**/*-wire.ts"];
 
 export const importLayers = [
   restrict(["src/**/*.ts"], notCli, notRuntime),
@@ -79,6 +90,16 @@ export const importLayers = [
     notCli,
     // A table may refer to another folder's (the ledger's foreign key to users): schema files may import schema files.
     layer(anyOf(aboveLedger, "(?!schema\\.js$)"), "The database and ledger layers do not import services or routes."),
+  ),
+  restrict(
+    WIRE_FILES,
+    layer("^(?!zod$|\\.)", "A wire module imports no package but zod."),
+    layer("^\\.{1,2}/(?!(?:\\.\\./)*(?:[a-z0-9-]+/)*(?:[a-z0-9-]+-)?wire\\.js$)", "A wire module imports only other wire modules."),
+  ),
+  restrict(
+    ["worker-kit/**/*.{ts,tsx}"],
+    srcNotWire,
+    layer("(^|/)cli/", "worker-kit does not import cli/ (the gateway CLI imports worker-kit, not the reverse)."),
   ),
 ];
 

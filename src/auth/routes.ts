@@ -17,11 +17,10 @@ import {
 } from "./types.js";
 import { extended } from "../objects.js";
 import type { RequestRead } from "../db/faults.js";
+import { loginBody } from "./wire.js";
 
 // Bodies are checked for shape here; the services own the business rules (email format, password length,
 // known plans and models) so the CLI gets the same checks.
-
-const loginBody = z.object({ email: z.string().min(1), password: z.string().min(1) });
 
 const createUserBody = z.object({
   email: z.string(),

@@ -1,19 +1,12 @@
 import { z } from "zod";
 import type { EmbedTokens } from "./embed-tokens.js";
 import type { ApiKeyPrincipal, SessionPrincipal } from "./principals.js";
+import type { LoginResult, PublicUser } from "./wire.js";
+
+export { loginResultSchema, publicUserSchema, type LoginResult, type PublicUser } from "./wire.js";
 
 // The contracts the rest of the gateway sees of src/auth. Implementations live beside this file. What the HTTP
 // API answers is a zod schema, so the API description (GET /openapi.json) and the types are one.
-
-export const publicUserSchema = z.object({
-  id: z.string(),
-  email: z.string(),
-  role: z.enum(["user", "admin"]),
-  plan: z.string(),
-  created_at: z.iso.datetime(),
-});
-
-export type PublicUser = z.infer<typeof publicUserSchema>;
 
 export const publicApiKeySchema = z.object({
   id: z.string(),
@@ -64,15 +57,6 @@ export interface ApiKeyService {
   /** Revokes at once in every process sharing the database. Unknown id → not_found GatewayError. */
   revoke(id: string): Promise<PublicApiKey>;
 }
-
-export const loginResultSchema = z.object({
-  token: z.string().meta({ description: "The session token: send it as `Authorization: Bearer <token>` (or use the cookie)." }),
-  csrf_token: z.string().meta({ description: "Send it as X-CSRF-Token on admin state changes." }),
-  expires_at: z.iso.datetime(),
-  user: publicUserSchema,
-});
-
-export type LoginResult = z.infer<typeof loginResultSchema>;
 
 export interface SessionService {
   login(email: string, password: string): Promise<LoginResult>;

@@ -131,6 +131,7 @@ export const claimedJobSchema = z.strictObject({
 export type ClaimedJob = z.infer<typeof claimedJobSchema>;
 
 export const claimResponseSchema = z.strictObject({ jobs: z.array(claimedJobSchema) });
+export type ClaimResponse = z.infer<typeof claimResponseSchema>;
 
 export const completeRequestSchema = z.strictObject({
   lease_token: text(200),
@@ -173,3 +174,4 @@ export const failResponseSchema = z.strictObject({
   status: z.enum(["queued", "failed"]),
   available_at: z.string().nullable(),
 });
+export type FailResponse = z.infer<typeof failResponseSchema>;

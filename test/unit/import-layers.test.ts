@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { ESLint } from "eslint";
@@ -33,6 +33,14 @@ describe("import direction lint rule", () => {
     ["src/metrics/prometheus.ts", 'import { x } from "../quota/ledger.js";\nexport const y = x;\n'],
     ["src/metrics/labels.ts", 'import type { X } from "../server/context.js";\nexport type Y = X;\n'],
     ["src/config/schema.ts", 'import { x } from "../metrics/labels.js";\nexport const y = x;\n'],
+    // worker-kit reaches src/ only through the wire modules, and a wire module only through zod and other wire modules.
+    ["worker-kit/client/x.ts", 'import { x } from "../../src/db/pool.js";\nexport const y = x;\n'],
+    ["worker-kit/tui/x.tsx", 'import { x } from "../../src/support/cases.js";\nexport const y = x;\n'],
+    ["worker-kit/runner/x.ts", 'import type { X } from "../../src/support/wire-helpers.js";\nexport type Y = X;\n'],
+    ["worker-kit/runner/x.ts", 'import { x } from "../../cli/output.js";\nexport const y = x;\n'],
+    ["src/support/wire.ts", 'import { x } from "./cases.js";\nexport const y = x;\n'],
+    ["src/support/staff-wire.ts", 'import { x } from "pg";\nexport const y = x;\n'],
+    ["src/auth/wire.ts", 'import type { X } from "../errors.js";\nexport type Y = X;\n'],
   ])("rejects an upward import in %s", async (file, code) => {
     expect(await violations(file, code)).toHaveLength(1);
   });
@@ -50,8 +58,45 @@ describe("import direction lint rule", () => {
     ["src/server/request-metrics.ts", 'import type { X } from "../metrics/recorders.js";\nexport type Y = X;\n'],
     ["src/metering/meter.ts", 'import type { X } from "../metrics/recorders.js";\nexport type Y = X;\n'],
     ["src/metrics/labels.ts", 'import type { Config } from "../config/schema.js";\nexport type Y = Config;\n'],
+    ["worker-kit/client/x.ts", 'import { x } from "../../src/support/wire.js";\nexport const y = x;\n'],
+    ["worker-kit/client/x.ts", 'import { x } from "../../src/auth/wire.js";\nexport const y = x;\n'],
+    ["worker-kit/tui/x.tsx", 'import type { X } from "../../src/support/staff-wire.js";\nexport type Y = X;\n'],
+    ["src/support/staff-wire.ts", 'import { x } from "./user-wire.js";\nimport { z } from "zod";\nexport const y = [x, z];\n'],
+    ["cli/support.ts", 'import { x } from "../worker-kit/index.js";\nexport const y = x;\n'],
   ])("allows a downward import in %s", async (file, code) => {
     expect(await violations(file, code)).toEqual([]);
+  });
+});
+
+describe("what worker-kit can reach of src/", () => {
+  const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^;]*?\sfrom\s+["'](\.[^"']+)["']|import\(\s*["'](\.[^"']+)["']\s*\)/g;
+  const WIRE = /(^|\/)([a-z0-9-]+-)?wire\.ts$/;
+
+  /** Every file of src/ reached from worker-kit's files by relative imports, followed transitively. */
+  function reachedFromWorkerKit(): string[] {
+    const root = path.resolve("worker-kit");
+    const start = readdirSync(root, { recursive: true, encoding: "utf8" })
+      .filter((f) => /\.tsx?$/.test(f))
+      .map((f) => path.join(root, f));
+    const seen = new Set<string>();
+    const queue = [...start];
+    while (queue.length > 0) {
+      const file = queue.pop()!;
+      if (seen.has(file)) continue;
+      seen.add(file);
+      for (const match of readFileSync(file, "utf8").matchAll(IMPORT)) {
+        const target = path.resolve(path.dirname(file), (match[1] ?? match[2])!);
+        const source = [target.replace(/\.js$/, ".ts"), target.replace(/\.js$/, ".tsx")].find((f) => existsSync(f));
+        if (source) queue.push(source);
+      }
+    }
+    return [...seen].filter((f) => f.startsWith(path.resolve("src") + path.sep)).map((f) => path.relative(process.cwd(), f));
+  }
+
+  it("is the wire modules and nothing else", () => {
+    const reached = reachedFromWorkerKit();
+    expect(reached.length).toBeGreaterThan(0);
+    expect(reached.filter((f) => !WIRE.test(f))).toEqual([]);
   });
 });
 

@@ -1,0 +1,68 @@
+import {
+  controlResponseSchema,
+  snapshotResponseSchema,
+  type ControlRequest,
+  type ControlResponse,
+  type SnapshotRequest,
+  type SnapshotResponse,
+} from "../../src/support/chatplatform-wire.js";
+import {
+  claimResponseSchema,
+  completeResponseSchema,
+  failResponseSchema,
+  type ClaimedJob,
+  type ClaimRequest,
+  type CompleteRequest,
+  type CompleteResponse,
+  type FailRequest,
+  type FailResponse,
+} from "../../src/support/wire.js";
+import { createHttpCaller, type HttpOptions } from "./http.js";
+
+// The support workers' endpoints (docs/support.md, "Jobs"): the bot token on every call, the lease token in the
+// bodies of complete and fail. Types and answer checks come from src/support/wire.ts, the module the routes
+// validate with.
+
+export interface WorkerClientOptions extends HttpOptions {
+  /** SUPPORT_BOT_TOKEN of the gateway. */
+  botToken: string;
+}
+
+export interface WorkerClient {
+  claim(request: ClaimRequest, signal?: AbortSignal): Promise<ClaimedJob[]>;
+  complete(jobId: string, request: CompleteRequest, signal?: AbortSignal): Promise<CompleteResponse>;
+  fail(jobId: string, request: FailRequest, signal?: AbortSignal): Promise<FailResponse>;
+  /** The chat platform's check before it delivers an automatic answer to a channel. */
+  control(request: ControlRequest, signal?: AbortSignal): Promise<ControlResponse>;
+  /** The chat platform's snapshot of a channel (creates or updates its case). */
+  snapshot(request: SnapshotRequest, signal?: AbortSignal): Promise<SnapshotResponse>;
+}
+
+const ROOT = "/api/v1/internal/support/assistant";
+
+export function createWorkerClient(options: WorkerClientOptions): WorkerClient {
+  const call = createHttpCaller(options);
+  const headers = { authorization: `Bearer ${options.botToken}` };
+  const job = (id: string, action: string) => `${ROOT}/jobs/${encodeURIComponent(id)}/${action}`;
+  return {
+    async claim(body, signal) {
+      const answer = await call({ method: "POST", path: `${ROOT}/jobs/claim`, headers, body, answer: claimResponseSchema, signal });
+      return answer.data.jobs;
+    },
+    async complete(jobId, body, signal) {
+      return (await call({ method: "POST", path: job(jobId, "complete"), headers, body, answer: completeResponseSchema, signal })).data;
+    },
+    async fail(jobId, body, signal) {
+      return (await call({ method: "POST", path: job(jobId, "fail"), headers, body, answer: failResponseSchema, signal })).data;
+    },
+    async control(body, signal) {
+      return (
+        await call({ method: "POST", path: `${ROOT}/cases/chatplatform/control`, headers, body, answer: controlResponseSchema, signal })
+      ).data;
+    },
+    async snapshot(body, signal) {
+      return (await call({ method: "POST", path: `${ROOT}/cases/chatplatform`, headers, body, answer: snapshotResponseSchema, signal }))
+        .data;
+    },
+  };
+}
