@@ -8,6 +8,9 @@ export interface DemoCredentials {
   /** Null when the demo user predates the saved credentials (its password was never stored). */
   password: string | null;
   key: string;
+  /** Where the demo gateway listens, and its support bot token: what `gateway worker run --demo` and `gateway support --demo` read. */
+  url?: string;
+  bot_token?: string;
 }
 
 const DEMO_EMAIL = "demo@example.com";
@@ -16,7 +19,8 @@ const DEMO_EMAIL = "demo@example.com";
 // again. Real keys are shown once and only their hash is stored.
 const credentialsFile = (dataDir: string) => path.join(dataDir, "demo-credentials.json");
 
-async function readSaved(dataDir: string): Promise<DemoCredentials | null> {
+/** The demo credentials saved in `dataDir`, or null when there are none. */
+export async function readDemoCredentials(dataDir: string): Promise<DemoCredentials | null> {
   try {
     return JSON.parse(await readFile(credentialsFile(dataDir), "utf8")) as DemoCredentials;
   } catch {
@@ -27,7 +31,7 @@ async function readSaved(dataDir: string): Promise<DemoCredentials | null> {
 /** Makes sure the demo user and a working demo key exist; reuses them across restarts. */
 export async function seedDemo(services: Services, dataDir: string): Promise<DemoCredentials> {
   const { users, apiKeys, keyAuth } = services.auth;
-  const saved = await readSaved(dataDir);
+  const saved = await readDemoCredentials(dataDir);
   if (saved && (await users.find(saved.email)) && (await keyAuth.authenticate(saved.key))) return saved;
 
   let password = saved?.password ?? null;
