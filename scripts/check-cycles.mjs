@@ -1,8 +1,8 @@
 #!/usr/bin/env node
-// No import cycles in src/, between files or between folders (issue 12; docs/architecture.md, "Layout"): a
+// No import cycles in src/ or worker-kit/, between files or between folders (issue 12; docs/architecture.md, "Layout"): a
 // cycle is where a one-way layering quietly stops being one. Run by `npm run lint`; `findCycles` is what
 // test/unit/import-layers.test.ts proves on examples.
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -13,7 +13,7 @@ function sourceFiles(dir) {
   return readdirSync(dir).flatMap((entry) => {
     const full = path.join(dir, entry);
     if (statSync(full).isDirectory()) return sourceFiles(full);
-    return full.endsWith(".ts") ? [full] : [];
+    return /\.tsx?$/.test(full) ? [full] : [];
   });
 }
 
@@ -50,19 +50,25 @@ function components(nodes, next) {
   return found;
 }
 
+/** The source file a `.js` import names: its `.ts`, or its `.tsx` (worker-kit's Ink components). */
+function sourceOf(target) {
+  const tsx = target.replace(/\.js$/, ".tsx");
+  return existsSync(tsx) ? tsx : target.replace(/\.js$/, ".ts");
+}
+
 /** The file-level and folder-level import cycles under `root` (paths relative to it). */
 export function findCycles(root) {
   const imports = new Map();
   for (const file of sourceFiles(root)) {
     const targets = new Set();
     for (const match of readFileSync(file, "utf8").matchAll(IMPORT)) {
-      const target = path.resolve(path.dirname(file), match[1] ?? match[2]).replace(/\.js$/, ".ts");
+      const target = sourceOf(path.resolve(path.dirname(file), match[1] ?? match[2]));
       if (target.startsWith(root + path.sep)) targets.add(path.relative(root, target));
     }
     imports.set(path.relative(root, file), [...targets]);
   }
   // A file directly in root is a folder of its own (src/errors.ts, src/objects.ts).
-  const folderOf = (file) => file.split(path.sep)[0].replace(/\.ts$/, "");
+  const folderOf = (file) => file.split(path.sep)[0].replace(/\.tsx?$/, "");
   const folders = new Map();
   for (const [file, targets] of imports) {
     for (const target of targets) {
@@ -80,10 +86,14 @@ export function findCycles(root) {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const root = path.resolve(process.argv[2] ?? "src");
-  const { files, folders } = findCycles(root);
-  for (const cycle of files) console.error(`import cycle between files: ${cycle.join(" <-> ")}`);
-  for (const cycle of folders) console.error(`import cycle between folders: ${cycle.join(" <-> ")}`);
-  if (files.length + folders.length > 0) process.exit(1);
-  console.log(`no import cycles in ${path.relative(process.cwd(), root) || "."}`);
+  let failed = false;
+  for (const dir of process.argv.slice(2).length > 0 ? process.argv.slice(2) : ["src"]) {
+    const root = path.resolve(dir);
+    const { files, folders } = findCycles(root);
+    for (const cycle of files) console.error(`import cycle between files: ${cycle.join(" <-> ")}`);
+    for (const cycle of folders) console.error(`import cycle between folders: ${cycle.join(" <-> ")}`);
+    if (files.length + folders.length > 0) failed = true;
+    else console.log(`no import cycles in ${path.relative(process.cwd(), root) || "."}`);
+  }
+  if (failed) process.exit(1);
 }
