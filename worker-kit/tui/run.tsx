@@ -1,3 +1,11 @@
+import { render, Text } from "ink";
+import { login, type StaffClient } from "../client/staff-client.js";
+import { createWorkerClient } from "../client/worker-client.js";
+import { App, type Screens } from "./app.js";
+import { CaseScreen } from "./case-screen.js";
+import { createEditor } from "./editor.js";
+import { QueueScreen } from "./queue-screen.js";
+
 // The terminal UI's entry point: the only module the CLI loads to start Ink (lazily, so that every `--json`
 // command never loads Ink or React).
 
@@ -11,6 +19,55 @@ export interface TuiOptions {
   botToken?: string;
 }
 
+// The alternate screen keeps the user's scrollback as it was once the UI exits; an editor such as vim leaves it
+// on exit, so it is entered again when the terminal comes back.
+const ENTER_ALTERNATE_SCREEN = "\u001B[?1049h";
+const LEAVE_ALTERNATE_SCREEN = "\u001B[?1049l";
+
+function NotAvailable() {
+  return <Text dimColor>This screen is not available in this build.</Text>;
+}
+
+const screens: Screens = { queue: QueueScreen, case: CaseScreen, incidents: NotAvailable, job: NotAvailable };
+
 export async function runTui(options: TuiOptions): Promise<void> {
-  throw new Error(`the terminal UI is not built yet (${options.baseUrl})`);
+  const { stdin, stdout } = process;
+  const interactive = stdin.isTTY && stdout.isTTY;
+  const editText = createEditor({
+    terminal: {
+      release() {
+        if (interactive) stdin.setRawMode(false);
+      },
+      reclaim() {
+        if (!interactive) return;
+        stdout.write(ENTER_ALTERNATE_SCREEN);
+        stdin.setRawMode(true);
+      },
+    },
+  });
+  const worker = options.botToken ? createWorkerClient({ baseUrl: options.baseUrl, botToken: options.botToken }) : null;
+  const ended: { session: StaffClient | null } = { session: null };
+  if (interactive) stdout.write(ENTER_ALTERNATE_SCREEN);
+  try {
+    const instance = render(
+      <App
+        baseUrl={options.baseUrl}
+        email={options.email}
+        password={options.password}
+        login={(credentials) => login({ baseUrl: options.baseUrl, ...credentials })}
+        worker={worker}
+        editText={editText}
+        screens={screens}
+        onQuit={(staff) => {
+          ended.session = staff;
+        }}
+      />,
+      { exitOnCtrlC: false },
+    );
+    await instance.waitUntilExit();
+  } finally {
+    if (interactive) stdout.write(LEAVE_ALTERNATE_SCREEN);
+  }
+  // Ends the session on the gateway rather than leaving a live token behind; a failure here changes nothing the user can act on.
+  await ended.session?.logout().catch(() => undefined);
 }
