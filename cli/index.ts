@@ -8,11 +8,14 @@ import { mockUpstreamCommand } from "./mock-upstream.js";
 import { openapiCommand } from "./openapi.js";
 import { resellerCommand } from "./reseller.js";
 import { serveCommand } from "./serve.js";
+import { supportCommand } from "./support.js";
 import { usersCommand } from "./users.js";
 import { fail } from "./output.js";
 
 const program = new Command("gateway")
   .description("self-hosted model gateway")
+  // Options belong to the command they follow, so `gateway support queue --url X` reaches queue (support takes --url too).
+  .enablePositionalOptions()
   .configureOutput({ outputError: (message, write) => write(message.split("\n")[0] + "\n") })
   .addCommand(serveCommand())
   .addCommand(migrateCommand())
@@ -22,6 +25,7 @@ const program = new Command("gateway")
   .addCommand(resellerCommand())
   .addCommand(casesCommand())
   .addCommand(incidentsCommand())
+  .addCommand(supportCommand())
   .addCommand(openapiCommand())
   .addCommand(mockUpstreamCommand());
 

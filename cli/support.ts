@@ -1,0 +1,185 @@
+import { readFile } from "node:fs/promises";
+import os from "node:os";
+import { Command, InvalidArgumentError, Option } from "commander";
+import { DISPOSITIONS, LEASE_SECONDS, LIST_LIMIT } from "../src/support/wire.js";
+import { describeError } from "../worker-kit/client/errors.js";
+import {
+  MANUAL_LEASE_SECONDS,
+  manualCompleteRequest,
+  manualFailRequest,
+  parseCardJson,
+  type Disposition,
+} from "../worker-kit/tui/manual-job.js";
+import { fail, printJson } from "./output.js";
+import {
+  processSources,
+  readAllStdin,
+  resolveAccess,
+  withAccessOptions,
+  withStaff,
+  workerOf,
+  type AccessOptions,
+} from "./support-access.js";
+import { caseText, claimText, completeText, failText, incidentsText, queueText } from "./support-text.js";
+
+// `gateway support`: the support engineer's terminal UI, and a non-interactive twin of each of its screens for
+// scripts and CI (docs/worker-kit.md, "Non-interactive commands"). The twins speak to the gateway over HTTP like
+// the UI does, and never load Ink or React: only the bare `gateway support` imports the UI, lazily.
+
+type Json = { json?: boolean };
+
+/** Prints the answer as JSON or as a few human lines; every error becomes one line and exit status 1. */
+function twin<A extends unknown[]>(work: (...args: A) => Promise<{ json: unknown; text: string[] }>, opts: (...args: A) => Json) {
+  return async (...args: A) => {
+    try {
+      const answer = await work(...args);
+      if (opts(...args).json) printJson(answer.json);
+      else process.stdout.write(`${answer.text.join("\n")}\n`);
+    } catch (err) {
+      fail(new Error(describeError(err)));
+    }
+  };
+}
+
+const lastOpts = <A extends unknown[]>(...args: A) => args[args.length - 2] as Json;
+
+function intIn(min: number, max: number, name: string) {
+  return (value: string) => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}`);
+    return n;
+  };
+}
+
+const access = (opts: AccessOptions) => resolveAccess(opts, processSources());
+
+async function readContent(file: string): Promise<string> {
+  return file === "-" ? readAllStdin() : readFile(file, "utf8");
+}
+
+async function readCard(file: string | undefined) {
+  if (file === undefined) return null;
+  const parsed = parseCardJson(await readFile(file, "utf8"));
+  if (!parsed.ok) throw new Error(`${file}: ${parsed.problem}`);
+  return parsed.card;
+}
+
+function staffCommands(support: Command): void {
+  withAccessOptions(support.command("queue").description("support cases, newest first (one page)"))
+    .option("--limit <n>", `cases per page (${LIST_LIMIT.min}..${LIST_LIMIT.max})`, intIn(LIST_LIMIT.min, LIST_LIMIT.max, "--limit"))
+    .option("--cursor <cursor>", "next_cursor of the previous page")
+    .option("--json", "print JSON for scripts")
+    .action(
+      twin(async (opts: AccessOptions & Json & { limit?: number; cursor?: string }) => {
+        const page = await withStaff(await access(opts), (staff) => staff.listCases({ limit: opts.limit, cursor: opts.cursor }));
+        return { json: page, text: queueText(page) };
+      }, lastOpts),
+    );
+
+  withAccessOptions(support.command("case").description("a case: transcript, card, drafts, jobs, usage"))
+    .argument("<id>", "case id")
+    .option("--json", "print JSON for scripts")
+    .action(
+      twin(async (id: string, opts: AccessOptions & Json) => {
+        const detail = await withStaff(await access(opts), (staff) => staff.getCase(id));
+        return { json: detail, text: caseText(detail) };
+      }, lastOpts),
+    );
+
+  withAccessOptions(support.command("incidents").description("candidate and confirmed incidents with both aggregates"))
+    .option("--json", "print JSON for scripts")
+    .action(
+      twin(async (opts: AccessOptions & Json) => {
+        const list = await withStaff(await access(opts), (staff) => staff.listIncidents());
+        return { json: list, text: incidentsText(list) };
+      }, lastOpts),
+    );
+}
+
+function jobCommands(support: Command): void {
+  const job = support.command("job").description("work a support job by hand with the bot token: claim, complete, fail");
+
+  withAccessOptions(job.command("claim").description("claim the oldest claimable job"))
+    .option(
+      "--lease-seconds <n>",
+      `lease length (${LEASE_SECONDS.min}..${LEASE_SECONDS.max})`,
+      intIn(LEASE_SECONDS.min, LEASE_SECONDS.max, "--lease-seconds"),
+      MANUAL_LEASE_SECONDS,
+    )
+    .option("--json", "print JSON for scripts")
+    .action(
+      twin(async (opts: AccessOptions & Json & { leaseSeconds: number }) => {
+        const a = await access(opts);
+        const workerId = `cli:${a.email ?? os.userInfo().username}`;
+        const jobs = await workerOf(a).claim({ limit: 1, lease_seconds: opts.leaseSeconds, worker_id: workerId });
+        return { json: { jobs }, text: claimText(jobs) };
+      }, lastOpts),
+    );
+
+  withAccessOptions(job.command("complete").description("complete a claimed job (a person's work: usage all zero)"))
+    .argument("<id>", "job id")
+    .requiredOption("--lease-token <token>", "the claim's lease_token")
+    .requiredOption("--revision <n>", "the claimed job's revision", intIn(1, Number.MAX_SAFE_INTEGER, "--revision"))
+    .requiredOption("--content-file <file>", "the answer's text (- reads stdin)")
+    .option("--card-file <file>", "the card as JSON (cardSchema)")
+    .addOption(new Option("--disposition <d>", "what the completion is").choices(DISPOSITIONS).default("answer"))
+    .option("--json", "print JSON for scripts")
+    .action(
+      twin(
+        async (
+          id: string,
+          opts: AccessOptions &
+            Json & { leaseToken: string; revision: number; contentFile: string; cardFile?: string; disposition: Disposition },
+        ) => {
+          if (opts.contentFile === "-" && opts.passwordStdin)
+            throw new Error("--content-file - and --password-stdin both read stdin: use a file");
+          const worker = workerOf(await access(opts));
+          const answer = {
+            content: await readContent(opts.contentFile),
+            card: await readCard(opts.cardFile),
+            disposition: opts.disposition,
+          };
+          const result = await worker.complete(
+            id,
+            manualCompleteRequest({ lease_token: opts.leaseToken, revision: opts.revision }, answer),
+          );
+          return { json: result, text: completeText(result) };
+        },
+        lastOpts,
+      ),
+    );
+
+  withAccessOptions(job.command("fail").description("fail a claimed job: retryable (queued again after a backoff) unless --permanent"))
+    .argument("<id>", "job id")
+    .requiredOption("--lease-token <token>", "the claim's lease_token")
+    .requiredOption("--error-code <code>", "why, as a code (e.g. manual_release)")
+    .option("--permanent", "fail it for good instead of giving it back")
+    .option("--json", "print JSON for scripts")
+    .action(
+      twin(async (id: string, opts: AccessOptions & Json & { leaseToken: string; errorCode: string; permanent?: boolean }) => {
+        const worker = workerOf(await access(opts));
+        const result = await worker.fail(id, manualFailRequest(opts.leaseToken, opts.errorCode, opts.permanent !== true));
+        return { json: result, text: failText(result) };
+      }, lastOpts),
+    );
+}
+
+export function supportCommand(): Command {
+  const support = withAccessOptions(
+    new Command("support").description("the support engineer's terminal UI; its subcommands are the non-interactive twins"),
+  )
+    // The subcommands take the same options: without this (and the program's), `support queue --url X` would hand --url to `support`.
+    .enablePositionalOptions()
+    .action(async (opts: AccessOptions) => {
+      try {
+        const a = await access(opts);
+        const { runTui } = await import("../worker-kit/tui/run.js");
+        await runTui({ baseUrl: a.baseUrl, email: a.email, password: a.password, botToken: a.botToken });
+      } catch (err) {
+        fail(new Error(describeError(err)));
+      }
+    });
+  staffCommands(support);
+  jobCommands(support);
+  return support;
+}

@@ -1,0 +1,178 @@
+import { randomUUID } from "node:crypto";
+import { mkdir, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { execa } from "execa";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { incidentListSchema } from "../../src/support/incident-wire.js";
+import { enqueueJob } from "../../src/support/jobs-sql.js";
+import { staffCaseDetailSchema, staffCasePageSchema } from "../../src/support/staff-wire.js";
+import { claimResponseSchema, completeResponseSchema, failResponseSchema } from "../../src/support/wire.js";
+import { cleanEnv, gatewayBin, tempDir } from "../helpers/cli.js";
+import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+
+// `gateway support`'s non-interactive twins, run as the built binary against a real gateway (in this process, on
+// a test database of its own) over HTTP: their --json validated with the wire schemas, their errors one line, and
+// proof that they never load Ink (a resolve hook that refuses "ink", "react" and "ink-testing-library").
+
+const BOT = "bot-token-for-the-support-cli-0123456789";
+const PASSWORD = "password-for-the-support-cli";
+const EMAIL = "staff@example.test";
+const blockInk = path.resolve("test/helpers/block-ink.mjs");
+
+let gw: TestGateway;
+let work: Awaited<ReturnType<typeof tempDir>>;
+const caseIds: string[] = [];
+
+interface Run {
+  env?: Record<string, string>;
+  input?: string;
+  /** Run under the hook that makes importing Ink or React throw. */
+  withoutInk?: boolean;
+}
+
+function support(args: string[], opts: Run = {}) {
+  const env = cleanEnv({ GATEWAY_URL: gw.url, GATEWAY_EMAIL: EMAIL, GATEWAY_PASSWORD: PASSWORD, SUPPORT_BOT_TOKEN: BOT, ...opts.env });
+  const [file, argv] = opts.withoutInk
+    ? ["node", ["--import", blockInk, gatewayBin, "support", ...args]]
+    : [gatewayBin, ["support", ...args]];
+  return execa(file, argv, { cwd: work.dir, env, extendEnv: true, reject: false, timeout: 60_000, input: opts.input ?? "" });
+}
+
+const json = (result: { exitCode?: number; stdout: string; stderr: string }) => {
+  expect(result.exitCode, result.stderr).toBe(0);
+  return JSON.parse(result.stdout) as unknown;
+};
+
+async function newCase(): Promise<string> {
+  const { rows } = await gw.db.pool.query<{ id: string }>("insert into support_cases (source_ref, locale) values ($1, 'en') returning id", [
+    `chan-${randomUUID()}`,
+  ]);
+  await gw.db.pool.query("insert into support_messages (case_id, role, content) values ($1, 'user', 'my request failed')", [rows[0]!.id]);
+  await enqueueJob(gw.db.pool, { caseId: rows[0]!.id, kind: "answer", revision: 1 });
+  return rows[0]!.id;
+}
+
+beforeAll(async () => {
+  work = await tempDir("gateway-e2e-support-");
+  gw = await startTestGateway({ env: { SUPPORT_BOT_TOKEN: BOT } });
+  await gw.services.auth.users.create({ email: EMAIL, password: PASSWORD, role: "admin" });
+  for (let i = 0; i < 3; i++) caseIds.push(await newCase());
+  await gw.db.pool.query(
+    "insert into support_incidents (public_model, error_code, title) values ('m1', 'upstream_error', 'm1 is failing')",
+  );
+});
+
+afterAll(async () => {
+  await gw?.close();
+  await work?.remove();
+});
+
+describe("gateway support (non-interactive)", () => {
+  it("prints the queue, a case and the incidents as the staff routes answer them", async () => {
+    const page = staffCasePageSchema.parse(json(await support(["queue", "--limit", "2", "--json"])));
+    expect(page.cases).toHaveLength(2);
+    expect(page.next_cursor).toEqual(expect.any(String));
+    const rest = staffCasePageSchema.parse(json(await support(["queue", "--cursor", page.next_cursor!, "--json"])));
+    expect([...page.cases, ...rest.cases].map((c) => c.id).sort()).toEqual([...caseIds].sort());
+
+    const detail = staffCaseDetailSchema.parse(json(await support(["case", caseIds[0]!, "--json"])));
+    expect(detail.case.id).toBe(caseIds[0]);
+    expect(detail.messages.map((m) => m.content)).toEqual(["my request failed"]);
+
+    const incidents = incidentListSchema.parse(json(await support(["incidents", "--json"])));
+    expect(incidents.incidents.map((i) => [i.title, i.status])).toEqual([["m1 is failing", "candidate"]]);
+
+    const human = await support(["incidents"]);
+    expect(human.stdout).toContain("m1 is failing [candidate]");
+    expect(human.stdout).toContain("affected users: never above the threshold");
+
+    // Every twin logged out at the end: no session is left.
+    const { rows } = await gw.db.pool.query<{ n: number }>("select count(*)::int as n from sessions where revoked_at is null");
+    expect(rows[0]!.n).toBe(0);
+  });
+
+  it("claims, completes and fails jobs by hand with the bot token", async () => {
+    const claimed = claimResponseSchema.parse(json(await support(["job", "claim", "--lease-seconds", "60", "--json"]))).jobs;
+    expect(claimed).toHaveLength(1);
+    const job = claimed[0]!;
+    const card = path.join(work.dir, "card.json");
+    await writeFile(
+      card,
+      JSON.stringify({ problem: "upstream", facts: [], hypotheses: [], checks: [], missing: [], next_step: "", confidence: 1 }),
+    );
+    const args = ["job", "complete", job.id, "--lease-token", job.lease_token, "--revision", String(job.revision)];
+    const completed = completeResponseSchema.parse(
+      json(await support([...args, "--content-file", "-", "--card-file", card, "--json"], { input: "The upstream failed; try again." })),
+    );
+    expect(completed).toMatchObject({ job_id: job.id, outcome: "published" });
+    const { rows } = await gw.db.pool.query("select content from support_messages where job_id = $1", [job.id]);
+    expect(rows).toEqual([{ content: "The upstream failed; try again." }]);
+
+    const next = claimResponseSchema.parse(json(await support(["job", "claim", "--json"]))).jobs[0]!;
+    const given = failResponseSchema.parse(
+      json(await support(["job", "fail", next.id, "--lease-token", next.lease_token, "--error-code", "manual_release", "--json"])),
+    );
+    expect(given).toMatchObject({ job_id: next.id, status: "queued" });
+
+    const last = claimResponseSchema.parse(json(await support(["job", "claim", "--json"]))).jobs[0]!;
+    const failArgs = ["job", "fail", last.id, "--lease-token", last.lease_token, "--error-code", "manual_fail", "--permanent"];
+    expect(await support(failArgs).then((r) => r.stdout)).toBe(`job ${last.id}: failed for good`);
+    expect(json(await support(["job", "claim", "--json"]))).toEqual({ jobs: [] });
+  });
+
+  it("refuses an invalid card file before calling, in one line", async () => {
+    const card = path.join(work.dir, "bad-card.json");
+    await writeFile(card, '{"problem": "x"}');
+    const args = ["job", "complete", randomUUID(), "--lease-token", "t", "--revision", "1", "--content-file", card, "--card-file", card];
+    const result = await support(args);
+    expect(result.exitCode).toBe(1);
+    expect(result.stderr).toBe(`gateway: ${card}: card.facts: Invalid input: expected array, received undefined`);
+  });
+
+  it("says in one line when the password is wrong or the bot token is missing", async () => {
+    const wrong = await support(["queue", "--json"], { env: { GATEWAY_PASSWORD: "not-the-password" } });
+    expect(wrong.exitCode).not.toBe(0);
+    expect(wrong.stdout).toBe("");
+    expect(wrong.stderr.trim().split("\n")).toHaveLength(1);
+    expect(wrong.stderr).toMatch(/^gateway: 401 /);
+
+    const noToken = await support(["job", "claim", "--json"], { env: { SUPPORT_BOT_TOKEN: "" } });
+    expect(noToken.exitCode).not.toBe(0);
+    expect(noToken.stderr).toBe("gateway: no bot token: set SUPPORT_BOT_TOKEN (the gateway's), or use --demo to read the demo's");
+  });
+
+  it("reads the password from stdin, and everything from the demo's saved credentials", async () => {
+    const fromStdin = await support(["incidents", "--json", "--password-stdin"], { env: { GATEWAY_PASSWORD: "" }, input: `${PASSWORD}\n` });
+    incidentListSchema.parse(json(fromStdin));
+
+    const dataDir = path.join(work.dir, "demo");
+    await mkdir(dataDir);
+    const saved = { email: EMAIL, password: PASSWORD, key: "unused", url: gw.url, bot_token: BOT };
+    await writeFile(path.join(dataDir, "demo-credentials.json"), JSON.stringify(saved));
+    const bare = { GATEWAY_URL: "", GATEWAY_EMAIL: "", GATEWAY_PASSWORD: "", SUPPORT_BOT_TOKEN: "" };
+    incidentListSchema.parse(json(await support(["incidents", "--demo", "--data-dir", dataDir, "--json"], { env: bare })));
+    expect(json(await support(["job", "claim", "--demo", "--data-dir", dataDir, "--json"], { env: bare }))).toEqual({ jobs: [] });
+  });
+
+  it("never loads Ink or React in the twins, while the hook does stop whatever loads them", async () => {
+    for (const args of [
+      ["queue", "--json"],
+      ["case", caseIds[1]!, "--json"],
+      ["incidents", "--json"],
+      ["job", "claim", "--json"],
+    ]) {
+      const result = await support(args, { withoutInk: true });
+      expect(result.exitCode, `${args.join(" ")}: ${result.stderr}`).toBe(0);
+    }
+
+    // The hook bites: the UI's own modules cannot load under it, and the TUI path fails.
+    const screen = path.resolve("dist/worker-kit/tui/job-screen.js");
+    const direct = await execa("node", ["--import", blockInk, "--input-type=module", "-e", `await import(${JSON.stringify(screen)})`], {
+      reject: false,
+    });
+    expect(direct.exitCode).not.toBe(0);
+    expect(direct.stderr).toMatch(/blocked by the test hook: (ink|react)/);
+    const tui = await support([], { withoutInk: true });
+    expect(tui.exitCode).not.toBe(0);
+  });
+});

@@ -1,0 +1,127 @@
+import { Box, Text, useInput } from "ink";
+import { useCallback, useEffect, useRef, useState } from "react";
+import type { Incident, IncidentUpdate } from "../../src/support/incident-wire.js";
+import { incidentLines, incidentRow } from "./incident-text.js";
+import type { KeyHelp, ScreenProps } from "./screen.js";
+
+// The incidents view (docs/support.md, "Incidents"): candidate and confirmed incidents with both aggregates, and
+// the staff's moves on the selected one. The gateway judges every move (a publish without corroboration is its
+// 409); the screen only shows the answer, or the error on the shell's one line.
+
+const HELP: KeyHelp[] = [
+  { key: "↑/↓", label: "select" },
+  { key: "c", label: "confirm" },
+  { key: "x", label: "resolve" },
+  { key: "w", label: "write summary" },
+  { key: "p", label: "publish" },
+  { key: "u", label: "withdraw" },
+  { key: "r", label: "refresh" },
+];
+
+/** Lines the detail pane takes below the list (one blank line, then incidentLines). */
+const DETAIL_ROWS = 7;
+
+export function IncidentsScreen(props: ScreenProps) {
+  const { staff, editText, showError, showNotice, setHelp } = props;
+  const [incidents, setIncidents] = useState<Incident[] | null>(null);
+  const [selected, setSelected] = useState(0);
+  // One call at a time: a second key while one is in flight would act on a row about to change.
+  const busy = useRef(false);
+
+  const run = useCallback(
+    async (work: () => Promise<void>) => {
+      if (busy.current) return;
+      busy.current = true;
+      try {
+        await work();
+      } catch (err) {
+        showError(err);
+      } finally {
+        busy.current = false;
+      }
+    },
+    [showError],
+  );
+
+  const refresh = useCallback(
+    () =>
+      run(async () => {
+        const { incidents: list } = await staff.listIncidents();
+        setIncidents(list);
+        setSelected((s) => Math.min(s, Math.max(0, list.length - 1)));
+      }),
+    [run, staff],
+  );
+
+  useEffect(() => {
+    setHelp(HELP);
+    void refresh();
+  }, [setHelp, refresh]);
+
+  const current = incidents?.[selected];
+
+  const apply = async (incident: Incident, body: IncidentUpdate, done: string) => {
+    const { incident: changed } = await staff.updateIncident(incident.id, body);
+    // The list holds candidate and confirmed incidents only, as the gateway lists them.
+    setIncidents((list) => (list ?? []).flatMap((i) => (i.id !== changed.id ? [i] : changed.status === "resolved" ? [] : [changed])));
+    if (changed.status === "resolved") setSelected((s) => Math.max(0, s - 1));
+    showNotice(`${done}: ${changed.title}`);
+  };
+
+  const update = (incident: Incident, body: IncidentUpdate, done: string) => run(() => apply(incident, body, done));
+
+  const writeSummary = (incident: Incident) =>
+    run(async () => {
+      const text = await editText(incident.public_summary ?? "", { suffix: ".md" });
+      if (text === null) showNotice("summary unchanged");
+      else
+        await apply(
+          incident,
+          { public_summary: text.trim() },
+          incident.published_at === null ? "summary saved" : "published summary changed",
+        );
+    });
+
+  useInput((input, key) => {
+    const count = incidents?.length ?? 0;
+    if (key.upArrow) setSelected((s) => Math.max(0, s - 1));
+    else if (key.downArrow) setSelected((s) => Math.min(Math.max(0, count - 1), s + 1));
+    else if (input === "r") void refresh();
+    else if (current === undefined) return;
+    else if (input === "c") void update(current, { status: "confirmed" }, "confirmed");
+    else if (input === "x") void update(current, { status: "resolved" }, "resolved");
+    else if (input === "w") void writeSummary(current);
+    else if (input === "p") void update(current, { publish: true }, "published");
+    else if (input === "u") void update(current, { publish: false }, "withdrawn");
+  });
+
+  if (incidents === null) return <Text>Loading incidents…</Text>;
+  if (incidents.length === 0) return <Text>No candidate or confirmed incidents.</Text>;
+
+  const listRows = Math.max(1, props.rows - DETAIL_ROWS - 1);
+  const first = Math.min(Math.max(0, selected - listRows + 1), Math.max(0, incidents.length - listRows));
+  const visible = incidents.slice(first, first + listRows);
+  return (
+    <Box flexDirection="column" width={props.columns}>
+      <Text bold>Incidents ({incidents.length})</Text>
+      {visible.map((incident, i) => {
+        const isSelected = first + i === selected;
+        return (
+          <Text key={incident.id} inverse={isSelected} wrap="truncate-end">
+            {isSelected ? "> " : "  "}
+            {incidentRow(incident)}
+          </Text>
+        );
+      })}
+      {current && (
+        <Box flexDirection="column" marginTop={1}>
+          {incidentLines(current).map((line, i) => (
+            <Text key={i} wrap="truncate-end" bold={i === 0}>
+              {line}
+            </Text>
+          ))}
+        </Box>
+      )}
+    </Box>
+  );
+}
