@@ -1,9 +1,11 @@
-import { render, Text } from "ink";
+import { render } from "ink";
 import { login, type StaffClient } from "../client/staff-client.js";
 import { createWorkerClient } from "../client/worker-client.js";
 import { App, type Screens } from "./app.js";
 import { CaseScreen } from "./case-screen.js";
 import { createEditor } from "./editor.js";
+import { IncidentsScreen } from "./incidents-screen.js";
+import { JobScreen } from "./job-screen.js";
 import { QueueScreen } from "./queue-screen.js";
 
 // The terminal UI's entry point: the only module the CLI loads to start Ink (lazily, so that every `--json`
@@ -24,11 +26,7 @@ export interface TuiOptions {
 const ENTER_ALTERNATE_SCREEN = "\u001B[?1049h";
 const LEAVE_ALTERNATE_SCREEN = "\u001B[?1049l";
 
-function NotAvailable() {
-  return <Text dimColor>This screen is not available in this build.</Text>;
-}
-
-const screens: Screens = { queue: QueueScreen, case: CaseScreen, incidents: NotAvailable, job: NotAvailable };
+const screens: Screens = { queue: QueueScreen, case: CaseScreen, incidents: IncidentsScreen, job: JobScreen };
 
 export async function runTui(options: TuiOptions): Promise<void> {
   const { stdin, stdout } = process;
