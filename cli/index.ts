@@ -9,6 +9,7 @@ import { openapiCommand } from "./openapi.js";
 import { resellerCommand } from "./reseller.js";
 import { serveCommand } from "./serve.js";
 import { usersCommand } from "./users.js";
+import { workerCommand } from "./worker.js";
 import { fail } from "./output.js";
 
 const program = new Command("gateway")
@@ -23,6 +24,7 @@ const program = new Command("gateway")
   .addCommand(casesCommand())
   .addCommand(incidentsCommand())
   .addCommand(openapiCommand())
+  .addCommand(workerCommand())
   .addCommand(mockUpstreamCommand());
 
 // A reader that stops early (`gateway openapi | head`) is not an error.

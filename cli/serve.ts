@@ -1,3 +1,4 @@
+import path from "node:path";
 import { Command, InvalidArgumentError } from "commander";
 import { loadConfigFile } from "../src/config/load.js";
 import type { Config } from "../src/config/schema.js";
@@ -26,7 +27,9 @@ export const parsePort = (value: string) => {
 
 const say = (line: string) => process.stderr.write(`${line}\n`);
 
-function banner(url: string, creds: DemoCredentials): string {
+function banner(url: string, creds: DemoCredentials, dataDir: string): string {
+  // The worker reads the demo's credentials from the data dir: name it unless it is the default one.
+  const dataDirFlag = dataDir === path.resolve(".gateway") ? "" : ` --data-dir ${dataDir}`;
   return [
     "",
     `Gateway demo is ready at ${url}`,
@@ -38,7 +41,7 @@ function banner(url: string, creds: DemoCredentials): string {
     "  (README.md has a curl for every route: chat, responses, embeddings, messages, generateContent)",
     "",
     "Answer support cases with the reference worker (in another terminal):",
-    "  npx gateway worker run --demo",
+    `  npx gateway worker run --demo${dataDirFlag}`,
     "",
     "Ctrl-C stops the gateway, its worker and the embedded PostgreSQL.",
     "",
@@ -102,7 +105,7 @@ export function serveCommand(): Command {
 
         if (botToken) {
           const credentials = await seedDemo(gateway.services, dataDir);
-          say(banner(gateway.url, await saveDemoRuntime(dataDir, credentials, { url: gateway.url, bot_token: botToken })));
+          say(banner(gateway.url, await saveDemoRuntime(dataDir, credentials, { url: gateway.url, bot_token: botToken }), dataDir));
         } else say(`gateway listening on ${gateway.url}`);
       }),
     );
