@@ -10,6 +10,7 @@ import { resellerCommand } from "./reseller.js";
 import { serveCommand } from "./serve.js";
 import { supportCommand } from "./support.js";
 import { usersCommand } from "./users.js";
+import { workerCommand } from "./worker.js";
 import { fail } from "./output.js";
 
 const program = new Command("gateway")
@@ -27,6 +28,7 @@ const program = new Command("gateway")
   .addCommand(incidentsCommand())
   .addCommand(supportCommand())
   .addCommand(openapiCommand())
+  .addCommand(workerCommand())
   .addCommand(mockUpstreamCommand());
 
 // A reader that stops early (`gateway openapi | head`) is not an error.

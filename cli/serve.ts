@@ -1,8 +1,9 @@
+import path from "node:path";
 import { Command, InvalidArgumentError } from "commander";
 import { loadConfigFile } from "../src/config/load.js";
 import type { Config } from "../src/config/schema.js";
 import { startMockUpstream } from "../src/mock-upstream/server.js";
-import { seedDemo, type DemoCredentials } from "../src/runtime/demo.js";
+import { demoBotToken, saveDemoRuntime, seedDemo, type DemoCredentials } from "../src/runtime/demo.js";
 import { startGateway } from "../src/runtime/gateway.js";
 import { shutdownSignals } from "../src/runtime/shutdown-signals.js";
 import { createLogger } from "../src/server/logger.js";
@@ -26,7 +27,9 @@ export const parsePort = (value: string) => {
 
 const say = (line: string) => process.stderr.write(`${line}\n`);
 
-function banner(url: string, creds: DemoCredentials): string {
+function banner(url: string, creds: DemoCredentials, dataDir: string): string {
+  // The worker reads the demo's credentials from the data dir: name it unless it is the default one.
+  const dataDirFlag = dataDir === path.resolve(".gateway") ? "" : ` --data-dir ${dataDir}`;
   return [
     "",
     `Gateway demo is ready at ${url}`,
@@ -36,6 +39,9 @@ function banner(url: string, creds: DemoCredentials): string {
     "Try it:",
     `  curl -s ${url}/v1/models -H "Authorization: Bearer ${creds.key}"`,
     "  (README.md has a curl for every route: chat, responses, embeddings, messages, generateContent)",
+    "",
+    "Answer support cases with the reference worker (in another terminal):",
+    `  npx gateway worker run --demo${dataDirFlag}`,
     "",
     "Ctrl-C stops the gateway, its worker and the embedded PostgreSQL.",
     "",
@@ -65,10 +71,12 @@ export function serveCommand(): Command {
         };
         const dataDir = dataDirOf(opts);
         say(`starting gateway (${file ? `config ${file}` : "built-in demo config"}, data dir ${dataDir})…`);
+        // The demo opens the support workers' endpoints with a bot token of its own unless one is given.
+        const botToken = opts.demo ? await demoBotToken(dataDir, process.env) : undefined;
         const gateway = await startGateway({
           config,
           dataDir,
-          env: process.env,
+          env: botToken ? { ...process.env, SUPPORT_BOT_TOKEN: botToken } : process.env,
           logger: createLogger(config.logging.level),
           worker: opts.worker,
         }).catch(async (err: unknown) => {
@@ -95,8 +103,10 @@ export function serveCommand(): Command {
         process.on("SIGINT", () => void shutdown("SIGINT"));
         process.on("SIGTERM", () => void shutdown("SIGTERM"));
 
-        if (opts.demo) say(banner(gateway.url, await seedDemo(gateway.services, dataDir)));
-        else say(`gateway listening on ${gateway.url}`);
+        if (botToken) {
+          const credentials = await seedDemo(gateway.services, dataDir);
+          say(banner(gateway.url, await saveDemoRuntime(dataDir, credentials, { url: gateway.url, bot_token: botToken }), dataDir));
+        } else say(`gateway listening on ${gateway.url}`);
       }),
     );
 }

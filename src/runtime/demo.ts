@@ -15,6 +15,9 @@ export interface DemoCredentials {
 
 const DEMO_EMAIL = "demo@example.com";
 
+/** The chat model of the built-in demo config (src/config/demo.ts) that `gateway worker run --demo` drafts with. */
+export const DEMO_WORKER_MODEL = "demo-small";
+
 // Demo only: the demo key's secret is kept in the data dir (mode 0600) so a second `--demo` start can print it
 // again. Real keys are shown once and only their hash is stored.
 const credentialsFile = (dataDir: string) => path.join(dataDir, "demo-credentials.json");
@@ -26,6 +29,22 @@ export async function readDemoCredentials(dataDir: string): Promise<DemoCredenti
   } catch {
     return null;
   }
+}
+
+/**
+ * The support bot token of a demo start: SUPPORT_BOT_TOKEN when set (it wins), else the one an earlier start
+ * saved, else a new one (32 random bytes, hex), so the demo's worker endpoints are open out of the box and a
+ * worker started with `--demo` keeps working across restarts.
+ */
+export async function demoBotToken(dataDir: string, env: NodeJS.ProcessEnv): Promise<string> {
+  return env.SUPPORT_BOT_TOKEN || (await readDemoCredentials(dataDir))?.bot_token || randomBytes(32).toString("hex");
+}
+
+/** Saves where the demo listens and its bot token beside its credentials, for `gateway worker run --demo`. */
+export async function saveDemoRuntime(dataDir: string, credentials: DemoCredentials, runtime: { url: string; bot_token: string }) {
+  const saved = { ...credentials, ...runtime };
+  await writeFile(credentialsFile(dataDir), JSON.stringify(saved, null, 2), { mode: 0o600 });
+  return saved;
 }
 
 /** Makes sure the demo user and a working demo key exist; reuses them across restarts. */

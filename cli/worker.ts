@@ -1,0 +1,69 @@
+import { Command, InvalidArgumentError } from "commander";
+import pino from "pino";
+import { readDemoCredentials } from "../src/runtime/demo.js";
+import { createLogger } from "../src/server/logger.js";
+import { LEASE_SECONDS } from "../src/support/wire.js";
+import { createWorkerClient } from "../worker-kit/client/worker-client.js";
+import { referenceTasks } from "../worker-kit/reference/tasks.js";
+import { createRunner, stopOnSignals } from "../worker-kit/runner/runner.js";
+import { dataDirOf } from "./context.js";
+import { action } from "./output.js";
+import { defaultWorkerId, DEFAULT_WORKER_URL, workerSettings, type WorkerRunOptions } from "./worker-settings.js";
+
+// `gateway worker run`: the reference worker (worker-kit/reference) on the worker-kit runner. It answers support
+// jobs by calling the gateway's own chat route, so its model calls are metered like any client's. Logs are pino
+// JSON lines on stdout: a start line, then one per job outcome (the runner's).
+
+const intFrom = (min: number, max: number) => (value: string) => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`must be an integer ${min}..${max}`);
+  return n;
+};
+
+export function workerCommand(): Command {
+  const worker = new Command("worker").description("support workers");
+  worker
+    .command("run")
+    .description("run the reference support worker (secrets from SUPPORT_BOT_TOKEN and GATEWAY_API_KEY, or --demo)")
+    .option("--url <url>", `the gateway's root (default: ${DEFAULT_WORKER_URL}, or the demo's with --demo)`)
+    .option("--model <model>", "the chat model the worker drafts with (--demo: the demo's demo-small)")
+    .option("--concurrency <n>", "jobs worked at once", intFrom(1, 100))
+    .option(
+      "--lease-seconds <n>",
+      `lease asked per job (${LEASE_SECONDS.min}..${LEASE_SECONDS.max})`,
+      intFrom(LEASE_SECONDS.min, LEASE_SECONDS.max),
+    )
+    .option("--worker-id <id>", "the worker's id in claims (default: hostname-pid)")
+    .option("--demo", "use the url, API key and bot token `gateway serve --demo` saved in the data dir")
+    .option("--data-dir <dir>", "the demo's data dir (default: $GATEWAY_DATA_DIR, else ./.gateway)")
+    .action(
+      action(async (opts: WorkerRunOptions) => {
+        const dataDir = dataDirOf(opts);
+        const demo = opts.demo ? { dataDir, credentials: await readDemoCredentials(dataDir) } : null;
+        const settings = workerSettings(opts, process.env, demo, defaultWorkerId());
+        // Synchronous: a handful of lines per job, and none may be lost when the process exits after a stop.
+        const out = pino.destination({ fd: 1, sync: true });
+        const logger = createLogger(process.env.GATEWAY_LOG_LEVEL ?? "info", out).child({
+          component: "worker",
+          worker_id: settings.workerId,
+        });
+        const runner = createRunner({
+          client: createWorkerClient({ baseUrl: settings.url, botToken: settings.botToken }),
+          tasks: referenceTasks({ url: settings.url, apiKey: settings.apiKey, model: settings.model }),
+          workerId: settings.workerId,
+          concurrency: settings.concurrency,
+          leaseSeconds: settings.leaseSeconds,
+          logger,
+        });
+        logger.info(
+          { url: settings.url, model: settings.model, concurrency: settings.concurrency, demo: Boolean(opts.demo) },
+          "worker started",
+        );
+        runner.start();
+        await stopOnSignals(runner);
+        logger.info("worker stopped");
+        process.exit(0);
+      }),
+    );
+  return worker;
+}

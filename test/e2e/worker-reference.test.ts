@@ -1,0 +1,179 @@
+import { execa, type ResultPromise } from "execa";
+import { afterAll, describe, expect, it } from "vitest";
+import { readDemoCredentials } from "../../src/runtime/demo.js";
+import { staffCaseDetailSchema } from "../../src/support/staff-wire.js";
+import { userCaseDetailSchema, userCaseResultSchema, type userCaseDetailSchema as DetailSchema } from "../../src/support/user-wire.js";
+import { cleanEnv, gatewayBin, processesMentioning, startServe, tempDir, type ServeProcess } from "../helpers/cli.js";
+import type { z } from "zod";
+
+// The issue's path end to end with the real binaries: `gateway serve --demo` opens the worker endpoints with a bot
+// token of its own, `gateway worker run --demo` reads it, and a user's case on a failed request gets an answer
+// drafted through the gateway's own chat route (metered on the user's demo key); staff hold the case, and
+// answers publish again once they resume.
+
+type Detail = z.infer<typeof DetailSchema>;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls `probe` until it returns a value (not undefined); fails after `tries` × 100 ms with the last state. */
+async function until<T>(what: string, probe: () => Promise<T | undefined>, tries = 600): Promise<T> {
+  for (let i = 0; i < tries; i++) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    await sleep(100);
+  }
+  throw new Error(`gave up waiting for ${what}`);
+}
+
+describe("gateway worker run --demo", () => {
+  let work: Awaited<ReturnType<typeof tempDir>>;
+  let serve: ServeProcess | undefined;
+  let worker: ResultPromise | undefined;
+
+  afterAll(async () => {
+    for (const proc of [worker, serve?.proc]) if (proc && proc.exitCode === null) proc.kill("SIGKILL");
+    if (work) {
+      for (const pid of processesMentioning(work.dir)) process.kill(pid, "SIGKILL");
+      await work.remove();
+    }
+  });
+
+  it("answers a user's case on a failed request, holds off while staff hold it, and stops on SIGTERM", async () => {
+    work = await tempDir("gateway-e2e-worker-");
+    const dataDir = `${work.dir}/data`;
+    serve = startServe(["--demo", "--port", "0", "--data-dir", dataDir], { cwd: work.dir });
+    const [, url] = await serve.waitFor(/ready at (http:\/\/\S+)/);
+    await serve.waitFor(new RegExp(`npx gateway worker run --demo --data-dir ${dataDir}`));
+    const saved = (await readDemoCredentials(dataDir))!;
+    expect(saved).toMatchObject({ url, bot_token: expect.stringMatching(/^[0-9a-f]{64}$/) });
+
+    let out = "";
+    let err = "";
+    worker = execa(gatewayBin, ["worker", "run", "--demo", "--data-dir", dataDir], {
+      cwd: work.dir,
+      env: cleanEnv(),
+      extendEnv: true,
+      reject: false,
+      buffer: { stdout: false, stderr: false },
+    });
+    worker.stdout!.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    worker.stderr!.on("data", (chunk: Buffer) => (err += chunk.toString()));
+    const logLines = () =>
+      out
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const started = await until("the worker's start line", async () => {
+      if (worker!.exitCode !== null) throw new Error(`worker exited (${worker!.exitCode}): ${err}`);
+      return logLines().find((line) => line.msg === "worker started");
+    });
+    expect(started).toMatchObject({ url, model: "demo-small", demo: true });
+
+    // The demo user (an admin) logs in; a chat request fails at the mock upstream, which refuses the client's own key.
+    const login = await fetch(`${url}/api/v1/auth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ email: saved.email, password: saved.password }),
+    });
+    const session = (await login.json()) as { token: string; csrf_token: string };
+    const user = { authorization: `Bearer ${session.token}`, "content-type": "application/json" };
+    const staff = { ...user, "x-csrf-token": session.csrf_token };
+    const failed = await fetch(`${url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${saved.key}`, "content-type": "application/json", "x-upstream-api-key": "not-the-mock-key" },
+      body: JSON.stringify({ model: "demo-small", messages: [{ role: "user", content: "hello" }] }),
+    });
+    expect(failed.status).toBe(400);
+    const requestId = failed.headers.get("x-request-id")!;
+
+    // The request log is written in batches: the case opens once the row is there.
+    const opened = await until("the case to open", async () => {
+      const res = await fetch(`${url}/api/v1/user/assistant/cases`, {
+        method: "POST",
+        headers: user,
+        body: JSON.stringify({ request_id: requestId, locale: "de", question: "Warum schlägt meine Anfrage fehl?" }),
+      });
+      return res.status === 201 ? userCaseResultSchema.parse(await res.json()).case : undefined;
+    });
+    const casePath = `${url}/api/v1/user/assistant/cases/${opened.id}`;
+    const detail = async () => userCaseDetailSchema.parse(await (await fetch(casePath, { headers: user })).json());
+    const assistantMessages = (d: Detail) => d.messages.filter((m) => m.role === "assistant");
+    const answered = await until("the worker's answer", async () => {
+      const d = await detail();
+      return assistantMessages(d).length === 1 ? d : undefined;
+    });
+
+    // The user reads the answer; the card and evidence restate the request's facts.
+    expect(assistantMessages(answered)[0]!.content).toMatch(/^Mock reply/);
+    expect(answered.evidence).toEqual([
+      { id: "request", kind: "request_facts", content: answered.case.facts, created_at: expect.any(String) },
+    ]);
+    const card = answered.case.card!;
+    expect(card.problem).toContain(requestId);
+    expect(card.problem).toContain("upstream_key_rejected");
+    expect(card.facts).toContainEqual(
+      expect.objectContaining({ field: "status", value: 400, evidence_ids: ["request"], request_id: requestId }),
+    );
+    expect(card.facts).toContainEqual(expect.objectContaining({ field: "error_code", value: "upstream_key_rejected" }));
+    expect(answered.usage).toMatchObject({ model_calls: 1, cost_usd: null });
+    expect(answered.usage.input_tokens).toBeGreaterThan(0);
+
+    // The worker's chat call is the demo user's request like any other: in their log, charged on their quota.
+    const workerCall = await until("the worker's call in the request log", async () => {
+      const res = await fetch(`${url}/api/v1/user/requests?limit=20`, { headers: user });
+      const { requests } = (await res.json()) as {
+        requests: {
+          request_id: string;
+          model: string;
+          status: number;
+          input_tokens: number;
+          output_tokens: number;
+          quota_charged: number;
+        }[];
+      };
+      return requests.find((r) => r.request_id !== requestId && r.model === "demo-small" && r.status === 200);
+    });
+    expect(workerCall).toMatchObject({ input_tokens: answered.usage.input_tokens, output_tokens: answered.usage.output_tokens });
+    expect(workerCall.quota_charged).toBe(answered.usage.input_tokens + answered.usage.output_tokens);
+    expect(logLines()).toContainEqual(expect.objectContaining({ case_id: opened.id, kind: "answer", outcome: "published" }));
+
+    // Staff take over: the user's next message queues a private staff draft, which the worker writes, and no
+    // automatic answer reaches the transcript while the hold lasts.
+    const staffPath = `${url}/api/v1/assistant/cases/${opened.id}`;
+    expect((await fetch(`${staffPath}/takeover`, { method: "POST", headers: staff })).status).toBe(200);
+    const held = await fetch(`${casePath}/messages`, { method: "POST", headers: user, body: JSON.stringify({ content: "Und jetzt?" }) });
+    expect(held.status).toBe(201);
+    const drafted = await until("the staff draft", async () => {
+      const d = staffCaseDetailSchema.parse(await (await fetch(staffPath, { headers: user })).json());
+      return d.drafts.some((draft) => draft.kind === "staff" && !draft.reviewed) ? d : undefined;
+    });
+    expect(drafted.case.staff_hold).toBe(true);
+    expect(drafted.jobs.map((j) => [j.kind, j.status])).toEqual([
+      ["staff_draft", "completed"],
+      ["answer", "completed"],
+    ]);
+    expect(assistantMessages(await detail())).toHaveLength(1);
+
+    // Resumed, the user's next message is answered automatically again.
+    expect((await fetch(`${staffPath}/resume`, { method: "POST", headers: staff })).status).toBe(200);
+    const after = await fetch(`${casePath}/messages`, {
+      method: "POST",
+      headers: user,
+      body: JSON.stringify({ content: "Danke, noch etwas?" }),
+    });
+    expect(after.status).toBe(201);
+    const resumed = await until("the answer after the resume", async () => {
+      const d = await detail();
+      return assistantMessages(d).length === 2 ? d : undefined;
+    });
+    expect(resumed.messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "user", "assistant"]);
+
+    worker.kill("SIGTERM");
+    const result = await worker;
+    expect(result.exitCode, err).toBe(0);
+    expect(logLines().at(-1)).toMatchObject({ msg: "worker stopped" });
+
+    serve.proc.kill("SIGTERM");
+    expect((await serve.proc).exitCode).toBe(0);
+  }, 180_000);
+});
