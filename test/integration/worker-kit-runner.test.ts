@@ -313,6 +313,13 @@ describe("the runner", () => {
     expect(await jobRow(orphan.jobId)).toMatchObject({ status: "failed", attempts: 1, error_code: "no_task_for_kind" });
   });
 
+  it("stops, and rejects done, when a claim is refused for good (a wrong bot token)", async () => {
+    const wrong = createWorkerClient({ baseUrl: gw.url, botToken: "not-the-bot-token" });
+    const { runner, lines } = run([defineTask("answer", async () => ANSWER)], { client: wrong });
+    await expect(runner.done).rejects.toMatchObject({ name: "GatewayHttpError", status: 401 });
+    expect(lines.filter((l) => l.msg === "claim refused; the runner stops")).toHaveLength(1);
+  });
+
   it("reports usage: known costs summed exactly, an unknown one null", async () => {
     const known = await queued();
     const unknown = await queued();
