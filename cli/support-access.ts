@@ -46,17 +46,25 @@ export function withAccessOptions(cmd: Command): Command {
 
 const nonEmpty = (value: string | undefined) => (value === undefined || value === "" ? undefined : value);
 
+/** The gateway's root for every command that speaks to it over HTTP: the flag, the demo's, $GATEWAY_URL, the default. */
+export function gatewayUrl(flag: string | undefined, demoUrl: string | undefined, env: NodeJS.ProcessEnv): string {
+  return flag ?? demoUrl ?? nonEmpty(env.GATEWAY_URL) ?? DEFAULT_GATEWAY_URL;
+}
+
+/** The one line for `--demo` without a demo to read. */
+export const noDemoCredentials = (dataDir: string) =>
+  new Error(`no demo credentials in ${dataDir}: start the demo first (npm start, or gateway serve --demo), or pass --data-dir`);
+
 export async function resolveAccess(opts: AccessOptions, sources: AccessSources): Promise<SupportAccess> {
   let demo: DemoCredentials | null = null;
   if (opts.demo) {
     const dataDir = dataDirOf({ dataDir: opts.dataDir });
     demo = await sources.readDemo(dataDir);
-    if (demo === null)
-      throw new Error(`no demo credentials in ${dataDir}: start the demo first (gateway serve --demo), or pass --data-dir`);
+    if (demo === null) throw noDemoCredentials(dataDir);
   }
   const password = opts.passwordStdin ? (await sources.readStdin()).replace(/\r?\n$/, "") : undefined;
   return {
-    baseUrl: opts.url ?? demo?.url ?? nonEmpty(sources.env.GATEWAY_URL) ?? DEFAULT_GATEWAY_URL,
+    baseUrl: gatewayUrl(opts.url, demo?.url, sources.env),
     email: opts.email ?? demo?.email ?? nonEmpty(sources.env.GATEWAY_EMAIL),
     password: nonEmpty(password) ?? demo?.password ?? nonEmpty(sources.env.GATEWAY_PASSWORD),
     botToken: demo?.bot_token ?? nonEmpty(sources.env.SUPPORT_BOT_TOKEN),

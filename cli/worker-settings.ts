@@ -1,5 +1,6 @@
 import os from "node:os";
 import { DEMO_WORKER_MODEL, type DemoCredentials } from "../src/runtime/demo.js";
+import { gatewayUrl, noDemoCredentials } from "./support-access.js";
 
 // What `gateway worker run` runs with, from its options, the environment and (with --demo) the demo's saved
 // credentials. Pure: the command reads the file and the environment and passes them in. Secrets come from the
@@ -25,8 +26,6 @@ export interface WorkerSettings {
   leaseSeconds?: number;
 }
 
-export const DEFAULT_WORKER_URL = "http://127.0.0.1:8080";
-
 export function defaultWorkerId(): string {
   return `${os.hostname()}-${process.pid}`;
 }
@@ -44,18 +43,24 @@ export function workerSettings(
   const common = { workerId: opts.workerId ?? workerId, concurrency: opts.concurrency, leaseSeconds: opts.leaseSeconds };
   if (demo) {
     const saved = demo.credentials;
-    if (!saved) throw new Error(`no demo credentials in ${demo.dataDir}: start the demo first (npm start, or gateway serve --demo)`);
+    if (!saved) throw noDemoCredentials(demo.dataDir);
     if (!saved.url || !saved.bot_token) {
       throw new Error(`the demo in ${demo.dataDir} saved no url or bot token: restart it (npm start) with this version`);
     }
-    return { ...common, url: opts.url ?? saved.url, model: opts.model ?? DEMO_WORKER_MODEL, botToken: saved.bot_token, apiKey: saved.key };
+    return {
+      ...common,
+      url: gatewayUrl(opts.url, saved.url, env),
+      model: opts.model ?? DEMO_WORKER_MODEL,
+      botToken: saved.bot_token,
+      apiKey: saved.key,
+    };
   }
   if (!env.SUPPORT_BOT_TOKEN) throw new Error("SUPPORT_BOT_TOKEN is not set: the worker needs the gateway's support bot token");
   if (!env.GATEWAY_API_KEY) throw new Error("GATEWAY_API_KEY is not set: the worker needs an inference API key for its chat calls");
   if (!opts.model) throw new Error("--model is required (a chat model of the gateway), unless --demo");
   return {
     ...common,
-    url: opts.url ?? DEFAULT_WORKER_URL,
+    url: gatewayUrl(opts.url, undefined, env),
     model: opts.model,
     botToken: env.SUPPORT_BOT_TOKEN,
     apiKey: env.GATEWAY_API_KEY,

@@ -8,7 +8,8 @@ import { referenceTasks } from "../worker-kit/reference/tasks.js";
 import { createRunner, stopOnSignals } from "../worker-kit/runner/runner.js";
 import { dataDirOf } from "./context.js";
 import { action } from "./output.js";
-import { defaultWorkerId, DEFAULT_WORKER_URL, workerSettings, type WorkerRunOptions } from "./worker-settings.js";
+import { DEFAULT_GATEWAY_URL } from "./support-access.js";
+import { defaultWorkerId, workerSettings, type WorkerRunOptions } from "./worker-settings.js";
 
 // `gateway worker run`: the reference worker (worker-kit/reference) on the worker-kit runner. It answers support
 // jobs by calling the gateway's own chat route, so its model calls are metered like any client's. Logs are pino
@@ -25,7 +26,7 @@ export function workerCommand(): Command {
   worker
     .command("run")
     .description("run the reference support worker (secrets from SUPPORT_BOT_TOKEN and GATEWAY_API_KEY, or --demo)")
-    .option("--url <url>", `the gateway's root (default: ${DEFAULT_WORKER_URL}, or the demo's with --demo)`)
+    .option("--url <url>", `the gateway's root (default: the demo's with --demo, else $GATEWAY_URL, else ${DEFAULT_GATEWAY_URL})`)
     .option("--model <model>", "the chat model the worker drafts with (--demo: the demo's demo-small)")
     .option("--concurrency <n>", "jobs worked at once", intFrom(1, 100))
     .option(

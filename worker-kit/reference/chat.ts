@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { GatewayConnectionError, GatewayHttpError } from "../client/errors.js";
+import { GatewayHttpError } from "../client/errors.js";
+import { createHttpCaller } from "../client/http.js";
 import { PermanentTaskError } from "../runner/task.js";
 import type { ChatMessage } from "./prompt.js";
 
@@ -29,59 +30,30 @@ const answerSchema = z.object({
   usage: z.object({ prompt_tokens: z.int().min(0), completion_tokens: z.int().min(0) }).nullish(),
 });
 
-const envelopeSchema = z.object({ error: z.object({ code: z.string().nullable().optional(), message: z.string() }) });
+// The call may take as long as the task's lease allows: the task's signal is its limit, not a fixed timeout.
+const NO_TIMEOUT_OF_ITS_OWN_MS = 24 * 3600_000;
 
 export async function chatComplete(options: ChatOptions, messages: ChatMessage[], signal: AbortSignal): Promise<ChatAnswer> {
-  const doFetch = options.fetch ?? fetch;
-  const url = `${options.url.replace(/\/+$/, "")}/v1/chat/completions`;
-  let response: Response;
-  let text: string;
+  const call = createHttpCaller({ baseUrl: options.url, fetch: options.fetch, timeoutMs: NO_TIMEOUT_OF_ITS_OWN_MS });
   try {
-    response = await doFetch(url, {
+    const { data } = await call({
       method: "POST",
-      headers: { authorization: `Bearer ${options.apiKey}`, "content-type": "application/json", accept: "application/json" },
-      body: JSON.stringify({ model: options.model, messages }),
+      path: "/v1/chat/completions",
+      headers: { authorization: `Bearer ${options.apiKey}` },
+      body: { model: options.model, messages },
+      answer: answerSchema,
       signal,
     });
-    text = await response.text();
+    return {
+      content: (data.choices[0]!.message.content ?? "").trim(),
+      inputTokens: data.usage?.prompt_tokens ?? 0,
+      outputTokens: data.usage?.completion_tokens ?? 0,
+    };
   } catch (err) {
-    if (signal.aborted) throw err;
-    throw new GatewayConnectionError(`POST /v1/chat/completions: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-  }
-  const requestId = response.headers.get("x-request-id");
-  const json = parseJson(text);
-  if (!response.ok) throw refusal(response, json, requestId);
-  const parsed = answerSchema.safeParse(json);
-  if (!parsed.success) {
-    // A 2xx the chat shape does not describe: no retry will make the gateway answer otherwise.
-    throw new PermanentTaskError(
-      "chat_unexpected_answer",
-      `POST /v1/chat/completions answered ${response.status} without a chat completion`,
-    );
-  }
-  const { choices, usage } = parsed.data;
-  return {
-    content: (choices[0]!.message.content ?? "").trim(),
-    inputTokens: usage?.prompt_tokens ?? 0,
-    outputTokens: usage?.completion_tokens ?? 0,
-  };
-}
-
-function refusal(response: Response, json: unknown, requestId: string | null): Error {
-  const envelope = envelopeSchema.safeParse(json);
-  const code = (envelope.success && envelope.data.error.code) || `http_${response.status}`;
-  const message = envelope.success ? envelope.data.error.message : `answered ${response.status}`;
-  const retryable = response.status === 429 || response.status >= 500;
-  if (!retryable) return new PermanentTaskError(`chat_${code}`.slice(0, 100), `the chat call was refused: ${response.status} ${message}`);
-  const retryAfter = response.headers.get("retry-after");
-  const retryAfterMs = retryAfter && /^\d+$/.test(retryAfter) ? Number(retryAfter) * 1000 : null;
-  return new GatewayHttpError(response.status, code, `POST /v1/chat/completions: ${message}`, null, requestId, retryAfterMs);
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
+    // A refusal, or a 2xx that is not a chat completion: no retry will make the gateway answer otherwise.
+    if (err instanceof GatewayHttpError && !err.retryable) {
+      throw new PermanentTaskError(`chat_${err.code}`.slice(0, 100), `the chat call was refused: ${err.status} ${err.message}`);
+    }
+    throw err;
   }
 }

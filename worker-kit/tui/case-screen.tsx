@@ -1,8 +1,9 @@
 import { Box, Text, useInput } from "ink";
-import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { useCallback, useEffect, useMemo, useState } from "react";
 import type { StaffCaseDetail } from "../../src/support/staff-wire.js";
 import type { CaseChange, DraftKind } from "../client/staff-client.js";
 import type { KeyHelp, ScreenProps } from "./screen.js";
+import { useOneAction } from "./use-one-action.js";
 import { caseLines, caseStatusLine } from "./state/case-lines.js";
 import { scrollBy, scrollPosition, visibleWindow } from "./state/scroll.js";
 import { withRight } from "./state/text.js";
@@ -39,7 +40,6 @@ export function CaseScreen(props: CaseScreenProps) {
   const { caseId, staff, editText, go, showError, showNotice, setHelp, columns, rows, now } = props;
   const [detail, setDetail] = useState<StaffCaseDetail | null>(null);
   const [offset, setOffset] = useState(0);
-  const busy = useRef(false);
 
   useEffect(() => {
     setHelp(KEYS);
@@ -49,20 +49,14 @@ export function CaseScreen(props: CaseScreenProps) {
     load().catch(showError);
   }, [load, showError]);
 
-  /** One action at a time: keys pressed while one runs are ignored rather than queued behind it. */
-  const act = async (action: () => Promise<string>) => {
-    if (busy.current) return;
-    busy.current = true;
-    try {
+  const run = useOneAction(showError);
+  /** An action, then the case read again and the action's notice. */
+  const act = (action: () => Promise<string>) =>
+    run(async () => {
       const notice = await action();
       await load();
       showNotice(notice);
-    } catch (err) {
-      showError(err);
-    } finally {
-      busy.current = false;
-    }
-  };
+    });
 
   const reply = async (current: StaffCaseDetail): Promise<string> => {
     if (current.case.source_ref !== null) {

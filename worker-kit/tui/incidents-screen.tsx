@@ -1,8 +1,9 @@
 import { Box, Text, useInput } from "ink";
-import { useCallback, useEffect, useRef, useState } from "react";
+import { useCallback, useEffect, useState } from "react";
 import type { Incident, IncidentUpdate } from "../../src/support/incident-wire.js";
 import { incidentLines, incidentRow } from "./incident-text.js";
 import type { KeyHelp, ScreenProps } from "./screen.js";
+import { useOneAction } from "./use-one-action.js";
 
 // The incidents view (docs/support.md, "Incidents"): candidate and confirmed incidents with both aggregates, and
 // the staff's moves on the selected one. The gateway judges every move (a publish without corroboration is its
@@ -25,23 +26,8 @@ export function IncidentsScreen(props: ScreenProps) {
   const { staff, editText, showError, showNotice, setHelp } = props;
   const [incidents, setIncidents] = useState<Incident[] | null>(null);
   const [selected, setSelected] = useState(0);
-  // One call at a time: a second key while one is in flight would act on a row about to change.
-  const busy = useRef(false);
 
-  const run = useCallback(
-    async (work: () => Promise<void>) => {
-      if (busy.current) return;
-      busy.current = true;
-      try {
-        await work();
-      } catch (err) {
-        showError(err);
-      } finally {
-        busy.current = false;
-      }
-    },
-    [showError],
-  );
+  const run = useOneAction(showError);
 
   const refresh = useCallback(
     () =>

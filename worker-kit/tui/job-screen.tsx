@@ -1,5 +1,5 @@
 import { Text, useInput } from "ink";
-import { useCallback, useEffect, useRef, useState } from "react";
+import { useEffect, useState } from "react";
 import { JobView, type WorkedJob } from "./job-view.js";
 import { leaseCountdown } from "./lease-countdown.js";
 import {
@@ -12,6 +12,7 @@ import {
   parseCardJson,
 } from "./manual-job.js";
 import type { KeyHelp, ScreenProps } from "./screen.js";
+import { useOneAction } from "./use-one-action.js";
 
 // A support engineer works one job by hand (docs/support.md, "Jobs"): claim it, write the answer and the card in
 // $EDITOR, complete or fail it while the lease lasts. The lease is the gateway's, judged by its clock; the
@@ -35,7 +36,6 @@ export function JobScreen(props: ScreenProps) {
   // An invalid card's text, kept so that the next `k` edits it again instead of losing it.
   const [cardDraft, setCardDraft] = useState<string | null>(null);
   const [, setTick] = useState(0);
-  const busy = useRef(false);
 
   useEffect(() => {
     setHelp(worker === null ? [] : HELP);
@@ -48,20 +48,7 @@ export function JobScreen(props: ScreenProps) {
     return () => clearInterval(timer);
   }, [working]);
 
-  const run = useCallback(
-    async (work: () => Promise<void>) => {
-      if (busy.current) return;
-      busy.current = true;
-      try {
-        await work();
-      } catch (err) {
-        showError(err);
-      } finally {
-        busy.current = false;
-      }
-    },
-    [showError],
-  );
+  const run = useOneAction(showError);
 
   const claim = () =>
     run(async () => {

@@ -55,19 +55,22 @@ function helpers() {
 const run = (kind: Job["kind"], fetch: typeof globalThis.fetch, context: Parameters<typeof job>[1] = {}) => {
   const task = referenceTasks(options(fetch)).find((t) => t.kind === kind)!;
   const h = helpers();
-  return { result: task.run(job(kind, context) as Job, h.helpers), usage: h.usage, signal: h.helpers.signal };
+  return { result: task.run(job(kind, context) as Job, h.helpers), usage: h.usage };
 };
 
 describe("chatComplete", () => {
   it("posts the OpenAI chat shape to the gateway's own route with the inference key and the task's signal", async () => {
     const { fetch, sent } = fakeFetch(200, completion("  Hallo  "));
-    const signal = new AbortController().signal;
-    const answer = await chatComplete(options(fetch), [{ role: "user", content: "hi" }], signal);
+    const task = new AbortController();
+    const answer = await chatComplete(options(fetch), [{ role: "user", content: "hi" }], task.signal);
     expect(answer).toEqual({ content: "Hallo", inputTokens: 120, outputTokens: 30 });
     expect(sent[0]!.url).toBe("http://gw.test/v1/chat/completions");
     expect(sent[0]!.headers.authorization).toBe("Bearer gw_key");
     expect(sent[0]!.body).toEqual({ model: "demo-small", messages: [{ role: "user", content: "hi" }] });
-    expect(sent[0]!.signal).toBe(signal);
+    // The call is tied to the task's signal: when the runner aborts the task, the request is aborted too.
+    expect(sent[0]!.signal!.aborted).toBe(false);
+    task.abort();
+    expect(sent[0]!.signal!.aborted).toBe(true);
   });
 
   it("counts no tokens when the answer has no usage", async () => {
@@ -149,13 +152,12 @@ describe("referenceTasks", () => {
 
   it("answers with the model's words, the card and evidence of the facts, and one call's usage at an unknown cost", async () => {
     const { fetch, sent } = fakeFetch(200, completion("Der Anbieter ist gestört; bitte später erneut versuchen."));
-    const { result, usage, signal } = run("answer", fetch);
+    const { result, usage } = run("answer", fetch);
     const answer = await result;
     expect(answer).toMatchObject({ content: "Der Anbieter ist gestört; bitte später erneut versuchen.", disposition: "answer" });
     expect(answer.card!.facts[0]!.evidence_ids).toEqual(["request"]);
     expect(answer.evidence.map((e) => e.id)).toEqual(["request"]);
     expect(usage).toEqual([{ model_calls: 1, input_tokens: 120, output_tokens: 30, cost_usd: null }]);
-    expect(sent[0]!.signal).toBe(signal);
     expect(sent[0]!.body.messages[0]!.content).toContain('the locale "de"');
   });
 
