@@ -101,6 +101,23 @@ export const importLayers = [
     srcNotWire,
     layer("(^|/)cli/", "worker-kit does not import cli/ (the gateway CLI imports worker-kit, not the reverse)."),
   ),
+  // The core (client, runner, reference worker, the TUI's state) has no UI: the CLI's --json twins load it
+  // without ever loading Ink or React.
+  ...[
+    ["worker-kit/{index,client/**/*,runner/**/*,reference/**/*,tui/editor,tui/screen}.ts", "(^|/)tui/(?!state/|editor\\.js$|screen\\.js$)"],
+    ["worker-kit/tui/state/**/*.ts", "^\\.\\./(?!\\.\\./|editor\\.js$|screen\\.js$)"],
+  ].map(([files, components]) =>
+    restrict(
+      [files],
+      srcNotWire,
+      layer("(^|/)cli/", "worker-kit does not import cli/ (the gateway CLI imports worker-kit, not the reverse)."),
+      layer(
+        "^(ink|react|ink-testing-library)(/|$)",
+        "worker-kit's core has no UI import: only worker-kit/tui components use Ink and React.",
+      ),
+      layer(components, "worker-kit's core does not import the TUI's components."),
+    ),
+  ),
 ];
 
 export default tseslint.config(

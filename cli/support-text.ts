@@ -1,7 +1,7 @@
 import type { IncidentList } from "../src/support/incident-wire.js";
 import type { StaffCaseDetail, StaffCasePage } from "../src/support/staff-wire.js";
 import type { ClaimedJob, CompleteResponse, FailResponse } from "../src/support/wire.js";
-import { incidentLines } from "../worker-kit/tui/incident-text.js";
+import { incidentLines } from "../worker-kit/tui/state/incident-text.js";
 
 // The short human text of `gateway support`'s non-interactive commands (`--json` is the scripting interface).
 // Pure: each function returns lines, so they are tested without a process.

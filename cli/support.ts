@@ -9,7 +9,7 @@ import {
   manualFailRequest,
   parseCardJson,
   type Disposition,
-} from "../worker-kit/tui/manual-job.js";
+} from "../worker-kit/tui/state/manual-job.js";
 import { fail, printJson } from "./output.js";
 import {
   processSources,

@@ -41,6 +41,11 @@ describe("import direction lint rule", () => {
     ["src/support/wire.ts", 'import { x } from "./cases.js";\nexport const y = x;\n'],
     ["src/support/staff-wire.ts", 'import { x } from "pg";\nexport const y = x;\n'],
     ["src/auth/wire.ts", 'import type { X } from "../errors.js";\nexport type Y = X;\n'],
+    // worker-kit's core has no UI: the --json twins load it without Ink.
+    ["worker-kit/runner/runner.ts", 'import { render } from "ink";\nexport const y = render;\n'],
+    ["worker-kit/tui/state/text.ts", 'import { useState } from "react";\nexport const y = useState;\n'],
+    ["worker-kit/tui/state/manual-job.ts", 'import { JobView } from "../job-view.js";\nexport const y = JobView;\n'],
+    ["worker-kit/runner/runner.ts", 'import { App } from "../tui/app.js";\nexport const y = App;\n'],
   ])("rejects an upward import in %s", async (file, code) => {
     expect(await violations(file, code)).toHaveLength(1);
   });
@@ -63,6 +68,8 @@ describe("import direction lint rule", () => {
     ["worker-kit/tui/x.tsx", 'import type { X } from "../../src/support/staff-wire.js";\nexport type Y = X;\n'],
     ["src/support/staff-wire.ts", 'import { x } from "./user-wire.js";\nimport { z } from "zod";\nexport const y = [x, z];\n'],
     ["cli/support.ts", 'import { x } from "../worker-kit/index.js";\nexport const y = x;\n'],
+    ["worker-kit/tui/job-screen.tsx", 'import { Text } from "ink";\nexport const y = Text;\n'],
+    ["worker-kit/tui/state/manual-job.ts", 'import { x } from "./text.js";\nexport const y = x;\n'],
   ])("allows a downward import in %s", async (file, code) => {
     expect(await violations(file, code)).toEqual([]);
   });

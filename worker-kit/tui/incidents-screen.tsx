@@ -1,7 +1,7 @@
 import { Box, Text, useInput } from "ink";
 import { useCallback, useEffect, useState } from "react";
 import type { Incident, IncidentUpdate } from "../../src/support/incident-wire.js";
-import { incidentLines, incidentRow } from "./incident-text.js";
+import { incidentLines, incidentRow } from "./state/incident-text.js";
 import type { KeyHelp, ScreenProps } from "./screen.js";
 import { useOneAction } from "./use-one-action.js";
 

@@ -1,7 +1,7 @@
 import { Text, useInput } from "ink";
 import { useEffect, useState } from "react";
 import { JobView, type WorkedJob } from "./job-view.js";
-import { leaseCountdown } from "./lease-countdown.js";
+import { leaseCountdown } from "./state/lease-countdown.js";
 import {
   cardJson,
   MANUAL_FAIL_CODES,
@@ -10,7 +10,7 @@ import {
   manualFailRequest,
   nextDisposition,
   parseCardJson,
-} from "./manual-job.js";
+} from "./state/manual-job.js";
 import type { KeyHelp, ScreenProps } from "./screen.js";
 import { useOneAction } from "./use-one-action.js";
 

@@ -1,7 +1,7 @@
 import { Box, Text } from "ink";
 import { MAX_ATTEMPTS, type Card, type ClaimedJob, type RequestFacts } from "../../src/support/wire.js";
-import { leaseCountdown } from "./lease-countdown.js";
-import type { Disposition } from "./manual-job.js";
+import { leaseCountdown } from "./state/lease-countdown.js";
+import type { Disposition } from "./state/manual-job.js";
 
 // What the job screen shows of a job worked by hand: its facts, the lease countdown, the answer being written and
 // the transcript it answers. Presentational only: job-screen.tsx owns the state and the keys.

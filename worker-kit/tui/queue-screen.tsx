@@ -77,7 +77,9 @@ export function QueueScreen({ staff, go, showError, showNotice, setHelp, columns
           {queueRow(c, time, columns, i === selected)}
         </Text>
       ))}
-      <Text dimColor>{`page ${pageNumber(stack)} · ${cases.length} cases · ${more}`.slice(0, columns)}</Text>
+      <Text dimColor>
+        {`page ${pageNumber(stack)} · ${cases.length} ${cases.length === 1 ? "case" : "cases"} · ${more}`.slice(0, columns)}
+      </Text>
     </Box>
   );
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { incidentLines, incidentRow, publishedLine } from "../../../worker-kit/tui/incident-text.js";
+import { incidentLines, incidentRow, publishedLine } from "../../../worker-kit/tui/state/incident-text.js";
 import { incident, technical } from "./incident-fixtures.js";
 
 describe("incident text", () => {

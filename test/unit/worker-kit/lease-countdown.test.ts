@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatMinutesSeconds, leaseCountdown } from "../../../worker-kit/tui/lease-countdown.js";
+import { formatMinutesSeconds, leaseCountdown } from "../../../worker-kit/tui/state/lease-countdown.js";
 
 const NOW = Date.parse("2025-03-01T12:00:00.000Z");
 const at = (ms: number) => new Date(NOW + ms).toISOString();

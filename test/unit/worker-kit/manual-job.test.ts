@@ -8,7 +8,7 @@ import {
   manualFailRequest,
   nextDisposition,
   parseCardJson,
-} from "../../../worker-kit/tui/manual-job.js";
+} from "../../../worker-kit/tui/state/manual-job.js";
 
 describe("a job worked by hand", () => {
   it("cycles the disposition answer → needs_staff → no_answer → answer", () => {
