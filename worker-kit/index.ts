@@ -11,6 +11,7 @@ export {
   type Disposition,
   type Job,
   type JobKind,
+  type AnyTaskDefinition,
   type TaskDefinition,
   type TaskFn,
   type TaskHelpers,

@@ -5,7 +5,7 @@ import type { WorkerClient } from "../client/worker-client.js";
 import type { LeaseTimes } from "./lease-deadline.js";
 import { isLeaseLost, retryUntil, type Clock } from "./report.js";
 import { raceTask, type TaskEnding } from "./task-race.js";
-import { PermanentTaskError, type TaskDefinition, type TaskResult } from "./task.js";
+import { PermanentTaskError, type AnyTaskDefinition, type TaskResult } from "./task.js";
 import { addUsage, EMPTY_USAGE } from "./usage.js";
 
 // One claimed job from its task to the gateway's answer, ending in exactly one log line (`outcome`).
@@ -29,8 +29,7 @@ export const RUNNER_ERROR_CODES = {
 
 export interface JobRun {
   client: WorkerClient;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a task of any one kind: TaskFn's job parameter makes TaskDefinition<K> invariant in K
-  task: TaskDefinition<any> | undefined;
+  task: AnyTaskDefinition | undefined;
   job: ClaimedJob;
   lease: LeaseTimes;
   /** Aborted when the runner's shutdown deadline has passed. */

@@ -1,7 +1,7 @@
 import pino, { type Logger } from "pino";
 import { CLAIM_LIMIT, LEASE_SECONDS } from "../../src/support/wire.js";
 import type { WorkerClient } from "../client/worker-client.js";
-import type { TaskDefinition } from "./task.js";
+import type { AnyTaskDefinition } from "./task.js";
 
 // The runner's options, their defaults, and the checks that turn a wrong setting into one clear error at start-up
 // rather than a 400 from every claim.
@@ -9,8 +9,7 @@ import type { TaskDefinition } from "./task.js";
 export interface RunnerOptions {
   client: WorkerClient;
   /** One per kind at most. A claimed job of a kind without a task is failed at once, not retryable (`no_task_for_kind`). */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a task of any one kind: TaskFn's job parameter makes TaskDefinition<K> invariant in K
-  tasks: TaskDefinition<any>[];
+  tasks: AnyTaskDefinition[];
   /** Sent as `worker_id` on claim (1..200 characters). */
   workerId: string;
   /** Jobs in flight at most, default 2; a claim asks for min(free slots, 5). */

@@ -1,5 +1,5 @@
 import type { Clock } from "./report.js";
-import type { TaskDefinition, TaskHelpers, TaskResult, Job } from "./task.js";
+import { runTask, type AnyTaskDefinition, type Job, type TaskHelpers, type TaskResult } from "./task.js";
 
 // A task against its two clocks: the lease's deadline and the worker's shutdown deadline. Whichever ends first decides;
 // a task still running is abandoned (its signal is aborted), and its late answer is never used.
@@ -8,8 +8,7 @@ export type TaskEnding =
   { kind: "result"; result: TaskResult } | { kind: "error"; error: unknown } | { kind: "deadline" } | { kind: "shutdown" };
 
 export function raceTask(
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a task of any one kind: TaskFn's job parameter makes TaskDefinition<K> invariant in K
-  task: TaskDefinition<any>,
+  task: AnyTaskDefinition,
   job: Job,
   helpers: Omit<TaskHelpers, "signal">,
   shutdown: AbortSignal,
@@ -34,7 +33,7 @@ export function raceTask(
       if (!timer.signal.aborted) finish({ kind: "deadline" });
     });
     Promise.resolve()
-      .then(() => task.run(job, { ...helpers, signal: taskSignal.signal }))
+      .then(() => runTask(task, job, { ...helpers, signal: taskSignal.signal }))
       .then(
         (result) => finish({ kind: "result", result }),
         (error: unknown) => finish({ kind: "error", error }),

@@ -45,6 +45,17 @@ export interface TaskDefinition<K extends JobKind = JobKind> {
   run: TaskFn<K>;
 }
 
+/**
+ * What a runner takes: a task of one kind (`defineTask("answer", …)`), or one task for several kinds (its job is
+ * then the wider Job). The runner hands each job to the task of its kind, so the task only ever sees its own.
+ */
+export type AnyTaskDefinition = TaskDefinition | { [K in JobKind]: TaskDefinition<K> }[JobKind];
+
+/** Runs `task` on `job`, whose kind the runner matched to the task's. */
+export function runTask(task: AnyTaskDefinition, job: Job, helpers: TaskHelpers): Promise<TaskResult> {
+  return (task.run as TaskFn)(job, helpers);
+}
+
 export function defineTask<K extends JobKind>(kind: K, run: TaskFn<K>): TaskDefinition<K> {
   return { kind, run };
 }
