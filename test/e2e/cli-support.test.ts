@@ -18,6 +18,7 @@ const BOT = "bot-token-for-the-support-cli-0123456789";
 const PASSWORD = "password-for-the-support-cli";
 const EMAIL = "staff@example.test";
 const blockInk = path.resolve("test/helpers/block-ink.mjs");
+// Each test runs the built CLI several times (a Node start each): minutes, not seconds, on a loaded CI machine.
 
 let gw: TestGateway;
 let work: Awaited<ReturnType<typeof tempDir>>;
@@ -89,7 +90,7 @@ describe("gateway support (non-interactive)", () => {
     // Every twin logged out at the end: no session is left.
     const { rows } = await gw.db.pool.query<{ n: number }>("select count(*)::int as n from sessions where revoked_at is null");
     expect(rows[0]!.n).toBe(0);
-  });
+  }, 120_000);
 
   it("claims, completes and fails jobs by hand with the bot token", async () => {
     const claimed = claimResponseSchema.parse(json(await support(["job", "claim", "--lease-seconds", "60", "--json"]))).jobs;
@@ -118,7 +119,7 @@ describe("gateway support (non-interactive)", () => {
     const failArgs = ["job", "fail", last.id, "--lease-token", last.lease_token, "--error-code", "manual_fail", "--permanent"];
     expect(await support(failArgs).then((r) => r.stdout)).toBe(`job ${last.id}: failed for good`);
     expect(json(await support(["job", "claim", "--json"]))).toEqual({ jobs: [] });
-  });
+  }, 120_000);
 
   it("refuses an invalid card file before calling, in one line", async () => {
     const card = path.join(work.dir, "bad-card.json");
@@ -127,7 +128,7 @@ describe("gateway support (non-interactive)", () => {
     const result = await support(args);
     expect(result.exitCode).toBe(1);
     expect(result.stderr).toBe(`gateway: ${card}: card.facts: Invalid input: expected array, received undefined`);
-  });
+  }, 120_000);
 
   it("says in one line when the password is wrong or the bot token is missing", async () => {
     const wrong = await support(["queue", "--json"], { env: { GATEWAY_PASSWORD: "not-the-password" } });
@@ -139,7 +140,7 @@ describe("gateway support (non-interactive)", () => {
     const noToken = await support(["job", "claim", "--json"], { env: { SUPPORT_BOT_TOKEN: "" } });
     expect(noToken.exitCode).not.toBe(0);
     expect(noToken.stderr).toBe("gateway: no bot token: set SUPPORT_BOT_TOKEN (the gateway's), or use --demo to read the demo's");
-  });
+  }, 120_000);
 
   it("reads the password from stdin, and everything from the demo's saved credentials", async () => {
     const fromStdin = await support(["incidents", "--json", "--password-stdin"], { env: { GATEWAY_PASSWORD: "" }, input: `${PASSWORD}\n` });
@@ -153,7 +154,7 @@ describe("gateway support (non-interactive)", () => {
     incidentListSchema.parse(json(await support(["incidents", "--demo", "--data-dir", dataDir, "--json"], { env: bare })));
     // Whatever is queued by now, the claim went through with the demo's bot token.
     claimResponseSchema.parse(json(await support(["job", "claim", "--demo", "--data-dir", dataDir, "--json"], { env: bare })));
-  });
+  }, 120_000);
 
   it("never loads Ink or React in the twins, while the hook does stop whatever loads them", async () => {
     for (const args of [
@@ -176,5 +177,5 @@ describe("gateway support (non-interactive)", () => {
     const tui = await support([], { withoutInk: true });
     expect(tui.exitCode).not.toBe(0);
     expect(tui.stderr).toMatch(/blocked by the test hook: (ink|react)/);
-  });
+  }, 120_000);
 });
