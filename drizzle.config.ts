@@ -9,6 +9,7 @@ export default defineConfig({
     "./src/quota/schema.ts",
     "./src/media/schema.ts",
     "./src/support/schema.ts",
+    "./src/catalog/schema.ts",
   ],
   out: "./migrations",
 });

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { writeSchemaExtract } from "./lib/schema-extract.mjs";
 
-const ROOTS = ["CreateMessageParams", "Message", "MessageStreamEvent", "ErrorResponse"];
+const ROOTS = ["CreateMessageParams", "Message", "MessageStreamEvent", "ErrorResponse", "ListResponse_ModelInfo_", "ModelInfo"];
 
 const source = path.resolve(process.argv[2] ?? "../shared/reference/anthropic/openapi.json");
 writeSchemaExtract({

@@ -14,13 +14,21 @@ const STATE_CHANGING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 /**
  * {root}/v1, /native, /messages and /compatible: an inference or reseller key, in whichever header the client's
- * official SDK uses (bearer: OpenAI; x-api-key: Anthropic; x-goog-api-key: Gemini).
+ * official SDK uses (bearer: OpenAI; x-api-key: Anthropic; x-goog-api-key: Gemini). With `queryKey` (the Gemini
+ * routes, as Google's own API does) also `?key=`, read only when no header carries one. No log line holds a
+ * query string: the access log and the request log name the route, never the URL.
  */
-export function apiKeyAuth(keyAuth: ApiKeyAuthenticator): MiddlewareHandler<AppEnv> {
+export function apiKeyAuth(keyAuth: ApiKeyAuthenticator, opts: { queryKey?: boolean } = {}): MiddlewareHandler<AppEnv> {
+  const missing = opts.queryKey
+    ? "Missing API key; send it as 'Authorization: Bearer <key>' (or in x-goog-api-key, x-api-key or ?key=)."
+    : "Missing API key; send it as 'Authorization: Bearer <key>' (or in x-api-key or x-goog-api-key).";
   return async function apiKeyAuth(c, next) {
-    const secret = bearerToken(requestHeader(c, "authorization")) ?? requestHeader(c, "x-api-key") ?? requestHeader(c, "x-goog-api-key");
-    if (!secret)
-      throw errors.unauthorized("Missing API key; send it as 'Authorization: Bearer <key>' (or in x-api-key or x-goog-api-key).");
+    const secret =
+      bearerToken(requestHeader(c, "authorization")) ??
+      requestHeader(c, "x-api-key") ??
+      requestHeader(c, "x-goog-api-key") ??
+      (opts.queryKey ? c.req.query("key") : undefined);
+    if (!secret) throw errors.unauthorized(missing);
     const principal = await keyAuth.authenticate(secret);
     if (!principal) throw errors.unauthorized("Invalid or revoked API key.");
     c.set("apiKey", principal);

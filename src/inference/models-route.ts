@@ -1,21 +1,70 @@
+import type { Context } from "hono";
 import { Hono } from "hono";
 import { z } from "zod";
 import type { Catalog } from "../catalog/catalog.js";
 import type { Config } from "../config/schema.js";
-import { visibleModels } from "../metering/access.js";
+import { meteringErrors } from "../metering/errors.js";
+import { visibleModels, type VisibleModel } from "../metering/access.js";
+import { validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
+import { requestHeader } from "../server/headers.js";
+import { anthropicModel, openAiModel } from "./model-shapes.js";
+import { pageAfter, pageBefore } from "./model-pages.js";
 
-/** GET /v1/models: the chat-completions-style list of exactly the IDs this key may use. */
+// GET /v1/models and /v1/models/{model}: the models a key may use, in OpenAI's shape, or in Anthropic's when the
+// request carries `anthropic-version` (the Anthropic SDK sends it on every call, and shares these paths).
+
+const LIMIT_MESSAGE = "must be an integer from 1 to 1000";
+
+export const anthropicListQuery = z.object({
+  limit: z
+    .string()
+    .regex(/^\d{1,4}$/, { error: LIMIT_MESSAGE })
+    .transform(Number)
+    .pipe(z.number().min(1, { error: LIMIT_MESSAGE }).max(1000, { error: LIMIT_MESSAGE }))
+    .default(20)
+    .meta({ description: "With `anthropic-version`: models per page, 1 to 1000 (default 20)." }),
+  after_id: z.string().optional().meta({ description: "With `anthropic-version`: the page after this model ID." }),
+  before_id: z.string().optional().meta({ description: "With `anthropic-version`: the page before this model ID." }),
+});
+
+const isAnthropic = (c: Context<AppEnv>) => requestHeader(c, "anthropic-version") !== undefined;
+
+/** The models of an Anthropic client: those its messages route serves (chat models). */
+const anthropicVisible = (visible: VisibleModel[]) => visible.filter(({ model }) => model.config.kind === "chat");
+
+/** The one model `id` names among those the key may use; an unknown ID and one the key may not use answer alike. */
+function visibleModel(visible: readonly VisibleModel[], id: string): VisibleModel {
+  const found = visible.find((v) => v.id === id);
+  if (!found) throw meteringErrors.modelNotFound(id);
+  return found;
+}
+
+function anthropicList(c: Context<AppEnv>, visible: VisibleModel[], config: Config) {
+  const query = validate(anthropicListQuery, c.req.query());
+  const models = anthropicVisible(visible);
+  const page =
+    query.before_id === undefined
+      ? pageAfter(models, query.limit, query.after_id, "after_id")
+      : pageBefore(models, query.limit, query.before_id, "before_id");
+  const data = page.items.map((m) => anthropicModel(m, config, c.get("apiKey")));
+  return c.json({ data, has_more: page.more, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
+}
+
+/** Mounted under /v1. */
 export function modelListRoutes(catalog: Catalog, config: Config) {
-  return new Hono<AppEnv>().get("/models", (c) =>
-    c.json({
-      object: "list",
-      data: visibleModels(catalog, config, c.get("apiKey")).map(({ id, model }) => {
-        const entry = { id, object: "model", created: model.created, owned_by: model.config.owned_by };
-        return model.config.kind === "systemone" ? Object.assign(entry, { endpoints: ["v1/systemone"] }) : entry;
-      }),
-    }),
-  );
+  return new Hono<AppEnv>()
+    .get("/models", (c) => {
+      const visible = visibleModels(catalog, config, c.get("apiKey"));
+      if (isAnthropic(c)) return anthropicList(c, visible, config);
+      return c.json({ object: "list", data: visible.map(openAiModel) });
+    })
+    .get("/models/:model{.+}", (c) => {
+      const visible = visibleModels(catalog, config, c.get("apiKey"));
+      const id = c.req.param("model");
+      if (isAnthropic(c)) return c.json(anthropicModel(visibleModel(anthropicVisible(visible), id), config, c.get("apiKey")));
+      return c.json(openAiModel(visibleModel(visible, id)));
+    });
 }
 
 export const nativeModelListSchema = z.object({

@@ -2,8 +2,10 @@ import { z } from "zod";
 import { ERROR_CODES } from "../errors.js";
 import { METERED_ERROR_CODES, UPSTREAM_KEY_HEADER_NAME } from "../metering/errors.js";
 import { ANTHROPIC_BETA } from "../providers/anthropic/anthropic-beta.js";
-import { ours, vendor, type OperationDescription } from "../server/api-description.js";
-import { nativeModelListSchema } from "./models-route.js";
+import { anyOf, ours, vendor, type OperationDescription } from "../server/api-description.js";
+import { geminiListQuery } from "./gemini-models-route.js";
+import { geminiModelListSchema, geminiModelSchema } from "./model-shapes.js";
+import { anthropicListQuery, nativeModelListSchema } from "./models-route.js";
 import { systemOneRequestSchema } from "../providers/systemone/request-schema.js";
 import { evaluationResponseSchema, evaluationStatus } from "./systemone-route.js";
 
@@ -32,7 +34,12 @@ const messages = (path: string, operationId: string): OperationDescription =>
     headers: Object.assign({ [ANTHROPIC_BETA]: "Anthropic beta features, forwarded to Anthropic providers." }, byok),
   });
 
-const sseOnly = z.object({ alt: z.literal("sse").meta({ description: "Server-sent events: the only streaming form served." }) });
+/** Every Gemini route also takes the key in the query string, as Google's API does. */
+const geminiKey = z.object({
+  key: z.string().optional().meta({ description: "The API key, when no header carries one (as Google's own API takes it)." }),
+});
+
+const sseOnly = geminiKey.extend({ alt: z.literal("sse").meta({ description: "Server-sent events: the only streaming form served." }) });
 
 const GEMINI_ROUTE = "/compatible/v1beta/models/:target{.+}";
 
@@ -44,7 +51,7 @@ const generateContent = (method: "generateContent" | "streamGenerateContent"): O
     operationId: method,
     summary: method === "generateContent" ? "Gemini generateContent" : "Gemini streamGenerateContent (with `?alt=sse`)",
     pathParams: { model: "The public model ID." },
-    query: method === "streamGenerateContent" ? sseOnly : undefined,
+    query: method === "streamGenerateContent" ? sseOnly : geminiKey,
     body: vendor("gemini", "GenerateContentRequest"),
     ok:
       method === "generateContent"
@@ -70,16 +77,70 @@ const evaluation = (path: string, operationId: string): OperationDescription => 
   statusOf: (code) => evaluationStatus(ERROR_CODES[code].status, code),
 });
 
-export const inferenceOperations: OperationDescription[] = [
+const anthropicVersion = {
+  "anthropic-version": "Sent by the Anthropic SDK: the answer is then in Anthropic's shape, and lists only chat models.",
+};
+
+const modelOperations: OperationDescription[] = [
   {
     method: "get",
     path: "/v1/models",
     operationId: "listModels",
-    summary: "The models this API key may use",
+    summary: "The models this API key may use (OpenAI's shape; Anthropic's with `anthropic-version`)",
     tag: "Inference",
     access: "apiKey",
-    ok: { status: 200, description: "The list.", schema: vendor("openai", "ListModelsResponse") },
+    headers: anthropicVersion,
+    query: anthropicListQuery,
+    ok: {
+      status: 200,
+      description: "The list: every model, in OpenAI's shape; with `anthropic-version`, one page of the chat models in Anthropic's.",
+      schema: anyOf("ModelList", vendor("openai", "ListModelsResponse"), vendor("anthropic", "ListResponse_ModelInfo_")),
+    },
+    errors: ["invalid_cursor"],
   },
+  {
+    method: "get",
+    path: "/v1/models/{model}",
+    operationId: "retrieveModel",
+    summary: "One model this API key may use (OpenAI's shape; Anthropic's with `anthropic-version`)",
+    tag: "Inference",
+    access: "apiKey",
+    pathParams: { model: "The public model ID (it may hold slashes)." },
+    headers: anthropicVersion,
+    ok: {
+      status: 200,
+      description: "The model.",
+      schema: anyOf("ModelEntry", vendor("openai", "Model"), vendor("anthropic", "ModelInfo")),
+    },
+    errors: ["model_not_found"],
+  },
+  {
+    method: "get",
+    path: "/compatible/v1beta/models",
+    operationId: "listGeminiModels",
+    summary: "The chat models this API key may use, in Gemini's shape (paged)",
+    tag: "Inference",
+    access: "apiKey",
+    query: geminiKey.extend(geminiListQuery.shape),
+    ok: { status: 200, description: "One page of models.", schema: ours("GeminiModelList", geminiModelListSchema) },
+    errors: ["invalid_cursor"],
+  },
+  {
+    method: "get",
+    path: "/compatible/v1beta/models/{model}",
+    operationId: "getGeminiModel",
+    summary: "One chat model this API key may use, in Gemini's shape",
+    tag: "Inference",
+    access: "apiKey",
+    pathParams: { model: "The public model ID (it may hold slashes)." },
+    query: geminiKey,
+    ok: { status: 200, description: "The model.", schema: ours("GeminiModel", geminiModelSchema) },
+    errors: ["model_not_found"],
+  },
+];
+
+export const inferenceOperations: OperationDescription[] = [
+  ...modelOperations,
   {
     method: "get",
     path: "/native/v1/models",

@@ -13,7 +13,7 @@ function deniedBy(config: Config, key: ApiKeyPrincipal, modelId: string): "plan"
 }
 
 /** A public model ID a key may send, and the model it names. */
-interface VisibleModel {
+export interface VisibleModel {
   id: string;
   model: CatalogModel;
 }

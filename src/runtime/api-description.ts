@@ -16,6 +16,7 @@ import { supportStaffOperations } from "../support/staff-routes.js";
 import { supportUserOperations } from "../support/user-routes.js";
 import type { AppEnv } from "../server/context.js";
 import { healthOperations } from "../server/health.js";
+import { indexOperations } from "../server/index-route.js";
 import { metricsOperations } from "../server/metrics-route.js";
 import { buildOpenApiDocument } from "../server/openapi-document.js";
 import { supportWorkerOperations } from "../support/worker-operations.js";
@@ -56,6 +57,7 @@ const describeDescription: OperationDescription = {
 
 export function apiOperations(): OperationDescription[] {
   return [
+    ...indexOperations,
     ...healthOperations,
     describeDescription,
     ...metricsOperations,

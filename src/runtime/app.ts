@@ -16,6 +16,7 @@ import { messagesRoutes } from "../inference/messages-route.js";
 import { responsesRoutes } from "../inference/responses-route.js";
 import { systemoneRoutes } from "../inference/systemone-route.js";
 import { modelListRoutes, nativeModelListRoutes } from "../inference/models-route.js";
+import { geminiModelRoutes } from "../inference/gemini-models-route.js";
 import { embedRoutes } from "../media/embed-route.js";
 import { embedTokenRoutes } from "../media/embed-token-route.js";
 import { imageRoutes } from "../media/image-routes.js";
@@ -37,6 +38,7 @@ import type { BodyBudget } from "../server/body-budget.js";
 import type { AppEnv } from "../server/context.js";
 import { handleError } from "../server/error-envelope.js";
 import { healthRoutes } from "../server/health.js";
+import { indexRoutes } from "../server/index-route.js";
 import { supportWorkerRoutes } from "../support/worker-routes.js";
 import { metricsRoutes } from "../server/metrics-route.js";
 import { notFoundOrMethodNotAllowed } from "../server/not-found.js";
@@ -67,13 +69,19 @@ export interface AppDeps {
 }
 
 /**
+ * A trailing slash names the same route as none (`/v1/models/` is `/v1/models`), as clients that join a base URL
+ * and a path produce it: Hono drops it before routing, one character compared per request (docs/api.md, "Routes").
+ */
+const ROUTING = { strict: false } as const;
+
+/**
  * Assembles the HTTP app. One auth middleware per surface (DESIGN.md §4), mounted here and nowhere else, so no
  * route checks credentials by hand.
  */
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const { auth, config } = deps;
   const bodyLimit = config.server.max_body_bytes;
-  const app = new Hono<AppEnv>();
+  const app = new Hono<AppEnv>(ROUTING);
 
   app.use("*", requestContext(deps.logger));
   const { exposition } = deps.metrics;
@@ -81,6 +89,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.onError(handleError);
   app.notFound(notFoundOrMethodNotAllowed(app));
 
+  app.route("/", indexRoutes());
   app.route("/", healthRoutes(deps.pool, deps.health));
   app.route("/", apiDescriptionRoutes());
 
@@ -88,7 +97,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.use("/native/*", apiKeyAuth(auth.keyAuth));
   // The routes of the Anthropic and Gemini SDKs outside /v1 (DESIGN.md §4).
   app.use("/messages", apiKeyAuth(auth.keyAuth));
-  app.use("/compatible/*", apiKeyAuth(auth.keyAuth));
+  app.use("/compatible/*", apiKeyAuth(auth.keyAuth, { queryKey: true }));
   // Images for `<img src>`: an embed token in the query, or a key in the headers (docs/api.md, "Embeddable images").
   app.use("/embed/*", embedAuth(auth.keyAuth, auth.embedTokens));
   app.use("/api/v1/user/*", sessionAuth(auth.sessions));
@@ -123,6 +132,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route("/", messages);
   app.route("/v1", messages);
   app.route("/compatible", generateContentRoutes(inference));
+  app.route("/compatible", geminiModelRoutes(deps.catalog, config));
   app.route("/native", nativeModelListRoutes(deps.catalog, config));
   app.route("/", systemoneRoutes(inference, deps.bodyBudget));
   const { catalog, providers, metering, ledger, pool, clock, download } = deps;
@@ -152,7 +162,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
  * request ids, access log and error envelope.
  */
 export function createMetricsApp(deps: Pick<AppDeps, "config" | "logger">, exposition: Exposition): Hono<AppEnv> {
-  const app = new Hono<AppEnv>();
+  const app = new Hono<AppEnv>(ROUTING);
   app.use("*", requestContext(deps.logger));
   app.onError(handleError);
   app.notFound(notFoundOrMethodNotAllowed(app));

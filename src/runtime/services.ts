@@ -6,6 +6,7 @@ import { createRequestLogWriter } from "../analytics/writer.js";
 import type { RequestLogWriter } from "../analytics/types.js";
 import { createAuthServices } from "../auth/index.js";
 import { createCatalog } from "../catalog/catalog.js";
+import { recordModelsFirstSeen } from "../catalog/first-seen.js";
 import type { Config } from "../config/schema.js";
 import type { Pool, TimedQuery } from "../db/pool.js";
 import type { VideoPollDeps } from "../media/video-poll.js";
@@ -101,7 +102,9 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
   const providers = createProviders(config);
   // One SSRF-checked downloader per process: the image routes fetch the links upstreams answer with.
   const download = createSafeDownloader(config.media.download);
-  const catalog = createCatalog(config);
+  // Admin commands list no models: only a serving process records when its models first appeared.
+  const firstSeen = serving ? await recordModelsFirstSeen(pool, Object.keys(config.models), clock.now()) : undefined;
+  const catalog = createCatalog(config, firstSeen);
   for (const unpriced of serving ? unpricedEvaluators(catalog, config) : []) {
     logger.warn(unpriced, "SYSTEMONE_RATE_CARD_MISSING: no rate card prices this upstream; its cost is logged as unknown (null)");
   }

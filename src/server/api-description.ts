@@ -14,12 +14,17 @@ export type Access = "public" | "apiKey" | "session" | "admin" | "bot" | "metric
 
 export type Vendor = "openai" | "anthropic" | "gemini";
 
-/** A schema of ours, generated from zod under `name`; or a vendor's, embedded from `vendor-schemas/`. */
-export type SchemaRef = { name: string; zod: z.ZodType } | { vendor: Vendor; name: string };
+/**
+ * A schema of ours, generated from zod under `name`; or a vendor's, embedded from `vendor-schemas/`; or, under
+ * `name`, any one of several (one path answering in several vendors' shapes, chosen by a request header).
+ */
+export type SchemaRef = { name: string; zod: z.ZodType } | { vendor: Vendor; name: string } | { name: string; anyOf: SchemaRef[] };
 
 export const ours = (name: string, zod: z.ZodType): SchemaRef => ({ name, zod });
 
 export const vendor = (of: Vendor, name: string): SchemaRef => ({ vendor: of, name });
+
+export const anyOf = (name: string, ...schemas: SchemaRef[]): SchemaRef => ({ name, anyOf: schemas });
 
 export interface SuccessDescription {
   status: number;

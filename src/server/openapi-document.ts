@@ -84,6 +84,10 @@ class DocumentBuilder {
       if (!(name in this.vendorSchemas)) throw new Error(`vendor-schemas holds no ${name}: add it to the extract script's roots`);
       return schemaRef(name);
     }
+    if ("anyOf" in source) {
+      this.schemas[source.name] ??= { anyOf: source.anyOf.map((one) => this.ref(one, io)) };
+      return schemaRef(source.name);
+    }
     const known = this.zodNames.get(source.name);
     if (known && known !== source.zod) throw new Error(`two schemas are named ${source.name}`);
     if (!known) {

@@ -131,6 +131,20 @@ describe("real answers of the gateway's own routes match the description", () =>
     expect(models).toMatchObject({ object: "list", data: [{ id: "m1" }] });
   });
 
+  it("the index and model discovery in each vendor's shape", async () => {
+    await expectDescribed("GET", "/", await fetch(`${gw.url}/`), 200);
+    const key = bearer(apiKey);
+    const anthropic = bearer(apiKey, { "anthropic-version": "2023-06-01" });
+    await expectDescribed("GET", "/v1/models/{model}", await fetch(`${gw.url}/v1/models/m1`, { headers: key }), 200);
+    await expectDescribed("GET", "/v1/models/{model}", await fetch(`${gw.url}/v1/models/m1`, { headers: anthropic }), 200);
+    await expectDescribed("GET", "/v1/models/{model}", await fetch(`${gw.url}/v1/models/nope`, { headers: key }), 404);
+    const page = await expectDescribed("GET", "/v1/models", await fetch(`${gw.url}/v1/models`, { headers: anthropic }), 200);
+    expect(page).toMatchObject({ data: [{ type: "model", id: "m1" }], has_more: false });
+    const gemini = `${gw.url}/compatible/v1beta/models`;
+    await expectDescribed("GET", "/compatible/v1beta/models", await fetch(gemini, { headers: key }), 200);
+    await expectDescribed("GET", "/compatible/v1beta/models/{model}", await fetch(`${gemini}/m1`, { headers: key }), 200);
+  });
+
   it("the request log, with a failed request in it", async () => {
     // The test config's provider listens nowhere: the request fails upstream and is logged with its error code.
     const chat = await fetch(`${gw.url}/v1/chat/completions`, {
