@@ -1,24 +1,56 @@
 import { Command } from "commander";
-import { loadConfigFile } from "../src/config/load.js";
+import { configFindings, type ConfigFinding } from "../src/config/findings.js";
+import { ConfigError, loadConfigFile } from "../src/config/load.js";
 import { maskSecrets } from "../src/config/mask.js";
+import type { Config } from "../src/config/schema.js";
 import { stringify } from "yaml";
 import { action, printJson } from "./output.js";
 import { configPathOf, type CommonOptions } from "./context.js";
+
+interface ConfigReport {
+  /** Null when the file did not load (its one error is then the only finding). */
+  config: Config | null;
+  findings: ConfigFinding[];
+}
+
+function checkFile(file: string): ConfigReport {
+  try {
+    const config = loadConfigFile(file);
+    return { config, findings: configFindings(config) };
+  } catch (err) {
+    if (err instanceof ConfigError) return { config: null, findings: [{ level: "error", path: err.path, message: err.reason }] };
+    throw err;
+  }
+}
+
+/** The same words as an invalid config's one line (`gateway: invalid config FILE at PATH: …`), per finding. */
+const findingLine = (file: string, f: ConfigFinding) =>
+  `${f.level === "error" ? "invalid config" : "warning: config"} ${file}${f.path ? ` at ${f.path}` : ""}: ${f.message}`;
 
 export function configCommand(): Command {
   const config = new Command("config").description("inspect the configuration");
   config
     .command("check")
-    .description("validate the config file and print it resolved, secrets masked")
+    .description("validate the config file, list its errors and warnings, and print it resolved, secrets masked")
     .option("--config <file>", "config file (default: $GATEWAY_CONFIG, else ./gateway.yaml)")
-    .option("--json", "print JSON")
+    .option("--json", "print JSON: {file, valid, findings: [{level, path, message}], config}")
     .action(
       action(async (opts: CommonOptions) => {
         const file = configPathOf(opts);
         if (!file) throw new Error("no config file: pass --config FILE, set GATEWAY_CONFIG or create ./gateway.yaml");
-        const masked = maskSecrets(loadConfigFile(file));
-        if (opts.json) printJson(masked);
-        else process.stdout.write(`# ${file}: valid\n${stringify(masked)}`);
+        const { config: loaded, findings } = checkFile(file);
+        const valid = findings.every((f) => f.level !== "error");
+        // Exit 2 as an invalid config does everywhere, after the whole list.
+        if (!valid) process.exitCode = 2;
+        const masked = valid && loaded ? maskSecrets(loaded) : null;
+        if (opts.json) return printJson({ file, valid, findings, config: masked });
+        if (!masked) {
+          for (const f of findings) process.stderr.write(`gateway: ${findingLine(file, f)}\n`);
+          return;
+        }
+        // Comments, so that stdout stays the resolved config in YAML.
+        const notes = findings.map((f) => `# ${findingLine(file, f)}\n`).join("");
+        process.stdout.write(`# ${file}: valid\n${notes}${stringify(masked)}`);
       }),
     );
   return config;

@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import { demoConfig } from "../src/config/demo.js";
 import { loadConfigFile, parseConfig } from "../src/config/load.js";
 import type { Config } from "../src/config/schema.js";
-import { createLogger } from "../src/server/logger.js";
+import { createLogger, logDestination } from "../src/server/logger.js";
 import { openDatabase } from "../src/runtime/database.js";
 import { runMigrations } from "../src/db/migrate.js";
 import { createServices, type Services } from "../src/runtime/services.js";
@@ -34,8 +34,9 @@ export function loadAdminConfig(opts: CommonOptions): Config {
   return file ? loadConfigFile(file) : builtInDemoConfig();
 }
 
-/** Admin commands log only warnings, to stderr, so stdout stays clean for `--json`. */
-export const adminLogger = (): Logger => createLogger(process.env.GATEWAY_LOG_LEVEL ?? "warn", process.stderr);
+/** Admin commands log only warnings, to stderr, so stdout stays clean for `--json`; pretty when stderr is a terminal. */
+export const adminLogger = (): Logger =>
+  createLogger(process.env.GATEWAY_LOG_LEVEL ?? "warn", process.stderr.isTTY ? logDestination("pretty", 2) : process.stderr);
 
 /**
  * Runs `fn` with services on the gateway's database: the running embedded server when `serve` is up, else

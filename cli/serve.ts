@@ -1,12 +1,13 @@
 import path from "node:path";
-import { Command, InvalidArgumentError } from "commander";
+import { Command, InvalidArgumentError, Option } from "commander";
 import { loadConfigFile } from "../src/config/load.js";
 import type { Config } from "../src/config/schema.js";
 import { startMockUpstream } from "../src/mock-upstream/server.js";
 import { demoBotToken, saveDemoRuntime, seedDemo, type DemoCredentials } from "../src/runtime/demo.js";
 import { startGateway } from "../src/runtime/gateway.js";
 import { shutdownSignals } from "../src/runtime/shutdown-signals.js";
-import { createLogger } from "../src/server/logger.js";
+import { configFindings, refuseErrors } from "../src/config/findings.js";
+import { chooseLogFormat, createLogger, logDestination, logFormats, type LogFormat } from "../src/server/logger.js";
 import { builtInDemoConfig, configPathOf, dataDirOf } from "./context.js";
 import { action } from "./output.js";
 
@@ -17,6 +18,7 @@ interface ServeOptions {
   dataDir?: string;
   demo?: boolean;
   worker: boolean;
+  logFormat?: LogFormat;
 }
 
 export const parsePort = (value: string) => {
@@ -57,6 +59,11 @@ export function serveCommand(): Command {
     .option("--data-dir <dir>", "data dir of the embedded database (default: $GATEWAY_DATA_DIR, else ./.gateway)")
     .option("--demo", "seed a demo user and key; without a config file, use the built-in demo config and mock upstream")
     .option("--no-worker", "do not run background jobs in this process")
+    .addOption(
+      new Option("--log-format <format>", "log lines as pretty text or JSON (default: logging.format, else pretty on a terminal)").choices(
+        logFormats,
+      ),
+    )
     .action(
       action(async (opts: ServeOptions) => {
         const file = configPathOf(opts);
@@ -65,11 +72,16 @@ export function serveCommand(): Command {
         }
         const mock = !file ? await startMockUpstream({ apiKey: "mock-key" }) : undefined;
         let config: Config = file ? loadConfigFile(file) : builtInDemoConfig(mock!.url, "mock-key");
+        const findings = configFindings(config);
+        refuseErrors(findings, file ?? "built-in demo config");
         config = {
           ...config,
           server: { ...config.server, host: opts.host ?? config.server.host, port: opts.port ?? config.server.port },
         };
         const dataDir = dataDirOf(opts);
+        const format = chooseLogFormat(opts.logFormat ?? config.logging.format, process.stdout.isTTY === true);
+        const logger = createLogger(config.logging.level, logDestination(format));
+        for (const f of findings) logger.warn({ config_path: f.path }, `config: ${f.message}`);
         say(`starting gateway (${file ? `config ${file}` : "built-in demo config"}, data dir ${dataDir})…`);
         // The demo opens the support workers' endpoints with a bot token of its own unless one is given.
         const botToken = opts.demo ? await demoBotToken(dataDir, process.env) : undefined;
@@ -77,7 +89,7 @@ export function serveCommand(): Command {
           config,
           dataDir,
           env: botToken ? { ...process.env, SUPPORT_BOT_TOKEN: botToken } : process.env,
-          logger: createLogger(config.logging.level),
+          logger,
           worker: opts.worker,
         }).catch(async (err: unknown) => {
           await mock?.close();

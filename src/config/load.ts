@@ -54,7 +54,9 @@ export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.en
     const reason = err instanceof YAMLParseError ? err.message.split("\n")[0]! : String(err);
     throw new ConfigError("", `not valid YAML: ${reason}`, file);
   }
-  if (raw !== null && raw !== undefined && (typeof raw !== "object" || Array.isArray(raw))) {
+  // An empty file (or one of comments only) is a wrong or truncated file, never a config meaning "all defaults".
+  if (raw === null || raw === undefined) throw new ConfigError("", "the file is empty", file);
+  if (typeof raw !== "object" || Array.isArray(raw)) {
     throw new ConfigError("", "the document must be a mapping", file);
   }
   return parseConfig(raw, file, env);

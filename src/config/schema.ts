@@ -262,7 +262,13 @@ export const configSchema = z
         login_window_seconds: z.int().positive().max(86_400).default(900),
       })
       .prefault({}),
-    logging: z.strictObject({ level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info") }).prefault({}),
+    logging: z
+      .strictObject({
+        level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+        /** `auto`: pretty lines when stdout is a terminal, JSON otherwise; `serve --log-format` overrides it. */
+        format: z.enum(["auto", "pretty", "json"]).default("auto"),
+      })
+      .prefault({}),
     worker: z.strictObject({ concurrency: z.int().positive().max(64).default(2) }).prefault({}),
     quota: z
       .strictObject({

@@ -4,7 +4,7 @@ import { faultCode, waitForDatabase } from "../db/faults.js";
 import { runMigrations } from "../db/migrate.js";
 import { startWorker, type BackgroundWorker } from "../jobs/worker.js";
 import { createApp, createMetricsApp } from "./app.js";
-import { listen, type HttpServer } from "../server/listen.js";
+import { checkListenAddress, listen, type HttpServer } from "../server/listen.js";
 import { openDatabase } from "./database.js";
 import { createServices, videoPollDeps, type Services } from "./services.js";
 
@@ -36,6 +36,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       await cleanup().catch((err: Error) => logger.error({ err: err.message }, "shutdown step failed"));
     }
   };
+  // A taken port is found in a moment here, not after the database has been set up (and then stopped again).
+  await checkListenAddress(config.server.host, config.server.port);
+  if (config.metrics.enabled && config.metrics.listen) await checkListenAddress(config.metrics.listen.host, config.metrics.listen.port);
   try {
     const db = await openDatabase({ config, env: opts.env, dataDir: opts.dataDir, logger, mode: "own" });
     cleanups.push(() => db.close());

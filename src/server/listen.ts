@@ -1,5 +1,5 @@
 import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer, type AddressInfo, type Server as NetServer } from "node:net";
 import { createAdaptorServer } from "@hono/node-server";
 import type { Hono } from "hono";
 import type { AppEnv } from "./context.js";
@@ -16,13 +16,8 @@ export interface HttpServer {
 
 export class ListenError extends Error {}
 
-export async function listen(app: Hono<AppEnv>, host: string, port: number): Promise<HttpServer> {
-  const server = createAdaptorServer({ fetch: app.fetch }) as Server;
-  // Node's default 5s keep-alive is shorter than most load balancers' idle timeout; a mismatch drops requests.
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
-  deferContinue(server);
-  await new Promise<void>((resolve, reject) => {
+function bind(server: Server | NetServer, host: string, port: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
     server.once("error", (err: NodeJS.ErrnoException) => {
       const reason =
         err.code === "EADDRINUSE"
@@ -36,6 +31,26 @@ export async function listen(app: Hono<AppEnv>, host: string, port: number): Pro
     });
     server.listen(port, host, () => resolve());
   });
+}
+
+/**
+ * Fails with the ListenError listen() would give, before anything slow has started (the embedded database):
+ * binds the address and lets it go at once. Another process may still take it in between; listen() then says so.
+ */
+export async function checkListenAddress(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  const probe = createServer();
+  await bind(probe, host, port);
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+}
+
+export async function listen(app: Hono<AppEnv>, host: string, port: number): Promise<HttpServer> {
+  const server = createAdaptorServer({ fetch: app.fetch }) as Server;
+  // Node's default 5s keep-alive is shorter than most load balancers' idle timeout; a mismatch drops requests.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  deferContinue(server);
+  await bind(server, host, port);
   const bound = (server.address() as AddressInfo).port;
   const shownHost = host.includes(":") ? `[${host}]` : host;
   return {

@@ -84,11 +84,14 @@ describe("gateway admin commands", () => {
     expect(serveInvalid.exitCode).toBe(2);
 
     const good = path.join(work.dir, "good.yaml");
-    writeFileSync(good, "providers:\n  p: { protocol: openai, base_url: 'https://api.example.com/v1', api_key: '${P_KEY}' }\n");
+    writeFileSync(
+      good,
+      "providers:\n  p: { protocol: openai, base_url: 'https://api.example.com/v1', api_key: '${P_KEY}' }\nmodels:\n  m: { kind: chat, upstream: m, targets: [p] }\n",
+    );
     const valid = await gateway(["config", "check", "--config", good, "--json"], { cwd: work.dir, env: { P_KEY: "sk-very-secret" } });
     expect(valid.exitCode).toBe(0);
     expect(valid.stdout).not.toContain("sk-very-secret");
-    expect(JSON.parse(valid.stdout).providers.p.api_key).toBe("****");
+    expect(JSON.parse(valid.stdout)).toMatchObject({ valid: true, findings: [], config: { providers: { p: { api_key: "****" } } } });
 
     const usage = await gateway(["keys", "create"], { cwd: work.dir });
     expect(usage.exitCode).not.toBe(0);

@@ -1,0 +1,125 @@
+import { ConfigError } from "./load.js";
+import type { Config, ModelConfig, ProviderConfig } from "./schema.js";
+
+// What the schema cannot see: a config that parses but cannot work (an error: `serve` refuses it, `config check`
+// exits 2) or that works but is probably not what was meant (a warning: logged at start, listed by the check).
+// docs/configuration.md, "Checks", lists every finding and why it has its level.
+
+export interface ConfigFinding {
+  level: "error" | "warning";
+  /** The field it is about, dotted (`providers.claude.base_url`); "" for the file as a whole. */
+  path: string;
+  message: string;
+}
+
+type Protocol = ProviderConfig["protocol"];
+
+/**
+ * The protocols some route of each kind can call: the union of the `protocols` of the routes serving that kind
+ * (src/inference/*-route.ts, src/media/image-routes.ts, VIDEO_PROTOCOLS). Chat on anthropic is served at
+ * /messages only and chat on gemini at /compatible only, but served all the same.
+ */
+export const SERVED_PROTOCOLS: Readonly<Record<ModelConfig["kind"], readonly Protocol[]>> = {
+  chat: ["openai", "anthropic", "gemini"],
+  embedding: ["openai"],
+  image: ["openai"],
+  video: ["video"],
+  systemone: ["systemone"],
+};
+
+/** Path endings the gateway appends itself, per protocol: a base URL ending in one doubles it. */
+const APPENDED: Readonly<Record<Protocol, { suffixes: readonly string[]; root: string; example: string }>> = {
+  openai: {
+    suffixes: ["/chat/completions", "/responses", "/embeddings", "/images/generations", "/images/edits"],
+    root: "the API root including /v1",
+    example: "https://api.openai.com/v1",
+  },
+  video: { suffixes: ["/video/generations"], root: "the API root including /v1", example: "https://api.example.com/v1" },
+  anthropic: { suffixes: ["/v1", "/v1/messages"], root: "the host root", example: "https://api.anthropic.com" },
+  gemini: {
+    suffixes: ["/v1", "/v1beta", "/v1beta/models", "/v1alpha"],
+    root: "the host root",
+    example: "https://generativelanguage.googleapis.com",
+  },
+  systemone: { suffixes: ["/v1", "/v1/systemone"], root: "the evaluator's root", example: "https://evaluator.example.com" },
+};
+
+function baseUrlFindings(providerId: string, provider: ProviderConfig): ConfigFinding[] {
+  const url = new URL(provider.base_url);
+  const at = `providers.${providerId}.base_url`;
+  const pathname = url.pathname.replace(/\/+$/, "");
+  const findings: ConfigFinding[] = [];
+  const expected = APPENDED[provider.protocol];
+  const doubled = expected.suffixes.find((suffix) => pathname.endsWith(suffix));
+  if (doubled) {
+    findings.push({
+      level: "error",
+      path: at,
+      message: `ends in ${doubled}, which the gateway appends itself: the base_url of protocol ${provider.protocol} is ${expected.root} (e.g. ${expected.example})`,
+    });
+  } else if ((provider.protocol === "openai" || provider.protocol === "video") && pathname === "") {
+    // OpenAI-compatible servers almost all live under /v1; a few (Groq's /openai/v1) elsewhere, never at the root.
+    findings.push({
+      level: "warning",
+      path: at,
+      message: `has no path: requests would go to ${url.origin}/chat/completions; OpenAI-style APIs live under /v1 (e.g. ${expected.example})`,
+    });
+  }
+  if (url.search !== "" || url.hash !== "") {
+    findings.push({ level: "error", path: at, message: "has a query string or fragment, which is never sent upstream" });
+  }
+  return findings;
+}
+
+function modelFindings(modelId: string, model: ModelConfig, config: Config): ConfigFinding[] {
+  const served = SERVED_PROTOCOLS[model.kind];
+  const protocols = model.targets.map((target) => config.providers[typeof target === "string" ? target : target.provider]!.protocol);
+  if (!protocols.some((p) => served.includes(p))) {
+    return [
+      {
+        level: "error",
+        path: `models.${modelId}.targets`,
+        message: `no route serves kind ${model.kind} on protocol ${[...new Set(protocols)].join(", ")}: it needs a target of protocol ${served.join(" or ")}`,
+      },
+    ];
+  }
+  return protocols.flatMap((protocol, i) =>
+    served.includes(protocol)
+      ? []
+      : [
+          {
+            level: "warning" as const,
+            path: `models.${modelId}.targets.${i}`,
+            message: `protocol ${protocol} cannot serve kind ${model.kind}: this target is never tried`,
+          },
+        ],
+  );
+}
+
+/** Every finding of a config the schema accepted, errors first, each group in the file's order. */
+export function configFindings(config: Config): ConfigFinding[] {
+  const findings: ConfigFinding[] = [];
+  if (Object.keys(config.models).length === 0) {
+    findings.push({ level: "error", path: "models", message: "no models are defined: the gateway would have nothing to serve" });
+  }
+  const used = new Set<string>();
+  for (const model of Object.values(config.models)) {
+    for (const target of model.targets) used.add(typeof target === "string" ? target : target.provider);
+  }
+  for (const [providerId, provider] of Object.entries(config.providers)) {
+    findings.push(...baseUrlFindings(providerId, provider));
+    if (!used.has(providerId)) {
+      findings.push({ level: "warning", path: `providers.${providerId}`, message: "no model uses this provider" });
+    }
+  }
+  for (const [modelId, model] of Object.entries(config.models)) findings.push(...modelFindings(modelId, model, config));
+  return [...findings.filter((f) => f.level === "error"), ...findings.filter((f) => f.level === "warning")];
+}
+
+/** Stops on the first error as an invalid config does (exit 2), naming how many more there are. */
+export function refuseErrors(findings: readonly ConfigFinding[], file: string): void {
+  const errors = findings.filter((f) => f.level === "error");
+  if (errors.length === 0) return;
+  const more = errors.length > 1 ? ` (and ${errors.length - 1} more: \`gateway config check\` lists them)` : "";
+  throw new ConfigError(errors[0]!.path, `${errors[0]!.message}${more}`, file);
+}
