@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { Logger } from "pino";
 import { perSecondRate, videoHold } from "../billing/video-quota.js";
 import type { Catalog } from "../catalog/catalog.js";
 import type { Config } from "../config/schema.js";
@@ -7,6 +8,7 @@ import { errors } from "../errors.js";
 import type { ApiKeyPrincipal } from "../auth/principals.js";
 import { resolveModel, servingTargets } from "../metering/access.js";
 import { accountTerms } from "../metering/account-terms.js";
+import { logFailedAttempt } from "../metering/attempt-log.js";
 import { upstreamToClient } from "../metering/errors.js";
 import type { Metering } from "../metering/meter.js";
 import type { RowStart } from "../metering/request-row.js";
@@ -33,6 +35,8 @@ export interface VideoDeps {
   ledger: QuotaLedger;
   pool: Pool;
   clock: Clock;
+  /** Failed submissions and fallbacks are logged for the operator (src/metering/attempt-log.ts). */
+  logger: Logger;
 }
 
 /** The job the upstream accepted, as stored. */
@@ -98,7 +102,7 @@ export async function submitVideo(
   let accepted: { target: Target; report: VideoJobReport } | undefined;
   const fallbackPath: string[] = [];
   try {
-    accepted = await submitWithFallback(deps.providers, targets, bodies, fallbackPath);
+    accepted = await submitWithFallback(deps, start.requestId, request.model, targets, bodies, fallbackPath);
     const created = deps.clock.now();
     const job: VideoJobRow = {
       id: jobId,
@@ -137,14 +141,16 @@ export async function submitVideo(
 
 /** Targets in order: the next after a retryable failure (connection, timeout, 429/5xx, an invalid answer). */
 async function submitWithFallback(
-  providers: Providers,
+  deps: Pick<VideoDeps, "providers" | "logger">,
+  requestId: string,
+  modelId: string,
   targets: Target[],
   bodies: Record<string, unknown>[],
   fallbackPath: string[],
 ): Promise<{ target: Target; report: VideoJobReport }> {
   let last = new UpstreamError("connect", null);
   for (const [i, target] of targets.entries()) {
-    const adapter = providers.get(target.providerId);
+    const adapter = deps.providers.get(target.providerId);
     try {
       if (!adapter?.videoSubmit) throw new UpstreamError("connect", null);
       const report = await adapter.videoSubmit(bodies[i]!, { target, signal: new UpstreamAbort() });
@@ -153,7 +159,9 @@ async function submitWithFallback(
       if (!(err instanceof UpstreamError)) throw err;
       last = err;
       fallbackPath.push(target.providerId);
-      if (!err.retryable) break;
+      const next = err.retryable ? (targets[i + 1] ?? null) : null;
+      logFailedAttempt(deps.logger, err, target, { requestId, modelId, attempt: i + 1, next, byok: false });
+      if (!next) break;
     }
   }
   throw last;

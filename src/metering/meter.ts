@@ -11,6 +11,7 @@ import { UpstreamError } from "../providers/types.js";
 import type { Clock } from "../quota/clock.js";
 import type { Hold, QuotaLedger, ReserveResult } from "../quota/types.js";
 import { accountTerms } from "./account-terms.js";
+import { logBrokenStream, logFailedAttempt } from "./attempt-log.js";
 import { meteringErrors, upstreamToClient } from "./errors.js";
 import type { Pricing } from "./pricing.js";
 import { requestRow, type RowOutcome, type RowStart } from "./request-row.js";
@@ -113,7 +114,10 @@ export class Meter {
     let last: UpstreamError | undefined;
     const { metrics } = this.deps;
     this.upstreamStartedAt = performance.now();
-    for (const target of this.start.model.targets) {
+    const targets = this.start.model.targets;
+    // Indexed: the attempt number and the next target are read only on failure.
+    for (let i = 0; i < targets.length; i++) {
+      const target = targets[i]!;
       // The previous target failed and this one is tried: a fallback.
       if (last) metrics.fallback(this.fallbackPath.at(-1)!, last.failure, last.status);
       const sentAt = performance.now();
@@ -131,25 +135,32 @@ export class Meter {
         }
         last = err;
         this.fallbackPath.push(target.providerId);
-        if (err.failure === "protocol") {
-          // Why an answer was unusable names a rule, never upstream content.
-          this.deps.logger.warn(
-            { req_id: this.start.requestId, provider: target.providerId, reason: err.message },
-            "UPSTREAM_INVALID_ANSWER",
-          );
-        } else if (err.failure === "too_large") {
-          // The operator's cue to raise limits.upstream_answer_bytes if such answers are legitimate.
-          this.deps.logger.warn(
-            { req_id: this.start.requestId, provider: target.providerId, reason: err.message },
-            "UPSTREAM_ANSWER_TOO_LARGE",
-          );
-        }
-        if (!err.retryable) break;
+        const next = err.retryable ? (targets[i + 1] ?? null) : null;
+        logFailedAttempt(this.deps.logger, err, target, {
+          requestId: this.start.requestId,
+          modelId: this.start.modelId,
+          attempt: i + 1,
+          next,
+          byok: this.start.byok === true,
+        });
+        if (!next) break;
       }
     }
     last ??= new UpstreamError("connect", null);
     await this.fail(last);
     throw last.failure === "aborted" ? last : this.toClient(last);
+  }
+
+  /** Logs an upstream stream that failed after it had begun (for the operator; the relay tells the client). */
+  streamBroken(err: unknown): void {
+    if (!(err instanceof UpstreamError) || !this.target) return;
+    logBrokenStream(this.deps.logger, err, this.target, {
+      requestId: this.start.requestId,
+      modelId: this.start.modelId,
+      attempt: this.fallbackPath.length + 1,
+      next: null,
+      byok: this.start.byok === true,
+    });
   }
 
   get upstream(): Target | undefined {

@@ -1,5 +1,6 @@
 import { Pool, errors as undiciErrors, type Dispatcher } from "undici";
 import type { ProviderConfig } from "../config/schema.js";
+import { networkFailureOf } from "./network-failure.js";
 import { UpstreamError, type CallOptions } from "./types.js";
 import { extended } from "../objects.js";
 import type { UpstreamSignal } from "./upstream-abort.js";
@@ -39,15 +40,19 @@ function retryHeaders(headers: Dispatcher.ResponseData["headers"]): Record<strin
   return out;
 }
 
-/** Maps undici's failures to the gateway's kinds; the original error (may name hosts) is not kept. */
+/** Maps undici's failures to the gateway's kinds; the original error (may name hosts) is not kept, only its kind. */
 export function classifyError(err: unknown, signal: UpstreamSignal): UpstreamError {
   if (err instanceof UpstreamError) return err;
   if (signal.aborted) return new UpstreamError("aborted", null);
-  if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError) {
-    return new UpstreamError("timeout", null);
+  const network = networkFailureOf(err);
+  if (
+    err instanceof undiciErrors.HeadersTimeoutError ||
+    err instanceof undiciErrors.BodyTimeoutError ||
+    err instanceof undiciErrors.ConnectTimeoutError
+  ) {
+    return new UpstreamError("timeout", null, {}, network);
   }
-  if (err instanceof undiciErrors.ConnectTimeoutError) return new UpstreamError("timeout", null);
-  return new UpstreamError("connect", null);
+  return new UpstreamError("connect", null, {}, network);
 }
 
 interface PostOptions {

@@ -147,6 +147,22 @@ export type StreamUsageReader = (data: Record<string, unknown>, prior: UsageRepo
 export type UpstreamFailure = "connect" | "timeout" | "status" | "protocol" | "too_large" | "invalid_output" | "aborted";
 
 /**
+ * The kind of a network failure, as the operator's log names it: a wrong host (dns), nothing listening
+ * (connection_refused), the wrong scheme or certificate (tls), a connection cut (connection_reset), an
+ * unreachable network, or one of the provider's timeouts (docs/configuration.md, `timeouts`).
+ */
+export type NetworkFailure =
+  | "connection_refused"
+  | "dns"
+  | "tls"
+  | "connection_reset"
+  | "network_unreachable"
+  | "connect_timeout"
+  | "first_byte_timeout"
+  | "idle_timeout"
+  | "other";
+
+/**
  * An upstream call that failed. Carries only what the gateway may act on: never the upstream body, which can
  * hold credentials or internals, and never the request.
  */
@@ -156,6 +172,8 @@ export class UpstreamError extends Error {
     readonly status: number | null,
     /** Retry-After / retry-after-ms of a 429 or 529, passed through to the client. */
     readonly retryHeaders: Record<string, string> = {},
+    /** What went wrong on the network (a `connect` or `timeout` failure), for the operator's log; never shown to a client. */
+    readonly network: NetworkFailure | null = null,
   ) {
     super(status ? `upstream answered ${status}` : `upstream ${failure}`);
     this.name = "UpstreamError";

@@ -43,8 +43,9 @@ export interface ServeProcess {
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
 }
 
-export function startServe(args: string[], opts: { cwd: string; env?: Record<string, string> }): ServeProcess {
-  const proc = execa(gatewayBin, ["serve", ...args], {
+/** `bin`: another checkout's bin/gateway (a copy under test); this one's by default. */
+export function startServe(args: string[], opts: { cwd: string; env?: Record<string, string>; bin?: string }): ServeProcess {
+  const proc = execa(opts.bin ?? gatewayBin, ["serve", ...args], {
     cwd: opts.cwd,
     env: cleanEnv(opts.env),
     extendEnv: true,

@@ -21,6 +21,7 @@ function runStream(events: StreamEvent[], payload: unknown, protocol: (meter: { 
     },
     settle: () => Promise.resolve(0n),
     fail: () => Promise.resolve(),
+    streamBroken() {},
   };
   const batches: EventStream = {
     next: () => Promise.resolve(null),

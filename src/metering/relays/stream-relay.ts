@@ -105,6 +105,7 @@ export function relayStream(opts: RelayOptions, protocol: RelayProtocol): Pushed
   const broken = (err?: unknown) => {
     if (over) return;
     over = true;
+    meter.streamBroken(err);
     const code =
       err instanceof UpstreamError && err.failure === "invalid_output" ? "upstream_invalid_output" : "upstream_stream_interrupted";
     void settle(200, code);
