@@ -1,6 +1,7 @@
 import { Command } from "commander";
 import { configFindings, type ConfigFinding } from "../src/config/findings.js";
-import { ConfigError, loadConfigFile } from "../src/config/load.js";
+import { unsetVariables } from "../src/config/interpolate.js";
+import { ConfigError, dotted, parseConfig, readConfigDocument } from "../src/config/load.js";
 import { maskSecrets } from "../src/config/mask.js";
 import type { Config } from "../src/config/schema.js";
 import { stringify } from "yaml";
@@ -8,18 +9,30 @@ import { action, printJson } from "./output.js";
 import { configPathOf, type CommonOptions } from "./context.js";
 
 interface ConfigReport {
-  /** Null when the file did not load (its one error is then the only finding). */
+  /** Null when the file did not load or a variable is unset (the findings then say why). */
   config: Config | null;
   findings: ConfigFinding[];
 }
 
-function checkFile(file: string): ConfigReport {
+/**
+ * Every unset variable is a finding of its own (serve cannot start without them), and the rest of the file is
+ * still validated with the provider secrets deferred, so one run shows all that is missing and all that is wrong.
+ */
+function checkFile(file: string, env: NodeJS.ProcessEnv): ConfigReport {
+  const findings: ConfigFinding[] = [];
   try {
-    const config = loadConfigFile(file);
-    return { config, findings: configFindings(config) };
+    const raw = readConfigDocument(file);
+    for (const { path, name } of unsetVariables(raw, env)) {
+      findings.push({ level: "error", path: dotted(path), message: `environment variable ${name} is not set` });
+    }
+    const config = parseConfig(raw, file, env, { deferProviderSecrets: true });
+    findings.push(...configFindings(config));
+    return { config: findings.some((f) => f.level === "error") ? null : config, findings };
   } catch (err) {
-    if (err instanceof ConfigError) return { config: null, findings: [{ level: "error", path: err.path, message: err.reason }] };
-    throw err;
+    if (!(err instanceof ConfigError)) throw err;
+    // An unset variable outside the providers' secrets stops validation; it is already a finding.
+    if (!findings.some((f) => f.path === err.path)) findings.push({ level: "error", path: err.path, message: err.reason });
+    return { config: null, findings };
   }
 }
 
@@ -31,14 +44,14 @@ export function configCommand(): Command {
   const config = new Command("config").description("inspect the configuration");
   config
     .command("check")
-    .description("validate the config file, list its errors and warnings, and print it resolved, secrets masked")
+    .description("validate the config file, list its errors (every unset variable too) and warnings, and print it resolved, secrets masked")
     .option("--config <file>", "config file (default: $GATEWAY_CONFIG, else ./gateway.yaml)")
     .option("--json", "print JSON: {file, valid, findings: [{level, path, message}], config}")
     .action(
       action(async (opts: CommonOptions) => {
         const file = configPathOf(opts);
         if (!file) throw new Error("no config file: pass --config FILE, set GATEWAY_CONFIG or create ./gateway.yaml");
-        const { config: loaded, findings } = checkFile(file);
+        const { config: loaded, findings } = checkFile(file, process.env);
         const valid = findings.every((f) => f.level !== "error");
         // Exit 2 as an invalid config does everywhere, after the whole list.
         if (!valid) process.exitCode = 2;

@@ -1,4 +1,7 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { Command } from "commander";
+import { packageRoot } from "../src/package-root.js";
 import { casesCommand } from "./cases.js";
 import { configCommand } from "./config.js";
 import { incidentsCommand } from "./incidents.js";
@@ -13,11 +16,13 @@ import { usersCommand } from "./users.js";
 import { workerCommand } from "./worker.js";
 import { fail } from "./output.js";
 
+const { version } = JSON.parse(readFileSync(path.join(packageRoot, "package.json"), "utf8")) as { version: string };
+
 const program = new Command("gateway")
   .description("self-hosted model gateway")
+  .version(version, "-V, --version", "print the gateway's version")
   // Options belong to the command they follow, so `gateway support queue --url X` reaches queue (support takes --url too).
   .enablePositionalOptions()
-  .configureOutput({ outputError: (message, write) => write(message.split("\n")[0] + "\n") })
   .addCommand(serveCommand())
   .addCommand(migrateCommand())
   .addCommand(configCommand())
@@ -30,6 +35,20 @@ const program = new Command("gateway")
   .addCommand(openapiCommand())
   .addCommand(workerCommand())
   .addCommand(mockUpstreamCommand());
+
+// Commander's errors as one line, its suggestion kept: "error: unknown command 'usres' (did you mean users?)".
+// Set on every command: addCommand() does not pass output settings down the way command() does.
+const oneLine = (message: string) =>
+  message
+    .trim()
+    .split("\n")
+    .map((line) => line.trim().replace(/^\(Did you mean/, "(did you mean"))
+    .join(" ");
+const configureErrors = (cmd: Command): void => {
+  cmd.configureOutput({ outputError: (message, write) => write(`${oneLine(message)}\n`) });
+  cmd.commands.forEach(configureErrors);
+};
+configureErrors(program);
 
 // A reader that stops early (`gateway openapi | head`) is not an error.
 process.stdout.on("error", (err: NodeJS.ErrnoException) => {

@@ -4,7 +4,7 @@ import { action, printJson, printTable } from "./output.js";
 import { withServices, type CommonOptions } from "./context.js";
 import { withCommonOptions } from "./options.js";
 
-const columns = ["id", "prefix", "kind", "name", "user_id", "models", "pricing_group", "created_at", "revoked_at"];
+const columns = ["id", "prefix", "kind", "name", "user_email", "models", "pricing_group", "created_at", "last_used_at", "revoked_at"];
 
 const parseModels = (value: string) =>
   value
@@ -46,9 +46,13 @@ export function keysCommand(): Command {
     .option("--user <email|id>", "only this user's keys")
     .action(
       action(async (opts: CommonOptions & { user?: string }) => {
-        const list = await withServices(opts, (s) => s.auth.apiKeys.list(opts.user ? { user: opts.user } : undefined));
+        const list = await withServices(opts, async (s) => {
+          const keys = await s.auth.apiKeys.list(opts.user ? { user: opts.user } : undefined);
+          const emails = new Map((await s.auth.users.list()).map((u) => [u.id, u.email]));
+          return keys.map((k) => ({ ...k, user_email: emails.get(k.user_id) ?? null }));
+        });
         if (opts.json) printJson(list);
-        else printTable(list as unknown as Record<string, unknown>[], columns);
+        else printTable(list, columns);
       }),
     );
 

@@ -1,7 +1,6 @@
 import { Command } from "commander";
 import { runMigrations } from "../src/db/migrate.js";
-import { openDatabase } from "../src/runtime/database.js";
-import { adminLogger, dataDirOf, loadAdminConfig, type CommonOptions } from "./context.js";
+import { adminLogger, loadAdminConfig, openAdminDatabase, type CommonOptions } from "./context.js";
 import { withCommonOptions } from "./options.js";
 import { action, printJson } from "./output.js";
 
@@ -9,16 +8,8 @@ export function migrateCommand(): Command {
   return withCommonOptions(new Command("migrate").description("apply database migrations (serve also does this on start)")).action(
     action(async (opts: CommonOptions) => {
       const logger = adminLogger();
-      const db = await openDatabase({
-        config: loadAdminConfig(opts),
-        env: process.env,
-        dataDir: dataDirOf(opts),
-        logger,
-        mode: "attach-or-start",
-        poolSize: 2,
-      });
+      const db = await openAdminDatabase(opts, loadAdminConfig(opts), logger);
       try {
-        if (!opts.json) process.stderr.write(`applying migrations (${db.source} database)…\n`);
         await runMigrations(db.pool, logger);
       } finally {
         await db.close();

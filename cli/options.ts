@@ -5,5 +5,6 @@ export function withCommonOptions(cmd: Command): Command {
   return cmd
     .option("--config <file>", "config file (default: $GATEWAY_CONFIG, else ./gateway.yaml)")
     .option("--data-dir <dir>", "data dir of the embedded database (default: $GATEWAY_DATA_DIR, else ./.gateway)")
-    .option("--json", "print JSON for scripts");
+    .option("--json", "print JSON for scripts")
+    .option("--init", "create the embedded database when the data dir has none (else that is an error)");
 }

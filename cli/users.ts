@@ -1,23 +1,56 @@
 import { Command, Option } from "commander";
-import type { PublicUser } from "../src/auth/types.js";
+import type { AdminUser, UserAccessService } from "../src/auth/types.js";
 import { action, printJson, printTable } from "./output.js";
 import { withServices, type CommonOptions } from "./context.js";
 import { withCommonOptions } from "./options.js";
+import { resolvePassword } from "./password.js";
 
-const columns = ["id", "email", "role", "plan", "created_at"];
+const columns = ["id", "email", "role", "plan", "created_at", "disabled_at"];
+
+interface CreateOptions extends CommonOptions {
+  email: string;
+  password?: string;
+  passwordStdin?: boolean;
+  role: "user" | "admin";
+  plan?: string;
+}
+
+const accessChanges: { name: keyof UserAccessService; command: string; description: string; done: string }[] = [
+  {
+    name: "disable",
+    command: "disable",
+    description: "disable a user at once, in every gateway process: no login, their sessions end, their keys are refused",
+    done: "disabled",
+  },
+  {
+    name: "enable",
+    command: "enable",
+    description: "enable a disabled user again (their keys work again; sessions stay ended)",
+    done: "enabled",
+  },
+  {
+    name: "remove",
+    command: "delete",
+    description: "delete a disabled user with everything they own (keys, sessions, quota, reseller balance, support cases)",
+    done: "deleted",
+  },
+];
 
 export function usersCommand(): Command {
   const users = new Command("users").description("manage users");
 
   withCommonOptions(users.command("create").description("create a user"))
     .requiredOption("--email <email>", "login email (unique, case-insensitive)")
-    .requiredOption("--password <password>", "login password (at least 8 characters)")
+    .option("--password <password>", "login password (at least 8 characters; visible in `ps` and shell history: prefer --password-stdin)")
+    .option("--password-stdin", "read the password from stdin (without a password option, a terminal is asked, without echo)")
     .addOption(new Option("--role <role>", "role").choices(["user", "admin"]).default("user"))
     .option("--plan <plan>", "plan id from the config (default: the config's default_plan)")
     .action(
-      action(async (opts: CommonOptions & { email: string; password: string; role: "user" | "admin"; plan?: string }) => {
-        const user: PublicUser = await withServices(opts, (s) =>
-          s.auth.users.create({ email: opts.email, password: opts.password, role: opts.role, plan: opts.plan }),
+      action(async (opts: CreateOptions) => {
+        // Read before the database opens: a prompt must not wait on a started embedded server.
+        const password = await resolvePassword({ ...opts, stdin: process.stdin, prompt: process.stderr });
+        const user: AdminUser = await withServices(opts, (s) =>
+          s.auth.users.create({ email: opts.email, password, role: opts.role, plan: opts.plan }),
         );
         if (opts.json) printJson(user);
         else process.stdout.write(`created ${user.role} ${user.email} (${user.id}) on plan ${user.plan}\n`);
@@ -28,8 +61,20 @@ export function usersCommand(): Command {
     action(async (opts: CommonOptions) => {
       const list = await withServices(opts, (s) => s.auth.users.list());
       if (opts.json) printJson(list);
-      else printTable(list as unknown as Record<string, unknown>[], columns);
+      else printTable(list, columns);
     }),
   );
+
+  for (const change of accessChanges) {
+    withCommonOptions(users.command(change.command).description(change.description))
+      .argument("<email|id>", "the user")
+      .action(
+        action(async (who: string, opts: CommonOptions) => {
+          const user = await withServices(opts, (s) => s.auth.userAccess[change.name](who));
+          if (opts.json) printJson(user);
+          else process.stdout.write(`${change.done} ${user.role} ${user.email} (${user.id})\n`);
+        }),
+      );
+  }
   return users;
 }

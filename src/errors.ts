@@ -60,6 +60,7 @@ export const ERROR_CODES = {
   invalid_session: { status: 401, type: "authentication_error", class: "authentication" },
   permission_denied: denied,
   admin_required: denied,
+  account_disabled: denied,
   csrf_failed: denied,
   model_not_allowed: denied,
   model_not_priced: denied,

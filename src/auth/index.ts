@@ -10,6 +10,7 @@ import type { DatabaseHealth } from "../db/health.js";
 import { createApiKeyAuthenticator } from "./key-authenticator.js";
 import { createSessionService } from "./sessions.js";
 import type { AuthServices } from "./types.js";
+import { createUserAccessService } from "./user-access.js";
 import { createUserService } from "./users.js";
 
 export interface AuthServiceOptions {
@@ -33,6 +34,7 @@ export async function createAuthServices(opts: AuthServiceOptions): Promise<Auth
   const keyAuth = await createApiKeyAuthenticator({ pool, config, logger, listen: opts.listen, health: opts.health });
   return {
     users,
+    userAccess: createUserAccessService({ db, onKeyChanged: (hash) => keyAuth.forget(hash) }),
     apiKeys: createApiKeyService({ db, config, users, onChanged: (hash) => keyAuth.forget(hash) }),
     sessions: createSessionService({
       db,

@@ -13,14 +13,14 @@ export interface KeyRow {
 }
 
 /**
- * A named statement (parsed and planned once per pooled connection) reading a key that is not revoked, with its
- * user's plan; `$1` is what `column` is compared with.
+ * A named statement (parsed and planned once per pooled connection) reading a key that is not revoked and whose
+ * user is not disabled, with its user's plan; `$1` is what `column` is compared with.
  */
 export const keyLookup = (name: string, column: "secret_hash" | "id") => ({
   name,
   text: `select k.id, k.user_id, k.kind, k.models, k.pricing_group, u.plan
            from api_keys k join users u on u.id = k.user_id
-          where k.${column} = $1 and k.revoked_at is null`,
+          where k.${column} = $1 and k.revoked_at is null and u.disabled_at is null`,
 });
 
 export const toKeyPrincipal = (row: KeyRow): ApiKeyPrincipal => ({

@@ -7,6 +7,7 @@ import { readValidJson, validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
 import { SESSION_COOKIE, sessionAuth } from "./middleware.js";
 import {
+  adminUserSchema,
   createdApiKeySchema,
   loginResultSchema,
   publicApiKeySchema,
@@ -90,7 +91,6 @@ export function internalRoutes() {
   return new Hono<AppEnv>().get("/ping", (c) => c.json({ ok: true } satisfies z.infer<typeof okSchema>));
 }
 
-const userRef = ours("User", publicUserSchema);
 const okRef = ours("Ok", okSchema);
 
 export const authOperations: OperationDescription[] = [
@@ -104,7 +104,7 @@ export const authOperations: OperationDescription[] = [
     access: "public",
     body: ours("LoginRequest", loginBody),
     ok: { status: 200, description: "Logged in.", schema: ours("LoginResult", loginResultSchema) },
-    errors: ["invalid_session", "login_rate_limited", "database_unavailable"],
+    errors: ["invalid_session", "account_disabled", "login_rate_limited", "database_unavailable"],
   },
   {
     method: "post",
@@ -131,7 +131,7 @@ export const authOperations: OperationDescription[] = [
     summary: "Every user",
     tag: "Admin",
     access: "admin",
-    ok: { status: 200, description: "The users.", schema: ours("UserList", z.object({ users: z.array(publicUserSchema) })) },
+    ok: { status: 200, description: "The users.", schema: ours("UserList", z.object({ users: z.array(adminUserSchema) })) },
   },
   {
     method: "post",
@@ -141,7 +141,7 @@ export const authOperations: OperationDescription[] = [
     tag: "Admin",
     access: "admin",
     body: ours("CreateUserRequest", createUserBody),
-    ok: { status: 201, description: "The user.", schema: userRef },
+    ok: { status: 201, description: "The user.", schema: ours("AdminUser", adminUserSchema) },
     errors: ["invalid_request", "email_taken"],
   },
   {

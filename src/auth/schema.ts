@@ -12,6 +12,8 @@ export const users = pgTable(
       .default("user"),
     plan: text("plan").notNull(),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+    // Set by `gateway users disable`: the user cannot log in, and their sessions and keys are refused.
+    disabledAt: timestamp("disabled_at", { withTimezone: true }),
   },
   (t) => [uniqueIndex("users_email_lower_key").on(sql`lower(${t.email})`)],
 );

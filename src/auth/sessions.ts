@@ -74,6 +74,8 @@ export function createSessionService({ db, config, secret, read }: SessionServic
       throw errors.invalidSession(LOGIN_FAILED);
     }
     if (!(await verifyPassword(password, user.passwordHash))) throw errors.invalidSession(LOGIN_FAILED);
+    // Said only to whoever knows the password: a guesser learns nothing about which accounts are disabled.
+    if (user.disabledAt) throw errors.forbidden("This account is disabled; ask the gateway's operator.", "account_disabled");
     // The owner is in: earlier failures no longer count against the address.
     await db.delete(loginAttempts).where(eq(loginAttempts.emailHash, emailKey));
 
@@ -108,7 +110,15 @@ export function createSessionService({ db, config, secret, read }: SessionServic
         .select({ expiresAt: sessions.expiresAt, email: users.email, role: users.role, plan: users.plan })
         .from(sessions)
         .innerJoin(users, eq(users.id, sessions.userId))
-        .where(and(eq(sessions.id, sid), eq(sessions.userId, sub), isNull(sessions.revokedAt), sql`${sessions.expiresAt} > now()`))
+        .where(
+          and(
+            eq(sessions.id, sid),
+            eq(sessions.userId, sub),
+            isNull(sessions.revokedAt),
+            isNull(users.disabledAt),
+            sql`${sessions.expiresAt} > now()`,
+          ),
+        )
         .limit(1),
     );
     if (!row) return null;

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { EmbedTokens } from "./embed-tokens.js";
 import type { ApiKeyPrincipal, SessionPrincipal } from "./principals.js";
-import type { LoginResult, PublicUser } from "./wire.js";
+import { publicUserSchema, type LoginResult } from "./wire.js";
 
 export { loginResultSchema, publicUserSchema, type LoginResult, type PublicUser } from "./wire.js";
 
@@ -22,6 +22,16 @@ export const publicApiKeySchema = z.object({
 });
 
 export type PublicApiKey = z.infer<typeof publicApiKeySchema>;
+
+/** A user as admins see it: with whether it is disabled. */
+export const adminUserSchema = publicUserSchema.extend({
+  disabled_at: z.iso
+    .datetime()
+    .nullable()
+    .meta({ description: "When the user was disabled (no login, sessions ended, keys refused); null while enabled." }),
+});
+
+export type AdminUser = z.infer<typeof adminUserSchema>;
 
 export const createdApiKeySchema = publicApiKeySchema.extend({
   key: z.string().meta({ description: "The secret, shown this once." }),
@@ -44,10 +54,20 @@ export interface CreateKeyInput {
 }
 
 export interface UserService {
-  create(input: CreateUserInput): Promise<PublicUser>;
-  list(): Promise<PublicUser[]>;
+  create(input: CreateUserInput): Promise<AdminUser>;
+  list(): Promise<AdminUser[]>;
   /** By id or email; null when absent. */
-  find(idOrEmail: string): Promise<PublicUser | null>;
+  find(idOrEmail: string): Promise<AdminUser | null>;
+}
+
+/** Takes a user's access away and back, in every process sharing the database. Unknown user → user_not_found. */
+export interface UserAccessService {
+  /** No login from now on; their sessions end and their keys are refused at once. Disabling twice keeps the first time. */
+  disable(idOrEmail: string): Promise<AdminUser>;
+  /** Logins and keys work again; sessions ended by the disable stay ended. */
+  enable(idOrEmail: string): Promise<AdminUser>;
+  /** Deletes a disabled user and everything they own (cascade); refuses an enabled one (conflict). */
+  remove(idOrEmail: string): Promise<AdminUser>;
 }
 
 export interface ApiKeyService {
@@ -78,6 +98,7 @@ export interface ApiKeyAuthenticator {
 
 export interface AuthServices {
   users: UserService;
+  userAccess: UserAccessService;
   apiKeys: ApiKeyService;
   sessions: SessionService;
   keyAuth: ApiKeyAuthenticator;

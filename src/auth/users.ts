@@ -6,7 +6,8 @@ import type { Config } from "../config/schema.js";
 import { errors } from "../errors.js";
 import { hashPassword } from "./passwords.js";
 import { users } from "./schema.js";
-import type { CreateUserInput, PublicUser, UserService } from "./types.js";
+import { extended } from "../objects.js";
+import type { AdminUser, CreateUserInput, PublicUser, UserService } from "./types.js";
 
 const MIN_PASSWORD = 8;
 // scrypt pre-hashes any length, but an unbounded password is still a cheap way to burn CPU per login.
@@ -17,6 +18,16 @@ export type UserRow = typeof users.$inferSelect;
 
 export function toPublicUser(row: Pick<UserRow, "id" | "email" | "role" | "plan" | "createdAt">): PublicUser {
   return { id: row.id, email: row.email, role: row.role, plan: row.plan, created_at: row.createdAt.toISOString() };
+}
+
+export function toAdminUser(row: UserRow): AdminUser {
+  return extended(toPublicUser(row), { disabled_at: row.disabledAt?.toISOString() ?? null });
+}
+
+/** The condition that finds a user by id (a UUID) or by email, case-insensitively. */
+export function userMatching(idOrEmail: string) {
+  const needle = idOrEmail.trim();
+  return isUuid(needle) ? eq(users.id, needle) : sql`lower(${users.email}) = lower(${needle})`;
 }
 
 /**
@@ -30,7 +41,7 @@ export function driverError(err: unknown): unknown {
 const isUniqueViolation = (err: unknown) => (err as { code?: unknown }).code === "23505";
 
 export function createUserService(db: NodePgDatabase, config: Config): UserService {
-  async function create(input: CreateUserInput): Promise<PublicUser> {
+  async function create(input: CreateUserInput): Promise<AdminUser> {
     const email = typeof input.email === "string" ? input.email.trim() : "";
     if (!emailSchema.safeParse(email).success) throw errors.badRequest("email must be a valid email address.", "email");
     const password = input.password;
@@ -46,7 +57,7 @@ export function createUserService(db: NodePgDatabase, config: Config): UserServi
     const passwordHash = await hashPassword(password);
     try {
       const [row] = await db.insert(users).values({ email, passwordHash, role, plan }).returning();
-      return toPublicUser(row!);
+      return toAdminUser(row!);
     } catch (err) {
       const cause = driverError(err);
       // The unique index on lower(email) is the arbiter: a pre-check alone would race with a concurrent create.
@@ -55,16 +66,14 @@ export function createUserService(db: NodePgDatabase, config: Config): UserServi
     }
   }
 
-  async function list(): Promise<PublicUser[]> {
+  async function list(): Promise<AdminUser[]> {
     const rows = await db.select().from(users).orderBy(asc(users.createdAt), asc(users.id));
-    return rows.map(toPublicUser);
+    return rows.map(toAdminUser);
   }
 
-  async function find(idOrEmail: string): Promise<PublicUser | null> {
-    const needle = idOrEmail.trim();
-    const where = isUuid(needle) ? eq(users.id, needle) : sql`lower(${users.email}) = lower(${needle})`;
-    const [row] = await db.select().from(users).where(where).limit(1);
-    return row ? toPublicUser(row) : null;
+  async function find(idOrEmail: string): Promise<AdminUser | null> {
+    const [row] = await db.select().from(users).where(userMatching(idOrEmail)).limit(1);
+    return row ? toAdminUser(row) : null;
   }
 
   return { create, list, find };

@@ -22,7 +22,17 @@ function typed(text: string): unknown {
   return text;
 }
 
-export function interpolate(value: unknown, env: NodeJS.ProcessEnv, path: (string | number)[] = []): unknown {
+/** The value for `${NAME}` when NAME is unset and has no default, or undefined to fail (InterpolationError). */
+export type UnsetVariable = (path: (string | number)[], name: string) => string | undefined;
+
+const failOnUnset: UnsetVariable = () => undefined;
+
+export function interpolate(
+  value: unknown,
+  env: NodeJS.ProcessEnv,
+  path: (string | number)[] = [],
+  unset: UnsetVariable = failOnUnset,
+): unknown {
   if (typeof value === "string") {
     const whole = wholePlaceholder.test(value);
     const replaced = value.replace(pattern, (whole, escaped: string | undefined, name: string, fallback: string | undefined) => {
@@ -30,13 +40,25 @@ export function interpolate(value: unknown, env: NodeJS.ProcessEnv, path: (strin
       const found = env[name];
       if (found !== undefined && found !== "") return found;
       if (fallback !== undefined) return fallback;
-      throw new InterpolationError(path, `environment variable ${name} is not set`);
+      const instead = unset(path, name);
+      if (instead === undefined) throw new InterpolationError(path, `environment variable ${name} is not set`);
+      return instead;
     });
     return whole ? typed(replaced) : replaced;
   }
-  if (Array.isArray(value)) return value.map((item, i) => interpolate(item, env, [...path, i]));
+  if (Array.isArray(value)) return value.map((item, i) => interpolate(item, env, [...path, i], unset));
   if (value !== null && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, interpolate(item, env, [...path, key])]));
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, interpolate(item, env, [...path, key], unset)]));
   }
   return value;
+}
+
+/** Every `${NAME}` of the document whose variable is unset and has no default, in document order. */
+export function unsetVariables(value: unknown, env: NodeJS.ProcessEnv): { path: (string | number)[]; name: string }[] {
+  const found: { path: (string | number)[]; name: string }[] = [];
+  interpolate(value, env, [], (path, name) => {
+    found.push({ path, name });
+    return "";
+  });
+  return found;
 }

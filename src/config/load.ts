@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { parse as parseYaml, YAMLParseError } from "yaml";
 import { z } from "zod";
 import { configSchema, type Config } from "./schema.js";
-import { interpolate, InterpolationError } from "./interpolate.js";
+import { interpolate, unsetVariables } from "./interpolate.js";
 
 /** A config that cannot be used. `path` names the failing field (`models.gpt-4o.targets.0`), or "" for the file. */
 export class ConfigError extends Error {
@@ -16,17 +16,30 @@ export class ConfigError extends Error {
   }
 }
 
-const dotted = (path: readonly PropertyKey[]) => path.map(String).join(".");
+export const dotted = (path: readonly PropertyKey[]) => path.map(String).join(".");
+
+export interface ParseOptions {
+  /**
+   * A provider's `api_key` whose variable is unset becomes "" instead of an error: only `serve` calls
+   * providers, so admin commands must not need their secrets.
+   */
+  deferProviderSecrets?: boolean;
+}
+
+const isProviderSecret = (path: (string | number)[]) => path.length === 3 && path[0] === "providers" && path[2] === "api_key";
 
 /** Validates an already-parsed document (YAML or the built-in demo object). */
-export function parseConfig(raw: unknown, file: string, env: NodeJS.ProcessEnv = process.env): Config {
-  let resolved: unknown;
-  try {
-    resolved = interpolate(raw ?? {}, env);
-  } catch (err) {
-    if (err instanceof InterpolationError) throw new ConfigError(dotted(err.path), err.message, file);
-    throw err;
+export function parseConfig(raw: unknown, file: string, env: NodeJS.ProcessEnv = process.env, options: ParseOptions = {}): Config {
+  const deferred = (path: (string | number)[]) => !!options.deferProviderSecrets && isProviderSecret(path);
+  const unset = unsetVariables(raw ?? {}, env).filter((u) => !deferred(u.path));
+  if (unset.length > 0) {
+    // Every unset variable in the one line, so fixing the environment takes one round, not one per variable.
+    const [first, ...rest] = unset;
+    const also = rest.length > 0 ? `; also unset: ${rest.map((u) => `${u.name} (at ${dotted(u.path)})`).join(", ")}` : "";
+    throw new ConfigError(dotted(first!.path), `environment variable ${first!.name} is not set${also}`, file);
   }
+  // What is still unset here is a deferred provider secret.
+  const resolved = interpolate(raw ?? {}, env, [], () => "");
   const result = configSchema.safeParse(resolved);
   if (!result.success) {
     const issue = result.error.issues[0]!;
@@ -40,7 +53,12 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   return issue.message;
 }
 
-export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.env, options: ParseOptions = {}): Config {
+  return parseConfig(readConfigDocument(file), file, env, options);
+}
+
+/** The file's YAML document, not yet interpolated or validated. */
+export function readConfigDocument(file: string): unknown {
   let text: string;
   try {
     text = readFileSync(file, "utf8");
@@ -59,5 +77,5 @@ export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.en
   if (typeof raw !== "object" || Array.isArray(raw)) {
     throw new ConfigError("", "the document must be a mapping", file);
   }
-  return parseConfig(raw, file, env);
+  return raw;
 }

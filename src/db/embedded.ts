@@ -29,6 +29,8 @@ export interface EmbeddedPostgresOptions {
   port?: number;
   fastUnsafe?: boolean;
   log?: (line: string) => void;
+  /** False: refuse to create a new cluster (admin commands run from the wrong directory). Default true. */
+  init?: boolean;
 }
 
 export interface EmbeddedPostgres {
@@ -60,6 +62,7 @@ export async function startEmbeddedPostgres(
 ): Promise<EmbeddedPostgres> {
   const log = opts.log ?? (() => {});
   const bins = locateBinaries();
+  if (opts.init === false) await assertClusterExists(path.resolve(opts.dataDir));
   const dataDir = await prepareDataDir(path.resolve(opts.dataDir));
   const runAs = postgresSystemUser(log);
   if (runAs) {
@@ -106,6 +109,19 @@ function locateBinaries(): Ctx["bins"] {
   // The platform package exports only its entry point (dist/index.js), not package.json.
   const dir = path.join(path.dirname(entry), "..", "native", "bin");
   return { dir, initdb: path.join(dir, "initdb"), postgres: path.join(dir, "postgres") };
+}
+
+async function assertClusterExists(dataDir: string): Promise<void> {
+  const pgDir = path.join(dataDir, "pg");
+  const exists = await fs.stat(pgDir).then(
+    () => true,
+    () => false,
+  );
+  if (!exists) {
+    fail(
+      `no database in ${pgDir}: run the command where the gateway's data dir is, pass --data-dir or set DATABASE_URL; --init creates a new, empty one there`,
+    );
+  }
 }
 
 async function prepareDataDir(dataDir: string): Promise<string> {

@@ -1,3 +1,4 @@
+import path from "node:path";
 import type { Logger } from "pino";
 import type { Config } from "../config/schema.js";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "../db/embedded.js";
@@ -8,6 +9,8 @@ export interface OpenDatabase {
   pool: Pool;
   /** "external" when DATABASE_URL or database.url chose the server, else where the embedded one listens. */
   source: "external" | "embedded";
+  /** Which database, for the operator: the URL without its password, or the embedded cluster's directory. */
+  description: string;
   close(): Promise<void>;
 }
 
@@ -19,6 +22,18 @@ export interface OpenDatabaseOptions {
   /** `serve` owns the embedded server; admin commands attach to a running one or start it briefly. */
   mode: "own" | "attach-or-start";
   poolSize?: number;
+  /** False: an embedded cluster that does not exist yet is an error instead of being created. Default true. */
+  init?: boolean;
+}
+
+function withoutPassword(url: string): string {
+  try {
+    const parsed = new URL(url);
+    parsed.password = "";
+    return parsed.toString();
+  } catch {
+    return "(an unparsable URL)";
+  }
 }
 
 /** DATABASE_URL (or database.url) selects an external PostgreSQL; without one, the embedded server is used. */
@@ -39,6 +54,7 @@ export async function openDatabase(opts: OpenDatabaseOptions): Promise<OpenDatab
     return {
       pool,
       source: "external",
+      description: `external PostgreSQL ${withoutPassword(external)} (${opts.env.DATABASE_URL ? "DATABASE_URL" : "database.url"})`,
       close: () => {
         closing = true;
         return pool.end();
@@ -49,12 +65,14 @@ export async function openDatabase(opts: OpenDatabaseOptions): Promise<OpenDatab
     dataDir: opts.dataDir,
     port: opts.config.database.embedded_port,
     mode: opts.mode,
+    init: opts.init,
     log: (line) => opts.logger.info(line),
   });
   const pool = createPool(embedded.url, poolSize, onPoolError, timeouts);
   return {
     pool,
     source: "embedded",
+    description: `embedded PostgreSQL in ${path.join(path.resolve(opts.dataDir), "pg")} (${embedded.owned ? "started for this command" : "the running gateway's"})`,
     async close() {
       closing = true;
       await pool.end();

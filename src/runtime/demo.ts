@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { readFile, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { Services } from "./services.js";
 
@@ -22,6 +22,12 @@ export const DEMO_WORKER_MODEL = "demo-small";
 // again. Real keys are shown once and only their hash is stored.
 const credentialsFile = (dataDir: string) => path.join(dataDir, "demo-credentials.json");
 
+// With DATABASE_URL no embedded database has created the data dir: the demo's file may be the first thing in it.
+async function writeCredentials(dataDir: string, credentials: DemoCredentials): Promise<void> {
+  await mkdir(dataDir, { recursive: true, mode: 0o755 });
+  await writeFile(credentialsFile(dataDir), JSON.stringify(credentials, null, 2), { mode: 0o600 });
+}
+
 /** The demo credentials saved in `dataDir`, or null when there are none. */
 export async function readDemoCredentials(dataDir: string): Promise<DemoCredentials | null> {
   try {
@@ -43,7 +49,7 @@ export async function demoBotToken(dataDir: string, env: NodeJS.ProcessEnv): Pro
 /** Saves where the demo listens and its bot token beside its credentials, for `gateway worker run --demo`. */
 export async function saveDemoRuntime(dataDir: string, credentials: DemoCredentials, runtime: { url: string; bot_token: string }) {
   const saved = { ...credentials, ...runtime };
-  await writeFile(credentialsFile(dataDir), JSON.stringify(saved, null, 2), { mode: 0o600 });
+  await writeCredentials(dataDir, saved);
   return saved;
 }
 
@@ -60,6 +66,6 @@ export async function seedDemo(services: Services, dataDir: string): Promise<Dem
   }
   const { key } = await apiKeys.create({ user: DEMO_EMAIL, kind: "inference", name: "demo" });
   const credentials = { email: DEMO_EMAIL, password, key };
-  await writeFile(credentialsFile(dataDir), JSON.stringify(credentials, null, 2), { mode: 0o600 });
+  await writeCredentials(dataDir, credentials);
   return credentials;
 }

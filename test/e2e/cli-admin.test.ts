@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { gateway, processesMentioning, tempDir } from "../helpers/cli.js";
+import { errorLines, gateway, processesMentioning, tempDir } from "../helpers/cli.js";
 import { createTestDatabase } from "../helpers/db.js";
 
 // Admin commands on a data dir with no running gateway: each starts the embedded database briefly.
@@ -20,15 +20,31 @@ describe("gateway admin commands", () => {
   });
 
   it("creates users and keys, prints JSON, refuses duplicates with one line, and stops its database", async () => {
-    const created = await run("users", "create", "--email", "Ops@Example.com", "--password", "correct horse", "--role", "admin", "--json");
+    const refused = await run("users", "list");
+    expect(refused.exitCode).toBe(1);
+    expect(refused.stderr).toMatch(/no database in .*--init creates a new, empty one there/);
+    // --init: this fresh data dir is meant; the commands after it use the database it created.
+    const created = await run(
+      "users",
+      "create",
+      "--email",
+      "Ops@Example.com",
+      "--password",
+      "correct horse",
+      "--role",
+      "admin",
+      "--json",
+      "--init",
+    );
     expect(created.exitCode).toBe(0);
+    expect(created.stderr).toContain(`gateway: database: embedded PostgreSQL in ${dataDir}/pg (started for this command)`);
     const user = JSON.parse(created.stdout) as Record<string, unknown>;
     expect(user).toMatchObject({ email: "Ops@Example.com", role: "admin", plan: "free" });
     expect(user.id).toEqual(expect.any(String));
 
     const duplicate = await run("users", "create", "--email", "ops@example.com", "--password", "another pass");
     expect(duplicate.exitCode).not.toBe(0);
-    expect(duplicate.stderr.trim().split("\n")).toHaveLength(1);
+    expect(errorLines(duplicate.stderr)).toHaveLength(1);
     expect(duplicate.stderr).toMatch(/already exists/);
 
     const key = await run("keys", "create", "--user", "ops@example.com", "--kind", "reseller", "--models", "demo-small", "--json");
@@ -45,7 +61,7 @@ describe("gateway admin commands", () => {
     expect(JSON.parse(revoked.stdout).revoked_at).toEqual(expect.any(String));
     const unknown = await run("keys", "revoke", "00000000-0000-0000-0000-000000000000");
     expect(unknown.exitCode).toBe(1);
-    expect(unknown.stderr.trim().split("\n")).toHaveLength(1);
+    expect(errorLines(unknown.stderr)).toHaveLength(1);
 
     const badModel = await run("keys", "create", "--user", "ops@example.com", "--models", "no-such-model");
     expect(badModel.exitCode).toBe(1);
@@ -64,7 +80,7 @@ describe("gateway admin commands", () => {
     expect(balance.stdout).toContain("25.500000001 USD available");
     const badAmount = await run("reseller", "credit", "--user", "ops@example.com", "--usd", "-5");
     expect(badAmount.exitCode).toBe(1);
-    expect(badAmount.stderr.trim().split("\n")).toHaveLength(1);
+    expect(errorLines(badAmount.stderr)).toHaveLength(1);
     expect(badAmount.stderr).toMatch(/usd must be a positive decimal/);
 
     const users = JSON.parse((await run("users", "list", "--json")).stdout) as unknown[];
@@ -105,7 +121,7 @@ describe("gateway admin commands", () => {
         const migrated = await gateway(["migrate", "--json"], { cwd: work.dir, env: { DATABASE_URL: db.url } });
         expect(migrated.exitCode).toBe(0);
         expect(migrated.stdout).toBe('{\n  "ok": true\n}');
-        expect(migrated.stderr).toBe("");
+        expect(migrated.stderr).toMatch(/^gateway: database: external PostgreSQL postgres:\/\/\S+ \(DATABASE_URL\)$/);
       }
       const { rows } = await db.pool.query("select (graphile_worker.add_job('prune_auth', '{}'::json)).id is not null as queued");
       expect(rows).toEqual([{ queued: true }]);

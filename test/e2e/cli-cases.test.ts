@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { staffCasePageSchema, staffCaseResultSchema } from "../../src/support/staff-wire.js";
-import { gateway, tempDir } from "../helpers/cli.js";
+import { errorLines, gateway, tempDir } from "../helpers/cli.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 
 // `gateway cases` on a database the test fills itself (DATABASE_URL): the staff's logic from the command line,
@@ -57,10 +57,10 @@ describe("gateway cases", () => {
 
     const unknown = await run("cases", "takeover", "00000000-0000-0000-0000-000000000000");
     expect(unknown.exitCode).toBe(1);
-    expect(unknown.stderr).toBe("gateway: No such case.");
+    expect(errorLines(unknown.stderr)).toEqual(["gateway: No such case."]);
     const badLimit = await run("cases", "list", "--limit", "500");
     expect(badLimit.exitCode).toBe(1);
-    expect(badLimit.stderr.trim().split("\n")).toHaveLength(1);
+    expect(errorLines(badLimit.stderr)).toHaveLength(1);
     expect(badLimit.stderr).toMatch(/--limit must be an integer from 1 to 100/);
   }, 120_000);
 });

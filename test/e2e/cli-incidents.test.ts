@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { gateway, tempDir } from "../helpers/cli.js";
+import { errorLines, gateway, tempDir } from "../helpers/cli.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 
 // `gateway incidents` against a database of its own: the same service and rules as the staff routes, actor `cli`.
@@ -35,7 +35,7 @@ describe("gateway incidents", () => {
 
     const refused = await run("incidents", "publish", id);
     expect(refused.exitCode).toBe(1);
-    expect(refused.stderr.trim().split("\n")).toHaveLength(1);
+    expect(errorLines(refused.stderr)).toHaveLength(1);
     expect(refused.stderr).toMatch(/technical corroboration/);
 
     await db.pool.query("update support_incidents set corroborated_at = now() where id = $1", [id]);
