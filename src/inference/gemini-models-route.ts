@@ -33,20 +33,23 @@ const afterOf = (token: string | undefined) => (token === undefined ? undefined 
 export function geminiModelRoutes(catalog: Catalog, config: Config) {
   const chatModels = (key: Parameters<typeof visibleModels>[2]) =>
     visibleModels(catalog, config, key).filter(({ model }) => model.config.kind === "chat");
-  return new Hono<AppEnv>()
-    .get("/v1beta/models", (c) => {
-      const query = validate(geminiListQuery, c.req.query());
-      const key = c.get("apiKey");
-      const page = pageAfter(chatModels(key), query.pageSize, afterOf(query.pageToken), "pageToken");
-      const list: z.infer<typeof geminiModelListSchema> = { models: page.items.map((m) => geminiModel(m, config, key)) };
-      if (page.more) list.nextPageToken = pageToken(page.items.at(-1)!.id);
-      return c.json(list);
-    })
-    .get("/v1beta/models/:model{.+}", (c) => {
-      const id = c.req.param("model");
-      const key = c.get("apiKey");
-      const found = chatModels(key).find((m) => m.id === id);
-      if (!found) throw meteringErrors.modelNotFound(id);
-      return c.json(geminiModel(found, config, key));
-    });
+  return (
+    new Hono<AppEnv>()
+      .get("/v1beta/models", (c) => {
+        const query = validate(geminiListQuery, c.req.query());
+        const key = c.get("apiKey");
+        const page = pageAfter(chatModels(key), query.pageSize, afterOf(query.pageToken), "pageToken");
+        const list: z.infer<typeof geminiModelListSchema> = { models: page.items.map((m) => geminiModel(m, config, key)) };
+        if (page.more) list.nextPageToken = pageToken(page.items.at(-1)!.id);
+        return c.json(list);
+      })
+      // A name with a `:method` is one of the action routes (generateContent…), whose GET is their 405, not a model.
+      .get("/v1beta/models/:model{[^:]+}", (c) => {
+        const id = c.req.param("model");
+        const key = c.get("apiKey");
+        const found = chatModels(key).find((m) => m.id === id);
+        if (!found) throw meteringErrors.modelNotFound(id);
+        return c.json(geminiModel(found, config, key));
+      })
+  );
 }
