@@ -6,17 +6,10 @@ import { ours, type OperationDescription } from "../server/api-description.js";
 import { validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
 import { listUserRequests, userRequestPageSchema } from "./queries.js";
-
-const LIMIT_MESSAGE = "must be an integer from 1 to 100";
+import { pageSizeQuery } from "../server/query-wire.js";
 
 const listQuery = z.object({
-  limit: z
-    .string()
-    .regex(/^\d{1,3}$/, { error: LIMIT_MESSAGE })
-    .transform(Number)
-    .pipe(z.number().min(1, { error: LIMIT_MESSAGE }).max(100, { error: LIMIT_MESSAGE }))
-    .default(20)
-    .meta({ description: "Requests per page, 1 to 100 (default 20)." }),
+  limit: pageSizeQuery({ min: 1, max: 100, fallback: 20 }, "Requests per page, 1 to 100 (default 20)."),
   cursor: z.string().optional().meta({ description: "The `next_cursor` of the previous page." }),
 });
 

@@ -8,20 +8,13 @@ import { validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
 import { geminiModel, type geminiModelListSchema } from "./model-shapes.js";
 import { pageAfter } from "./model-pages.js";
+import { pageSizeQuery } from "../server/query-wire.js";
 
 // GET /compatible/v1beta/models and /compatible/v1beta/models/{model}: what @google/genai's `models.list()` and
 // `models.get()` call. Only chat models: generateContent is the only method served under /compatible.
 
-const PAGE_SIZE_MESSAGE = "must be an integer from 1 to 1000";
-
 export const geminiListQuery = z.object({
-  pageSize: z
-    .string()
-    .regex(/^\d{1,4}$/, { error: PAGE_SIZE_MESSAGE })
-    .transform(Number)
-    .pipe(z.number().min(1, { error: PAGE_SIZE_MESSAGE }).max(1000, { error: PAGE_SIZE_MESSAGE }))
-    .default(50)
-    .meta({ description: "Models per page, 1 to 1000 (default 50)." }),
+  pageSize: pageSizeQuery({ min: 1, max: 1000, fallback: 50 }, "Models per page, 1 to 1000 (default 50)."),
   pageToken: z.string().optional().meta({ description: "The `nextPageToken` of the previous page." }),
 });
 

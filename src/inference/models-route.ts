@@ -10,20 +10,13 @@ import type { AppEnv } from "../server/context.js";
 import { requestHeader } from "../server/headers.js";
 import { anthropicModel, openAiModel } from "./model-shapes.js";
 import { pageAfter, pageBefore } from "./model-pages.js";
+import { pageSizeQuery } from "../server/query-wire.js";
 
 // GET /v1/models and /v1/models/{model}: the models a key may use, in OpenAI's shape, or in Anthropic's when the
 // request carries `anthropic-version` (the Anthropic SDK sends it on every call, and shares these paths).
 
-const LIMIT_MESSAGE = "must be an integer from 1 to 1000";
-
 export const anthropicListQuery = z.object({
-  limit: z
-    .string()
-    .regex(/^\d{1,4}$/, { error: LIMIT_MESSAGE })
-    .transform(Number)
-    .pipe(z.number().min(1, { error: LIMIT_MESSAGE }).max(1000, { error: LIMIT_MESSAGE }))
-    .default(20)
-    .meta({ description: "With `anthropic-version`: models per page, 1 to 1000 (default 20)." }),
+  limit: pageSizeQuery({ min: 1, max: 1000, fallback: 20 }, "With `anthropic-version`: models per page, 1 to 1000 (default 20)."),
   after_id: z.string().optional().meta({ description: "With `anthropic-version`: the page after this model ID." }),
   before_id: z.string().optional().meta({ description: "With `anthropic-version`: the page before this model ID." }),
 });

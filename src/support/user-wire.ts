@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { cardSchema, evidenceSchema, LIST_LIMIT, MAX_CONTENT_CHARS, requestFactsSchema, transcriptMessageSchema } from "./wire.js";
+import { pageSizeQuery } from "../server/query-wire.js";
 
 // What the user side of the support workspace takes and answers (docs/support.md, "Cases (user side)"). Every
 // answer schema is strict and has no private field: no owner or account id, no source_ref, no private draft, no
@@ -29,16 +30,11 @@ export const messageBody = z.strictObject({
   content: z.string().min(1).max(MAX_CONTENT_CHARS),
 });
 
-const LIMIT_MESSAGE = `must be an integer from ${LIST_LIMIT.min} to ${LIST_LIMIT.max}`;
-
 export const listQuery = z.object({
-  limit: z
-    .string()
-    .regex(/^\d{1,3}$/, { error: LIMIT_MESSAGE })
-    .transform(Number)
-    .pipe(z.number().min(LIST_LIMIT.min, { error: LIMIT_MESSAGE }).max(LIST_LIMIT.max, { error: LIMIT_MESSAGE }))
-    .default(LIST_LIMIT.default)
-    .meta({ description: `Cases per page, ${LIST_LIMIT.min} to ${LIST_LIMIT.max} (default ${LIST_LIMIT.default}).` }),
+  limit: pageSizeQuery(
+    { min: LIST_LIMIT.min, max: LIST_LIMIT.max, fallback: LIST_LIMIT.default },
+    `Cases per page, ${LIST_LIMIT.min} to ${LIST_LIMIT.max} (default ${LIST_LIMIT.default}).`,
+  ),
   cursor: z.string().optional().meta({ description: "The `next_cursor` of the previous page." }),
 });
 
