@@ -2,7 +2,8 @@ import type { Logger } from "pino";
 import { parseConfig } from "../../src/config/load.js";
 import type { ConfigInput } from "../../src/config/schema.js";
 import type { Pool } from "../../src/db/pool.js";
-import { createServices, type Services } from "../../src/runtime/services.js";
+import { taskList } from "../../src/jobs/tasks.js";
+import { createServices, videoPollDeps, type Services } from "../../src/runtime/services.js";
 import { createApp } from "../../src/runtime/app.js";
 import { listen } from "../../src/server/listen.js";
 import { createLogger } from "../../src/server/logger.js";
@@ -51,4 +52,16 @@ export async function startTestGateway(
       if (!opts.db) await db.drop();
     },
   };
+}
+
+/** The gateway's graphile-worker tasks on a test gateway's services and database, for `runOnce` in a test. */
+export function gatewayTasks(gw: TestGateway) {
+  const s = gw.services;
+  return taskList({
+    sessions: s.auth.sessions,
+    ledger: s.ledger,
+    pool: gw.db.pool,
+    retention: s.config.retention,
+    video: videoPollDeps(s),
+  });
 }

@@ -2,11 +2,10 @@ import { randomUUID } from "node:crypto";
 import { quickAddJob, runOnce } from "graphile-worker";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { incidentListSchema, incidentResultSchema } from "../../src/support/incident-wire.js";
-import { crontab, taskList } from "../../src/jobs/tasks.js";
-import { videoPollDeps } from "../../src/runtime/services.js";
+import { crontab } from "../../src/jobs/tasks.js";
 import { INCIDENT_THRESHOLDS, scanIncidents } from "../../src/support/incidents.js";
 import { userCaseDetailSchema } from "../../src/support/user-wire.js";
-import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import { gatewayTasks, startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 
 // Incidents over real HTTP and a real database (docs/support.md, "Incidents"): the scan raising candidates from
 // case clusters and from the request log separately, its idempotence, the staff's transitions and publishing
@@ -147,14 +146,7 @@ describe("the support_incidents task", () => {
     expect(crontab).toMatch(/^\S+ \S+ \S+ \S+ \S+ support_incidents \?jobKey=support_incidents/m);
     const m = model();
     await logRequests(users[0]!.id, m, "upstream_error", INCIDENT_THRESHOLDS.logMinErrors);
-    const s = gw.services;
-    const tasks = taskList({
-      sessions: s.auth.sessions,
-      ledger: s.ledger,
-      pool: gw.db.pool,
-      retention: s.config.retention,
-      video: videoPollDeps(s),
-    });
+    const tasks = gatewayTasks(gw);
     await quickAddJob({ pgPool: gw.db.pool }, "support_incidents", {});
     await runOnce({ pgPool: gw.db.pool, taskList: tasks });
     await expect.poll(async () => (await list()).filter((i) => i.public_model === m)).toHaveLength(1);

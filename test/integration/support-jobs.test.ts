@@ -1,8 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { quickAddJob, runOnce } from "graphile-worker";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { taskList } from "../../src/jobs/tasks.js";
-import { videoPollDeps } from "../../src/runtime/services.js";
 import { enqueueJob, type NewJob } from "../../src/support/jobs-sql.js";
 import { sweepSupportJobs } from "../../src/support/sweep.js";
 import {
@@ -12,7 +10,7 @@ import {
   type ClaimedJob,
   type WorkerUsage,
 } from "../../src/support/wire.js";
-import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import { gatewayTasks, startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 
 // The support jobs' lease state machine through the internal worker endpoints, over real HTTP against a real
 // database (docs/support.md). Cases are made by SQL here: the user routes that open them are tested on their own.
@@ -471,14 +469,7 @@ describe("leases", () => {
     const job = await claimOne();
     await q("update support_jobs set lease_expires_at = now() - interval '1 second' where id = $1", [id]);
     await q("update support_cases set revision = revision + 1 where id = $1", [caseId]);
-    const s = gw.services;
-    const tasks = taskList({
-      sessions: s.auth.sessions,
-      ledger: s.ledger,
-      pool: gw.db.pool,
-      retention: s.config.retention,
-      video: videoPollDeps(s),
-    });
+    const tasks = gatewayTasks(gw);
     // One run requeues the expired lease, then discards the queued job of a past revision.
     await quickAddJob({ pgPool: gw.db.pool }, "support_sweep", {});
     await runOnce({ pgPool: gw.db.pool, taskList: tasks });
