@@ -164,6 +164,16 @@ function jobCommands(support: Command): void {
     );
 }
 
+/**
+ * Ink draws only the last frame, at exit, when CI or CONTINUOUS_INTEGRATION is set (it reads them once, when it
+ * loads). Whoever opens the interactive UI on a terminal wants every frame, whatever their shell exports.
+ */
+function drawEveryFrame() {
+  if (!process.stdout.isTTY) return;
+  delete process.env.CI;
+  delete process.env.CONTINUOUS_INTEGRATION;
+}
+
 export function supportCommand(): Command {
   const support = withAccessOptions(
     new Command("support").description("the support engineer's terminal UI; its subcommands are the non-interactive twins"),
@@ -173,6 +183,7 @@ export function supportCommand(): Command {
     .action(async (opts: AccessOptions) => {
       try {
         const a = await access(opts);
+        drawEveryFrame();
         const { runTui } = await import("../worker-kit/tui/run.js");
         await runTui({ baseUrl: a.baseUrl, email: a.email, password: a.password, botToken: a.botToken });
       } catch (err) {
