@@ -87,6 +87,8 @@ export const ERROR_CODES = {
   upstream_rate_limited: { status: 429, type: "rate_limit_error", class: "rate_limited" },
   client_closed_request: { status: 499, type: "invalid_request_error", class: "client_cancelled" },
   internal_error: { status: 500, type: "api_error", class: "internal" },
+  // A request body that stalled or dripped (docs/security.md, "Connections and request bodies").
+  request_timeout: { status: 408, type: "invalid_request_error", class: "invalid_request" },
   body_budget_exhausted: { status: 503, type: "api_error", class: "unavailable" },
   database_unavailable: { status: 503, type: "api_error", class: "unavailable" },
   // The upstream's doing, told by status only (the upstream's own text never leaves the adapter).

@@ -3,6 +3,7 @@ import { z } from "zod";
 import type { RequestRead } from "../db/faults.js";
 import { ours, type OperationDescription } from "../server/api-description.js";
 import { readValidJson } from "../server/body.js";
+import type { BodyCaps } from "../server/body-rules.js";
 import type { AppEnv } from "../server/context.js";
 import { resellerBalanceSchema, type ResellerAccounts } from "./reseller-accounts.js";
 
@@ -22,11 +23,11 @@ export function resellerUserRoutes(deps: { accounts: ResellerAccounts; read: Req
 }
 
 /** Mounted under /api/v1/admin (admin session; CSRF on POST). */
-export function resellerAdminRoutes(deps: { accounts: ResellerAccounts; bodyLimit: number; read: RequestRead }) {
+export function resellerAdminRoutes(deps: { accounts: ResellerAccounts; bodies: BodyCaps; read: RequestRead }) {
   return new Hono<AppEnv>()
     .get("/reseller-balances/:user", async (c) => c.json(await deps.read(() => deps.accounts.balance(c.req.param("user")))))
     .post("/reseller-balances/:user/credits", async (c) => {
-      const body = await readValidJson(c, creditBody, deps.bodyLimit);
+      const body = await readValidJson(c, creditBody, deps.bodies.small);
       return c.json(await deps.accounts.credit(c.req.param("user"), body.usd, body.note), 201);
     });
 }

@@ -4,6 +4,7 @@ import { z } from "zod";
 import type { Config } from "../config/schema.js";
 import { ours, type OperationDescription } from "../server/api-description.js";
 import { readValidJson, validate } from "../server/body.js";
+import type { BodyCaps } from "../server/body-rules.js";
 import type { AppEnv } from "../server/context.js";
 import { SESSION_COOKIE, sessionAuth } from "./middleware.js";
 import {
@@ -43,12 +44,12 @@ const listKeysQuery = z.object({ user: z.string().optional().meta({ description:
 const okSchema = z.object({ ok: z.literal(true) });
 const meSchema = publicUserSchema.pick({ id: true, email: true, role: true, plan: true });
 
-export function authRoutes(deps: { sessions: SessionService; config: Config; bodyLimit: number }) {
-  const { sessions, config, bodyLimit } = deps;
+export function authRoutes(deps: { sessions: SessionService; config: Config; bodies: BodyCaps }) {
+  const { sessions, config, bodies } = deps;
   const cookieOptions = { httpOnly: true, sameSite: "Strict", path: "/api", secure: config.auth.cookie_secure } as const;
   return new Hono<AppEnv>()
     .post("/login", async (c) => {
-      const body = await readValidJson(c, loginBody, bodyLimit);
+      const body = await readValidJson(c, loginBody, bodies.small);
       const result = await sessions.login(body.email, body.password);
       setCookie(c, SESSION_COOKIE, result.token, extended(cookieOptions, { maxAge: config.auth.session_ttl_seconds }));
       return c.json(result);
@@ -67,12 +68,12 @@ export function userRoutes() {
   });
 }
 
-export function adminRoutes(deps: { users: UserService; apiKeys: ApiKeyService; bodyLimit: number; read: RequestRead }) {
-  const { users, apiKeys, bodyLimit, read } = deps;
+export function adminRoutes(deps: { users: UserService; apiKeys: ApiKeyService; bodies: BodyCaps; read: RequestRead }) {
+  const { users, apiKeys, bodies, read } = deps;
   return new Hono<AppEnv>()
     .get("/users", async (c) => c.json({ users: await read(() => users.list()) }))
     .post("/users", async (c) => {
-      const body = await readValidJson(c, createUserBody, bodyLimit);
+      const body = await readValidJson(c, createUserBody, bodies.small);
       return c.json(await users.create(body), 201);
     })
     .get("/keys", async (c) => {
@@ -80,7 +81,7 @@ export function adminRoutes(deps: { users: UserService; apiKeys: ApiKeyService; 
       return c.json({ keys: await read(() => apiKeys.list(user ? { user } : undefined)) });
     })
     .post("/keys", async (c) => {
-      const body = await readValidJson(c, createKeyBody, bodyLimit);
+      const body = await readValidJson(c, createKeyBody, bodies.small);
       return c.json(await apiKeys.create(body), 201);
     })
     .post("/keys/:id/revoke", async (c) => c.json(await apiKeys.revoke(c.req.param("id"))));

@@ -231,8 +231,35 @@ export const configSchema = z
           .default(16 * 1024 * 1024),
         drain_timeout_ms: z.int().nonnegative().default(10_000),
         trust_proxy: z.boolean().default(false),
+        /** The cap of the small JSON routes (login, keys, credits, tokens, worker calls): their bodies hold a few fields. */
+        small_body_bytes: z
+          .int()
+          .positive()
+          .default(16 * 1024),
+        /** Bytes of request bodies this process holds at once, over every route but the evaluation ones (their own budget). */
+        body_budget_bytes: z
+          .int()
+          .positive()
+          .default(256 * MiB),
+        /** A body must have arrived this long after its reading began, else 408 and the connection closes. */
+        body_timeout_ms: z.int().positive().default(30_000),
+        /** After the grace, a body arriving slower than this on average is cut (408). */
+        body_min_bytes_per_second: z.int().nonnegative().default(1024),
+        body_min_rate_grace_ms: z.int().nonnegative().default(5_000),
+        /** Deeper JSON is refused (400) before it is parsed. */
+        max_json_depth: z.int().min(2).max(1000).default(128),
+        /** Open client connections; past it the oldest one without a request in flight is closed, else the new one. */
+        max_connections: z.int().positive().default(4096),
+        /** A request's head must have arrived this long after its first byte. */
+        headers_timeout_ms: z.int().positive().default(15_000),
+        /** How often Node checks the header and request timeouts (they are cut at most this late). */
+        connections_check_interval_ms: z.int().positive().max(30_000).default(5_000),
       })
-      .prefault({}),
+      .prefault({})
+      .refine((s) => s.max_body_bytes <= s.body_budget_bytes, {
+        message: "max_body_bytes must not exceed body_budget_bytes (a body that can never fit would always get 503)",
+        path: ["max_body_bytes"],
+      }),
     database: z
       .strictObject({
         url: z.string().optional(),

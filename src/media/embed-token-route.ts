@@ -6,6 +6,7 @@ import type { Config } from "../config/schema.js";
 import { errors } from "../errors.js";
 import { resolveModel } from "../metering/access.js";
 import { readValidJson } from "../server/body.js";
+import type { BodyCaps } from "../server/body-rules.js";
 import type { AppEnv } from "../server/context.js";
 import { checkParams, embedParams, paramsDigest } from "./embed-query.js";
 
@@ -40,10 +41,10 @@ export const embedTokenSchema = z.object({
 
 const BINDING = ["size", "aspect_ratio", "format", "quality"] as const;
 
-export function embedTokenRoutes(deps: { config: Config; catalog: Catalog; tokens: EmbedTokens; bodyLimit: number }) {
+export function embedTokenRoutes(deps: { config: Config; catalog: Catalog; tokens: EmbedTokens; bodies: BodyCaps }) {
   const limits = deps.config.media.embed;
   return new Hono<AppEnv>().post("/embed/tokens", async (c) => {
-    const body = await readValidJson(c, mintEmbedTokenSchema, deps.bodyLimit);
+    const body = await readValidJson(c, mintEmbedTokenSchema, deps.bodies.small);
     const key = c.get("apiKey");
     const ttl = body.ttl_seconds ?? limits.token_ttl_seconds;
     if (ttl > limits.token_max_ttl_seconds) {

@@ -90,12 +90,14 @@ const PER_IMAGE = 765;
 
 interface PromptParts {
   text: string[];
+  /** Parts counted as their JSON text (tool calls, content parts of other types). */
+  json: unknown[];
   images: number;
   messages: number;
 }
 
 function collect(messages: readonly unknown[]): PromptParts {
-  const parts: PromptParts = { text: [], images: 0, messages: messages.length };
+  const parts: PromptParts = { text: [], json: [], images: 0, messages: messages.length };
   for (const message of messages) {
     if (message === null || typeof message !== "object") continue;
     const { content, tool_calls: toolCalls, name } = message as Record<string, unknown>;
@@ -106,12 +108,43 @@ function collect(messages: readonly unknown[]): PromptParts {
         const p = part as Record<string, unknown> | null;
         if (p?.type === "text" && typeof p.text === "string") parts.text.push(p.text);
         else if (p?.type === "image_url" || p?.type === "input_image") parts.images += 1;
-        else parts.text.push(JSON.stringify(part));
+        else parts.json.push(part);
       }
-    } else if (content !== undefined && content !== null) parts.text.push(JSON.stringify(content));
-    if (toolCalls !== undefined) parts.text.push(JSON.stringify(toolCalls));
+    } else if (content !== undefined && content !== null) parts.json.push(content);
+    if (toolCalls !== undefined) parts.json.push(toolCalls);
   }
   return parts;
+}
+
+/**
+ * The length of JSON.stringify(value) for a parsed JSON value, walked with a stack of its own rather than
+ * recursion, which a deeply nested body would overflow; strings are measured as JSON.stringify writes them.
+ */
+export function jsonLength(value: unknown): number {
+  let length = 0;
+  const todo: unknown[] = [value];
+  while (todo.length > 0) {
+    const item = todo.pop();
+    if (item === null || typeof item !== "object") {
+      // `undefined` only occurs in an array here (JSON.parse yields none): written as null.
+      length += item === undefined ? 4 : JSON.stringify(item).length;
+    } else if (Array.isArray(item)) {
+      // The brackets, and a comma between elements.
+      length += 2 + Math.max(0, item.length - 1);
+      for (const element of item) todo.push(element);
+    } else {
+      let fields = 0;
+      for (const [key, field] of Object.entries(item)) {
+        if (field === undefined) continue;
+        // The key's quoted text and its colon.
+        length += JSON.stringify(key).length + 1;
+        todo.push(field);
+        fields++;
+      }
+      length += 2 + Math.max(0, fields - 1);
+    }
+  }
+  return length;
 }
 
 /** Upper-bound-ish estimate without tokenizing: 3 characters a token (English averages about 4). */
@@ -122,7 +155,8 @@ export function estimatePromptTokens(messages: readonly unknown[], extra: readon
   const parts = collect(messages);
   let chars = 0;
   for (const text of parts.text) chars += text.length;
-  for (const item of extra) if (item !== undefined) chars += JSON.stringify(item).length;
+  for (const item of parts.json) chars += jsonLength(item);
+  for (const item of extra) if (item !== undefined) chars += jsonLength(item);
   return Math.ceil(chars / 3) + parts.messages * PER_MESSAGE + parts.images * PER_IMAGE;
 }
 
@@ -131,6 +165,8 @@ export async function countPromptTokens(messages: readonly unknown[], extra: rea
   const parts = collect(messages);
   let tokens = parts.messages * PER_MESSAGE + parts.images * PER_IMAGE;
   for (const text of parts.text) tokens += await countTokens(text);
+  // Recursive, but bounded: bodies nest at most server.max_json_depth deep (src/server/body.ts).
+  for (const item of parts.json) tokens += await countTokens(JSON.stringify(item));
   for (const item of extra) if (item !== undefined) tokens += await countTokens(JSON.stringify(item));
   return tokens;
 }

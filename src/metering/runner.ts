@@ -69,7 +69,10 @@ export interface RouteSpec<B> {
   kind: ModelConfig["kind"];
   /** The target protocols `call` can speak; a model's other targets are skipped (docs/api.md). */
   protocols: readonly ProviderConfig["protocol"][];
-  /** The route's own body cap, and the budget its bodies are read under; else `server.max_body_bytes`. */
+  /**
+   * The route's own body cap, and the budget its bodies are read under; else `server.max_body_bytes` under the
+   * request's body rules' budget (`server.body_budget_bytes`).
+   */
   body?: { limit: number; budget: BodyBudget };
   /**
    * Reads the body (`value` for parse, `text` as sent); JSON unless the route says otherwise (multipart, or
@@ -203,9 +206,10 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
     }
   }
 
-  if (!spec.body) return (c: Context<AppEnv>): Promise<Response> => handle(c, undefined);
-  const { budget } = spec.body;
+  const own = spec.body?.budget;
   return async (c: Context<AppEnv>): Promise<Response> => {
+    const budget = own ?? c.get("bodyRules")?.budget;
+    if (!budget) return handle(c, undefined);
     // The body's bytes stay reserved until the answer is built: the parse and the text live that long.
     const reservation = budget.reserve();
     try {

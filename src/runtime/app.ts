@@ -35,6 +35,8 @@ import { supportIncidentRoutes } from "../support/incident-routes.js";
 import { supportStaffRoutes } from "../support/staff-routes.js";
 import { supportUserRoutes } from "../support/user-routes.js";
 import type { BodyBudget } from "../server/body-budget.js";
+import { bodyRules } from "../server/body.js";
+import type { BodyCaps } from "../server/body-rules.js";
 import type { AppEnv } from "../server/context.js";
 import { handleError } from "../server/error-envelope.js";
 import { healthRoutes } from "../server/health.js";
@@ -61,6 +63,8 @@ export interface AppDeps {
   metering: Metering;
   /** The process-wide budget of evaluation request bodies (`systemone.admission_budget_bytes`). */
   bodyBudget: BodyBudget;
+  /** The process-wide budget of every other route's request bodies (`server.body_budget_bytes`). */
+  requestBodyBudget: BodyBudget;
   resellers: ResellerAccounts;
   /** The instance's recorders; `exposition` null when metrics are off. */
   metrics: Metrics;
@@ -80,10 +84,23 @@ const ROUTING = { strict: false } as const;
  */
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const { auth, config } = deps;
-  const bodyLimit = config.server.max_body_bytes;
+  const { server } = config;
+  const bodyLimit = server.max_body_bytes;
+  // A max_body_bytes set below the small cap lowers it too.
+  const bodies: BodyCaps = { small: Math.min(server.small_body_bytes, bodyLimit), large: bodyLimit };
   const app = new Hono<AppEnv>(ROUTING);
 
   app.use("*", requestContext(deps.logger));
+  app.use(
+    "*",
+    bodyRules({
+      budget: deps.requestBodyBudget,
+      timeoutMs: server.body_timeout_ms,
+      minBytesPerSecond: server.body_min_bytes_per_second,
+      graceMs: server.body_min_rate_grace_ms,
+      maxJsonDepth: server.max_json_depth,
+    }),
+  );
   const { exposition } = deps.metrics;
   if (exposition) app.use("*", countRequests(deps.metrics.requests));
   app.onError(handleError);
@@ -119,7 +136,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route("/v1", embeddingsRoutes(inference));
   app.route("/v1", responsesRoutes(inference));
   app.route("/v1", imageRoutes(inference));
-  app.route("/v1", embedTokenRoutes({ config, catalog: deps.catalog, tokens: auth.embedTokens, bodyLimit }));
+  app.route("/v1", embedTokenRoutes({ config, catalog: deps.catalog, tokens: auth.embedTokens, bodies }));
   const { embed } = config.media;
   const cache = createMediaCache(deps.pool, {
     maxBytes: embed.cache_max_bytes,
@@ -139,18 +156,18 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route("/v1", videoRoutes({ config, catalog, providers, metering, ledger, pool, clock, download, bodyLimit, logger: deps.logger }));
   // The views are reads: a dead connection is retried, and they wait for the database no longer than a request.
   const read = requestRead(config.database.request_timeout_ms, (err) => deps.health.failed(err, "view"));
-  app.route("/api/v1/auth", authRoutes({ sessions: auth.sessions, config, bodyLimit }));
+  app.route("/api/v1/auth", authRoutes({ sessions: auth.sessions, config, bodies }));
   app.route("/api/v1/user", userRoutes());
   app.route("/api/v1/user", userRequestRoutes({ pool: deps.pool, read }));
   app.route("/api/v1/user", userQuotaRoutes({ ledger: deps.ledger, config, read }));
   app.route("/api/v1/user", resellerUserRoutes({ accounts: deps.resellers, read }));
-  app.route("/api/v1/user/assistant", supportUserRoutes({ pool: deps.pool, read, bodyLimit }));
-  app.route("/api/v1/assistant", supportStaffRoutes({ pool: deps.pool, read, bodyLimit }));
-  app.route("/api/v1/assistant", supportIncidentRoutes({ pool: deps.pool, read, bodyLimit }));
-  app.route("/api/v1/admin", adminRoutes({ users: auth.users, apiKeys: auth.apiKeys, bodyLimit, read }));
-  app.route("/api/v1/admin", resellerAdminRoutes({ accounts: deps.resellers, bodyLimit, read }));
+  app.route("/api/v1/user/assistant", supportUserRoutes({ pool: deps.pool, read, bodies }));
+  app.route("/api/v1/assistant", supportStaffRoutes({ pool: deps.pool, read, bodies }));
+  app.route("/api/v1/assistant", supportIncidentRoutes({ pool: deps.pool, read, bodies }));
+  app.route("/api/v1/admin", adminRoutes({ users: auth.users, apiKeys: auth.apiKeys, bodies, read }));
+  app.route("/api/v1/admin", resellerAdminRoutes({ accounts: deps.resellers, bodies, read }));
   app.route("/api/v1/internal", internalRoutes());
-  app.route("/api/v1/internal/support/assistant", supportWorkerRoutes({ pool: deps.pool, bodyLimit }));
+  app.route("/api/v1/internal/support/assistant", supportWorkerRoutes({ pool: deps.pool, bodies }));
   // GET /metrics (docs/api.md, "Metrics"): here, behind its token, unless it has an address of its own.
   if (exposition && !config.metrics.listen) app.route("/", metricsRoutes(exposition, config.metrics.token));
 

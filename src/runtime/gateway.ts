@@ -6,6 +6,7 @@ import { startWorker, type BackgroundWorker } from "../jobs/worker.js";
 import { createApp, createMetricsApp } from "./app.js";
 import { checkListenAddress, listen, type HttpServer } from "../server/listen.js";
 import { openDatabase } from "./database.js";
+import { transportOf } from "./transport.js";
 import { createServices, videoPollDeps, type Services } from "./services.js";
 
 export interface GatewayOptions {
@@ -75,12 +76,12 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     const metricsAt = config.metrics.listen;
     let metricsUrl: string | undefined;
     if (exposition && metricsAt) {
-      const served = await listen(createMetricsApp(services, exposition), metricsAt.host, metricsAt.port);
+      const served = await listen(createMetricsApp(services, exposition), metricsAt.host, metricsAt.port, transportOf(config.server));
       cleanups.push(() => served.close(0));
       metricsUrl = served.url;
       logger.info({ url: metricsUrl }, "metrics listening");
     }
-    const http: HttpServer = await listen(createApp(services), config.server.host, config.server.port);
+    const http: HttpServer = await listen(createApp(services), config.server.host, config.server.port, transportOf(config.server));
     cleanups.push(() => http.close(config.server.drain_timeout_ms));
     logger.info({ url: http.url, database: db.source, worker: Boolean(worker) }, "gateway listening");
     let stopping: Promise<void> | undefined;

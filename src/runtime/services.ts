@@ -124,6 +124,7 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
     requestLog,
     metering,
     bodyBudget,
+    requestBodyBudget: createBodyBudget(config.server.body_budget_bytes),
     resellers: createResellerAccounts({ ledger, users: auth.users }),
     metrics,
     clock,

@@ -1,15 +1,38 @@
 import type { IncomingMessage } from "node:http";
-import type { Context } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import type { z } from "zod";
 import { GatewayError, errors } from "../errors.js";
 import type { AppEnv } from "./context.js";
 import type { BodyReservation } from "./body-budget.js";
+import type { BodyRules } from "./body-rules.js";
 import { sendContinue } from "./expect-continue.js";
 import { requestHeader } from "./headers.js";
-import { closeAfterAnswer } from "./lingering-close.js";
+import { closeAfterAnswer, type LingerBounds } from "./lingering-close.js";
 
 // Bodies are read straight from Node's incoming stream (DESIGN.md §5: no WHATWG Request body per call) and the
 // size cap is enforced while reading, so an oversize body is refused before it is buffered or parsed.
+
+export function bodyRules(rules: BodyRules): MiddlewareHandler<AppEnv> {
+  return async function bodyRules(c, next) {
+    c.set("bodyRules", rules);
+    await next();
+  };
+}
+
+/**
+ * A body cut for its slowness: the client is stalled or dripping, so the rest of it is not waited for long
+ * (the answer still gets its chance to arrive before the close).
+ */
+const SLOW_BODY_LINGER: LingerBounds = { totalMs: 1000, idleMs: 1000, maxBytes: 64 * 1024 };
+
+const tooSlow = (rules: BodyRules) =>
+  new GatewayError({
+    code: "request_timeout",
+    message:
+      rules.minBytesPerSecond > 0
+        ? `The request body did not arrive in time: it must end within ${rules.timeoutMs} ms and arrive at ${rules.minBytesPerSecond} bytes per second or more.`
+        : `The request body did not arrive in time: it must end within ${rules.timeoutMs} ms.`,
+  });
 
 /**
  * Where a body's chunks go as they are read; a refusal returned stops the reading and is what the read throws
@@ -65,9 +88,12 @@ function readIncoming(
   reservation: BodyReservation | undefined,
   sink: BodySink,
 ): Promise<void> {
+  const rules = c.get("bodyRules");
   return new Promise((resolve, reject) => {
     let size = 0;
+    let timer: NodeJS.Timeout | undefined;
     const done = (err: GatewayError | null) => {
+      clearTimeout(timer);
       incoming.off("data", onData);
       incoming.off("end", onEnd);
       incoming.off("error", onError);
@@ -91,6 +117,21 @@ function readIncoming(
       done(incoming.readableEnded ? null : errors.clientClosed());
       return;
     }
+    if (rules) {
+      // One timer, set for the next moment either bound could be passed rather than refreshed per chunk.
+      const started = performance.now();
+      const check = () => {
+        const elapsed = performance.now() - started;
+        const slow = elapsed >= rules.graceMs && size < (rules.minBytesPerSecond * elapsed) / 1000;
+        if (elapsed >= rules.timeoutMs || slow) {
+          done(refused(c, tooSlow(rules), SLOW_BODY_LINGER));
+          return;
+        }
+        const rateDue = rules.minBytesPerSecond > 0 ? Math.max(rules.graceMs, (size * 1000) / rules.minBytesPerSecond) : Infinity;
+        timer = setTimeout(check, Math.max(1, Math.min(rules.timeoutMs, rateDue) - elapsed));
+      };
+      timer = setTimeout(check, rules.minBytesPerSecond > 0 ? Math.min(rules.timeoutMs, rules.graceMs) : rules.timeoutMs);
+    }
     incoming.on("data", onData);
     incoming.on("end", onEnd);
     incoming.on("error", onError);
@@ -102,9 +143,9 @@ function readIncoming(
  * A refusal of a body the client may still be sending: its answer closes the connection, which reads and
  * discards the rest first (src/server/lingering-close.ts), so that the client can read the answer.
  */
-export function refused(c: Context<AppEnv>, err: GatewayError): GatewayError {
+export function refused(c: Context<AppEnv>, err: GatewayError, bounds?: LingerBounds): GatewayError {
   const incoming = c.env?.incoming;
-  if (incoming) closeAfterAnswer(incoming, c.env.outgoing);
+  if (incoming) closeAfterAnswer(incoming, c.env.outgoing, bounds);
   return err;
 }
 
@@ -127,17 +168,67 @@ interface JsonBody {
   text: string;
 }
 
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/** Whether the quote at `at` is escaped: an odd run of backslashes before it. */
+function escaped(text: string, at: number): boolean {
+  let i = at - 1;
+  while (i >= 0 && text.charCodeAt(i) === BACKSLASH) i--;
+  return (at - 1 - i) % 2 === 1;
+}
+
 /**
- * Reads and parses a JSON body: 415 for another content type, 413 over the cap, 400 for malformed JSON; with a
- * reservation, 503 when the body budget cannot hold it.
+ * Whether JSON text nests arrays and objects more than `max` deep (a top-level object is depth 1): one pass
+ * over the text, strings skipped with indexOf. Malformed text may answer either way; its parse refuses it.
+ */
+export function nestsDeeperThan(text: string, max: number): boolean {
+  // A depth of `max + 1` takes at least that many characters.
+  if (text.length <= max) return false;
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (ch === QUOTE) {
+      let end = text.indexOf('"', i + 1);
+      while (end !== -1 && escaped(text, end)) end = text.indexOf('"', end + 1);
+      if (end === -1) return false;
+      i = end;
+    } else if (ch === 0x5b || ch === 0x7b) {
+      if (++depth > max) return true;
+    } else if (ch === 0x5d || ch === 0x7d) depth--;
+  }
+  return false;
+}
+
+/**
+ * Reads and parses a JSON body: 415 for another content type, 413 over the cap, 400 for malformed or too deeply
+ * nested JSON; 503 when the body budget cannot hold it (the route's reservation, else one of its own from the
+ * request's body rules, given back once the body is parsed).
  */
 export async function readJsonBody(c: Context<AppEnv>, limit: number, reservation?: BodyReservation): Promise<JsonBody> {
   if (!isJson(requestHeader(c, "content-type"))) {
     throw refused(c, errors.unsupportedMediaType("Content-Type must be application/json."));
   }
-  const buf = await readCapped(c, limit, reservation);
+  const rules = c.get("bodyRules");
+  if (reservation || !rules) return parseJson(await readCapped(c, limit, reservation), rules);
+  const own = rules.budget.reserve();
+  try {
+    return parseJson(await readCapped(c, limit, own), rules);
+  } finally {
+    own.release();
+  }
+}
+
+function parseJson(buf: Buffer, rules: BodyRules | undefined): JsonBody {
   if (buf.length === 0) throw errors.badRequest("Request body is empty; a JSON object is required.", null, "invalid_json");
   const text = buf.toString("utf8");
+  if (rules && nestsDeeperThan(text, rules.maxJsonDepth)) {
+    throw errors.badRequest(
+      `Request body nests JSON arrays and objects deeper than the limit of ${rules.maxJsonDepth} levels.`,
+      null,
+      "invalid_json",
+    );
+  }
   try {
     return { value: JSON.parse(text), text };
   } catch (err) {

@@ -1,5 +1,6 @@
 import type { HttpBindings } from "@hono/node-server";
 import type { Logger } from "pino";
+import type { BodyRules } from "./body-rules.js";
 
 /**
  * What the toolkit's middleware sets on every request. Higher layers add theirs by augmenting this interface
@@ -11,6 +12,8 @@ export interface AppVariables {
   logger: Logger;
   /** What a metered route learnt of its request (src/metering/runner.ts), for the request counter's labels. */
   metered?: { readonly modelId: string; readonly clientProtocol: string };
+  /** What bounds the request's body besides its route's cap (src/server/body.ts). */
+  bodyRules?: BodyRules;
 }
 
 export interface AppEnv {

@@ -3,6 +3,7 @@ import type { RequestRead } from "../db/faults.js";
 import type { Pool } from "../db/pool.js";
 import { ours, type OperationDescription } from "../server/api-description.js";
 import { readValidJson } from "../server/body.js";
+import type { BodyCaps } from "../server/body-rules.js";
 import type { AppEnv } from "../server/context.js";
 import { incidentListSchema, incidentResultSchema, incidentUpdateBody } from "./incident-wire.js";
 import { listIncidents, updateIncident } from "./incidents.js";
@@ -13,15 +14,15 @@ import { listIncidents, updateIncident } from "./incidents.js";
 export interface SupportIncidentDeps {
   pool: Pool;
   read: RequestRead;
-  bodyLimit: number;
+  bodies: BodyCaps;
 }
 
 export function supportIncidentRoutes(deps: SupportIncidentDeps) {
-  const { pool, read, bodyLimit } = deps;
+  const { pool, read, bodies } = deps;
   return new Hono<AppEnv>()
     .get("/incidents", async (c) => c.json(await read(() => listIncidents(pool))))
     .post("/incidents/:id", async (c) => {
-      const body = await readValidJson(c, incidentUpdateBody, bodyLimit);
+      const body = await readValidJson(c, incidentUpdateBody, bodies.small);
       return c.json(await updateIncident(pool, c.req.param("id"), body, `admin:${c.get("session").userId}`));
     });
 }

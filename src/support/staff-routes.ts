@@ -4,6 +4,7 @@ import type { Pool } from "../db/pool.js";
 import type { ErrorCode } from "../errors.js";
 import { ours, type OperationDescription } from "../server/api-description.js";
 import { readValidJson, validate } from "../server/body.js";
+import type { BodyCaps } from "../server/body-rules.js";
 import type { AppEnv } from "../server/context.js";
 import { changeAsStaff, draftAsStaff, listStaffCases, replyAsStaff, staffCaseDetail } from "./staff.js";
 import {
@@ -23,20 +24,20 @@ import { listQuery } from "./user-wire.js";
 export interface SupportStaffDeps {
   pool: Pool;
   read: RequestRead;
-  bodyLimit: number;
+  bodies: BodyCaps;
 }
 
 const CHANGES = ["takeover", "resume", "resolve"] as const;
 const DRAFTS = { "operator-draft": "operator", "bug-draft": "bug" } as const;
 
 export function supportStaffRoutes(deps: SupportStaffDeps) {
-  const { pool, read, bodyLimit } = deps;
+  const { pool, read, bodies } = deps;
   const actor = (userId: string) => `admin:${userId}`;
   const app = new Hono<AppEnv>()
     .get("/cases", async (c) => c.json(await read(() => listStaffCases(pool, validate(listQuery, c.req.query())))))
     .get("/cases/:id", async (c) => c.json(await read(() => staffCaseDetail(pool, c.req.param("id")))))
     .post("/cases/:id/messages", async (c) => {
-      const body = await readValidJson(c, staffReplyBody, bodyLimit);
+      const body = await readValidJson(c, staffReplyBody, bodies.large);
       return c.json(await replyAsStaff(pool, c.req.param("id"), body.content, actor(c.get("session").userId)), 201);
     });
   for (const change of CHANGES) {
@@ -46,7 +47,7 @@ export function supportStaffRoutes(deps: SupportStaffDeps) {
   }
   for (const [path, kind] of Object.entries(DRAFTS)) {
     app.post(`/cases/:id/${path}`, async (c) => {
-      const body = await readValidJson(c, draftBody, bodyLimit);
+      const body = await readValidJson(c, draftBody, bodies.large);
       const result = await draftAsStaff(pool, c.req.param("id"), kind, body.content, actor(c.get("session").userId));
       return c.json(result, result.draft ? 201 : 202);
     });

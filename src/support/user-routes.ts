@@ -4,6 +4,7 @@ import type { Pool } from "../db/pool.js";
 import type { ErrorCode } from "../errors.js";
 import { ours, type OperationDescription } from "../server/api-description.js";
 import { readValidJson, validate } from "../server/body.js";
+import type { BodyCaps } from "../server/body-rules.js";
 import type { AppEnv } from "../server/context.js";
 import { caseDetail, createCase, handoffCase, listCases, postMessage, reopenCase, resolveCase, retryCase } from "./cases.js";
 import {
@@ -22,26 +23,26 @@ import {
 export interface SupportUserDeps {
   pool: Pool;
   read: RequestRead;
-  bodyLimit: number;
+  bodies: BodyCaps;
 }
 
 const ACTIONS = { resolve: resolveCase, reopen: reopenCase, handoff: handoffCase, retry: retryCase } as const;
 
 export function supportUserRoutes(deps: SupportUserDeps) {
-  const { pool, read, bodyLimit } = deps;
+  const { pool, read, bodies } = deps;
   const app = new Hono<AppEnv>()
     .get("/cases", async (c) => {
       const query = validate(listQuery, c.req.query());
       return c.json(await read(() => listCases(pool, c.get("session").userId, query)));
     })
     .post("/cases", async (c) => {
-      const body = await readValidJson(c, createCaseBody, bodyLimit);
+      const body = await readValidJson(c, createCaseBody, bodies.large);
       const { result, created } = await createCase(pool, c.get("session").userId, body);
       return c.json(result, created ? 201 : 200);
     })
     .get("/cases/:id", async (c) => c.json(await read(() => caseDetail(pool, c.get("session").userId, c.req.param("id")))))
     .post("/cases/:id/messages", async (c) => {
-      const body = await readValidJson(c, messageBody, bodyLimit);
+      const body = await readValidJson(c, messageBody, bodies.large);
       return c.json(await postMessage(pool, c.get("session").userId, c.req.param("id"), body.content), 201);
     });
   for (const [name, action] of Object.entries(ACTIONS)) {

@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import type { Pool } from "../db/pool.js";
 import { readValidJson } from "../server/body.js";
+import type { BodyCaps } from "../server/body-rules.js";
 import type { AppEnv } from "../server/context.js";
 import { channelControl, upsertSnapshot } from "./chatplatform.js";
 import { controlRequestSchema, snapshotRequestSchema } from "./chatplatform-wire.js";
@@ -16,13 +17,13 @@ import { claimRequestSchema, completeRequestSchema, failRequestSchema } from "./
 
 export interface SupportWorkerDeps {
   pool: Pool;
-  bodyLimit: number;
+  bodies: BodyCaps;
 }
 
 const jobId = z.uuid();
 
 export function supportWorkerRoutes(deps: SupportWorkerDeps) {
-  const { pool, bodyLimit } = deps;
+  const { pool, bodies } = deps;
   // A malformed id names no job: the same 404 as an unknown one.
   const idOf = (raw: string): string => {
     if (!jobId.safeParse(raw).success) throw jobNotFound();
@@ -30,25 +31,25 @@ export function supportWorkerRoutes(deps: SupportWorkerDeps) {
   };
   return new Hono<AppEnv>()
     .post("/jobs/claim", async (c) => {
-      const body = await readValidJson(c, claimRequestSchema, bodyLimit);
+      const body = await readValidJson(c, claimRequestSchema, bodies.small);
       return c.json({ jobs: await claimJobs(pool, body) });
     })
     .post("/jobs/:id/complete", async (c) => {
       const id = idOf(c.req.param("id"));
-      const body = await readValidJson(c, completeRequestSchema, bodyLimit);
+      const body = await readValidJson(c, completeRequestSchema, bodies.large);
       return c.json(await completeJob(pool, id, body));
     })
     .post("/jobs/:id/fail", async (c) => {
       const id = idOf(c.req.param("id"));
-      const body = await readValidJson(c, failRequestSchema, bodyLimit);
+      const body = await readValidJson(c, failRequestSchema, bodies.small);
       return c.json(await failJob(pool, id, body));
     })
     .post("/cases/chatplatform/control", async (c) => {
-      const body = await readValidJson(c, controlRequestSchema, bodyLimit);
+      const body = await readValidJson(c, controlRequestSchema, bodies.small);
       return c.json(await channelControl(pool, body.source_ref));
     })
     .post("/cases/chatplatform", async (c) => {
-      const body = await readValidJson(c, snapshotRequestSchema, bodyLimit);
+      const body = await readValidJson(c, snapshotRequestSchema, bodies.large);
       return c.json(await upsertSnapshot(pool, body));
     });
 }

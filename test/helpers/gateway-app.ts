@@ -6,6 +6,7 @@ import { taskList } from "../../src/jobs/tasks.js";
 import { createServices, videoPollDeps, type Services } from "../../src/runtime/services.js";
 import { createApp } from "../../src/runtime/app.js";
 import { listen } from "../../src/server/listen.js";
+import { transportOf } from "../../src/runtime/transport.js";
 import { createLogger } from "../../src/server/logger.js";
 import { createTestDatabase, type TestDatabase } from "./db.js";
 
@@ -26,6 +27,9 @@ export const testConfig = (overrides: Partial<ConfigInput> = {}) =>
     "test config",
   );
 
+/** The default connection bounds, for tests that build their own app. */
+export const testTransport = () => transportOf(testConfig().server);
+
 /**
  * The real app on a real HTTP port and a fresh database of its own. With `pool`, the services use that pool (one
  * through a fault proxy, say; the caller ends it) while `db.pool` stays a direct road for the test's own reads.
@@ -41,7 +45,7 @@ export async function startTestGateway(
     logger: opts.logger ?? createLogger("silent"),
     env: opts.env ?? {},
   });
-  const http = await listen(createApp(services), "127.0.0.1", 0);
+  const http = await listen(createApp(services), "127.0.0.1", 0, transportOf(config.server));
   return {
     url: http.url,
     services,

@@ -8,6 +8,7 @@ import { MOCK_IMAGES } from "../../src/mock-upstream/mock-images.js";
 import { createBodyBudget } from "../../src/server/body-budget.js";
 import type { AppEnv } from "../../src/server/context.js";
 import { handleError } from "../../src/server/error-envelope.js";
+import { testTransport } from "../helpers/gateway-app.js";
 import { listen, type HttpServer } from "../../src/server/listen.js";
 import { nodePost } from "../helpers/body-clients.js";
 
@@ -45,8 +46,8 @@ function app(budget?: ReturnType<typeof createBodyBudget>) {
 }
 
 beforeAll(async () => {
-  server = await listen(app(), "127.0.0.1", 0);
-  tight = await listen(app(createBodyBudget(BUDGET)), "127.0.0.1", 0);
+  server = await listen(app(), "127.0.0.1", 0, testTransport());
+  tight = await listen(app(createBodyBudget(BUDGET)), "127.0.0.1", 0, testTransport());
 });
 
 afterAll(async () => {

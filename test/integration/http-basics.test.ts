@@ -6,7 +6,7 @@ import { runMigrations } from "../../src/db/migrate.js";
 import { listen } from "../../src/server/listen.js";
 import { createLogger } from "../../src/server/logger.js";
 import { createTestDatabase } from "../helpers/db.js";
-import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import { startTestGateway, type TestGateway, testTransport } from "../helpers/gateway-app.js";
 import { validateOpenAI } from "../helpers/openapi.js";
 
 const CAP = 2048;
@@ -143,7 +143,7 @@ describe("graceful shutdown", () => {
       await gate;
       return c.text("done");
     });
-    const server = await listen(app as never, "127.0.0.1", 0);
+    const server = await listen(app as never, "127.0.0.1", 0, testTransport());
     const inFlight = fetch(`${server.url}/slow`);
     await new Promise((r) => setTimeout(r, 50));
     const closed = server.close(10_000);

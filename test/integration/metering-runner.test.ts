@@ -12,7 +12,7 @@ import { listen, type HttpServer } from "../../src/server/listen.js";
 import { createLogger } from "../../src/server/logger.js";
 import { requestContext } from "../../src/server/request-context.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
-import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import { startTestGateway, type TestGateway, testTransport } from "../helpers/gateway-app.js";
 import { settled } from "../helpers/metering-checks.js";
 
 // The runner owns the meter's outcome (docs/architecture.md, "The metering path"): whatever a route's delivery
@@ -119,7 +119,7 @@ beforeAll(async () => {
   for (const mode of ["throws", "invalid-in-json", "invalid-in-call", "count-fails", "pricing-fails", "text-body"] as const) {
     app.post(`/t/${mode}`, meteredHandler(inference, spec(mode)));
   }
-  http = await listen(app, "127.0.0.1", 0);
+  http = await listen(app, "127.0.0.1", 0, testTransport());
 });
 
 afterAll(async () => {

@@ -10,6 +10,7 @@ import { freePort } from "../../src/db/free-port.js";
 import { createPool } from "../../src/db/pool.js";
 import type { AppEnv } from "../../src/server/context.js";
 import { handleError } from "../../src/server/error-envelope.js";
+import { testTransport } from "../helpers/gateway-app.js";
 import { listen, type HttpServer } from "../../src/server/listen.js";
 import { createLogger } from "../../src/server/logger.js";
 import { requestContext } from "../../src/server/request-context.js";
@@ -271,7 +272,7 @@ describe("GET /api/v1/user/requests", () => {
       await next();
     });
     app.route("/api/v1/user", userRequestRoutes({ pool: db.pool, read: requestRead(2_000) }));
-    http = await listen(app, "127.0.0.1", 0);
+    http = await listen(app, "127.0.0.1", 0, testTransport());
 
     // Two pairs share a created_at: only the request id orders them.
     const base = Date.parse("2030-01-01T00:00:00.000Z");
