@@ -96,8 +96,9 @@ export function relayStream(opts: RelayOptions, protocol: RelayProtocol): Pushed
   let over = false;
   // The client is not keeping up: reading waits for its drain.
   let draining = false;
-  // The upstream's end has arrived (it may still wait in the queue behind a count).
-  let ended = false;
+  // The last batch handed over, and once the upstream's stream ended as it should, its last batch.
+  let latest = opts.first;
+  let lastBatch: StreamEvent[] | null = null;
   // While a transform is being awaited, later batches and the end queue behind it to keep their order.
   let queue: Promise<void> | undefined;
 
@@ -191,10 +192,9 @@ export function relayStream(opts: RelayOptions, protocol: RelayProtocol): Pushed
         if (verdict) {
           write(text);
           batches.pause();
-          // Past the cap, the stream ends here, unless this was the upstream's own last event: it ended as sent.
-          const last = ended && i === events.length - 1;
+          // Past the cap, the stream ends here, unless this batch holds the upstream's own end: it ends as sent.
           return verdict
-            .then((past) => (past && !last ? capped() : relay(events, i + 1)), broken)
+            .then((past) => (past && events !== lastBatch ? capped() : relay(events, i + 1)), broken)
             .finally(() => {
               if (!draining && !over) batches.resume();
             });
@@ -246,9 +246,12 @@ export function relayStream(opts: RelayOptions, protocol: RelayProtocol): Pushed
       if (opts.first) deliverBatch(opts.first);
       const finishInOrder = inOrder(finish);
       batches.pipe({
-        batch: deliverBatch,
+        batch(events) {
+          latest = events;
+          deliverBatch(events);
+        },
         end(error) {
-          ended = true;
+          if (error === null) lastBatch = latest;
           finishInOrder(error);
         },
       });
