@@ -78,6 +78,11 @@ const modelSchema = z.strictObject({
   long_context: z.strictObject({ threshold_tokens: z.int().nonnegative(), multiplier: z.number().nonnegative() }).optional(),
   /** systemone: what reseller keys pay, in USD per million input tokens (pay-as-you-go). */
   reseller_price: z.strictObject({ input_usd_per_million: z.number().nonnegative() }).optional(),
+  /**
+   * chat: the most output tokens one answer (one choice) may have; caps a stream that asks for no limit, and one
+   * asking for more (docs/billing.md, "Streams that overrun"). Absent: the request's own limit, if any.
+   */
+  max_output_tokens: z.int().positive().optional(),
   /** systemone: token limits of the input, instead of the version's own (1.13: 64,000 and 32,000). */
   token_limits: z.strictObject({ total: z.int().positive(), state_plus_question: z.int().positive() }).optional(),
   /** video (required there): quota per second of video produced, and the durations a request may ask for (docs/billing.md). */
@@ -362,7 +367,21 @@ export const configSchema = z
         rate_cards: z.record(z.string().min(1), rateCardSchema).default({}),
       })
       .prefault({}),
-    limits: z.strictObject({ upstream_answer_bytes: upstreamAnswerLimitsSchema }).prefault({}),
+    limits: z
+      .strictObject({
+        upstream_answer_bytes: upstreamAnswerLimitsSchema,
+        /**
+         * A stream is ended (normally, with the protocol's length reason) once its output passes its limit by more
+         * than the larger of `overrun_ratio` × the limit and `overrun_tokens` (docs/billing.md).
+         */
+        stream_output: z
+          .strictObject({
+            overrun_ratio: z.number().nonnegative().max(10).default(0.1),
+            overrun_tokens: z.int().nonnegative().default(64),
+          })
+          .prefault({}),
+      })
+      .prefault({}),
     metrics: metricsSchema,
     media: mediaSchema,
     pricing_groups: z.record(id, pricingGroupSchema).default({ default: { multiplier: 1 } }),
@@ -390,6 +409,13 @@ export const configSchema = z
         if (model[key] !== undefined && model.kind !== "systemone") {
           ctx.addIssue({ code: "custom", path: ["models", modelId, key], message: `only systemone models take ${key}` });
         }
+      }
+      if (model.max_output_tokens !== undefined && model.kind !== "chat") {
+        ctx.addIssue({
+          code: "custom",
+          path: ["models", modelId, "max_output_tokens"],
+          message: "only chat models take max_output_tokens",
+        });
       }
       if ((model.video_price !== undefined) !== (model.kind === "video")) {
         const message = model.kind === "video" ? "video models need video_price" : "only video models take video_price";

@@ -46,6 +46,8 @@ const chatRoute = (download: ImageDownload): RouteSpec<ChatRequest> => ({
       streamed: body.stream === true,
       estimate: { promptTokens: estimatePromptTokens(body.messages, extra), completionTokens: completionCap * (body.n ?? 1) },
       countPrompt: () => countPromptTokens(body.messages, extra),
+      outputTokens: body.max_completion_tokens ?? body.max_tokens,
+      choices: body.n ?? 1,
     };
   },
   call(adapter, target, body, options) {
@@ -71,6 +73,8 @@ const chatRoute = (download: ImageDownload): RouteSpec<ChatRequest> => ({
         countPrompt: request.countPrompt,
         upstream,
         download,
+        outputCap: delivery.outputCap,
+        choices: body.n ?? 1,
       }),
     );
   },

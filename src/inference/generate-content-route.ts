@@ -73,6 +73,8 @@ function generateContent(stream: boolean): RouteSpec<GenerateContentBody> {
         streamed: stream,
         estimate: { promptTokens: estimatePromptTokens(chat.messages, extra), completionTokens: completion },
         countPrompt: () => countPromptTokens(chat.messages, extra),
+        outputTokens: generation?.maxOutputTokens,
+        choices: generation?.candidateCount ?? 1,
       };
     },
     call(adapter, target, { request, chat }, options) {
@@ -96,7 +98,7 @@ function generateContent(stream: boolean): RouteSpec<GenerateContentBody> {
       });
     },
     stream(opened, delivery) {
-      const { c, body, request, meter, upstream } = delivery;
+      const { c, body, request, meter, upstream, outputCap } = delivery;
       const protocol =
         answeredIn(delivery) === "gemini"
           ? relayNativeGenerateContent(body.model, request.countPrompt)
@@ -106,7 +108,7 @@ function generateContent(stream: boolean): RouteSpec<GenerateContentBody> {
             });
       return deliverStream(
         delivery,
-        relayStream({ meter, requestId: c.get("requestId"), first: opened.first, batches: opened.batches, upstream }, protocol),
+        relayStream({ meter, requestId: c.get("requestId"), first: opened.first, batches: opened.batches, upstream, outputCap }, protocol),
       );
     },
   };

@@ -51,6 +51,7 @@ const messages: RouteSpec<MessagesBody> = {
       streamed: request.stream === true,
       estimate: { promptTokens: estimatePromptTokens(chat.messages, extra), completionTokens: request.max_tokens },
       countPrompt: () => countPromptTokens(chat.messages, extra),
+      outputTokens: request.max_tokens,
     };
   },
   call(adapter, target, { request, chat, betas }, options) {
@@ -76,7 +77,7 @@ const messages: RouteSpec<MessagesBody> = {
     });
   },
   stream(opened, delivery) {
-    const { c, body, request, meter, upstream } = delivery;
+    const { c, body, request, meter, upstream, outputCap } = delivery;
     const publicModel = body.request.model;
     const protocol =
       answeredIn(delivery) === "anthropic"
@@ -87,7 +88,7 @@ const messages: RouteSpec<MessagesBody> = {
           });
     return deliverStream(
       delivery,
-      relayStream({ meter, requestId: c.get("requestId"), first: opened.first, batches: opened.batches, upstream }, protocol),
+      relayStream({ meter, requestId: c.get("requestId"), first: opened.first, batches: opened.batches, upstream, outputCap }, protocol),
     );
   },
 };

@@ -60,6 +60,7 @@ const responses: RouteSpec<ResponsesRequest> = {
         completionTokens: body.max_output_tokens ?? config.quota.default_completion_reserve,
       },
       countPrompt: () => countTextTokens(prompt),
+      outputTokens: body.max_output_tokens,
     };
   },
   call(adapter, target, body, options) {
@@ -73,11 +74,11 @@ const responses: RouteSpec<ResponsesRequest> = {
     );
   },
   stream(opened, delivery) {
-    const { c, body, request, meter, upstream } = delivery;
+    const { c, body, request, meter, upstream, outputCap } = delivery;
     return deliverStream(
       delivery,
       relayStream(
-        { meter, requestId: c.get("requestId"), first: opened.first, batches: opened.batches, upstream },
+        { meter, requestId: c.get("requestId"), first: opened.first, batches: opened.batches, upstream, outputCap },
         relayResponses(body.model, request.countPrompt),
       ),
     );

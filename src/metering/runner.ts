@@ -1,3 +1,4 @@
+import { streamOutputCap } from "./relays/output-cap.js";
 import type { Context } from "hono";
 import type { Catalog, CatalogModel } from "../catalog/catalog.js";
 import type { Config, ModelConfig, ProviderConfig } from "../config/schema.js";
@@ -42,6 +43,10 @@ export interface MeteredRequest {
   countPrompt: () => Promise<number>;
   /** The field a context-limit refusal names; `messages` when absent, null for a prompt made of several fields. */
   promptParam?: string | null;
+  /** The output limit the request sets for each answer (max_tokens and its kin), if any: a stream's cap. */
+  outputTokens?: number | null;
+  /** Answers asked for (chat's `n`); 1 when absent. */
+  choices?: number;
 }
 
 /** A stream whose first events were read on the target that answered (so a stream failing before them fell back). */
@@ -60,6 +65,8 @@ export interface Delivery<B> {
   request: MeteredRequest;
   meter: Meter;
   upstream: UpstreamAbort;
+  /** The output tokens after which a stream is ended (src/metering/relays/output-cap.ts); null: no cap. */
+  outputCap: number | null;
 }
 
 export interface RouteSpec<B> {
@@ -187,7 +194,10 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
       if (err instanceof UpstreamError && err.failure === "aborted") return c.body(null, 499 as never);
       throw err;
     }
-    const delivery: Delivery<B> = { c, body, request, meter, upstream };
+    const outputCap = request.streamed
+      ? streamOutputCap(request.outputTokens, model.config.max_output_tokens, request.choices ?? 1, config.limits.stream_output)
+      : null;
+    const delivery: Delivery<B> = { c, body, request, meter, upstream, outputCap };
     try {
       if ("stream" in attempt) {
         const streamed = spec.stream!(attempt.stream, delivery);

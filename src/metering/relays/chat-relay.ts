@@ -28,6 +28,8 @@ export interface ChatStreamOptions extends RelayOptions {
   countPrompt: () => Promise<number>;
   /** Fetches the image links a chunk may carry (SSRF-checked). */
   download: ImageDownload;
+  /** The request's `n`: each choice gets its finish chunk when the stream is ended at its output cap. */
+  choices: number;
 }
 
 export function relayChatStream(opts: ChatStreamOptions): PushedBody {
@@ -86,6 +88,13 @@ export function relayChatStream(opts: ChatStreamOptions): PushedBody {
     return sse(rewrite(chunk, raw, !opts.clientWantsUsage));
   };
 
+  /** The finish chunk of every choice, with `reason`. */
+  const finishChunk = (reason: string) => {
+    const choices: object[] = [];
+    for (let index = 0; index < opts.choices; index++) choices.push({ index, delta: {}, logprobs: null, finish_reason: reason });
+    return sse(JSON.stringify({ id: lastId, object: "chat.completion.chunk", created: lastCreated, model: opts.publicModel, choices }));
+  };
+
   const protocol: RelayProtocol = {
     transform(event: StreamEvent, ctx) {
       if ("done" in event) {
@@ -103,6 +112,11 @@ export function relayChatStream(opts: ChatStreamOptions): PushedBody {
       completionTokens: await countTextTokens(delivered.join("")),
       cachedTokens: 0,
     }),
+    output: {
+      delivered,
+      lengthEnd: (ctx) =>
+        opts.clientWantsUsage ? ctx.localUsage().then((u) => finishChunk("length") + usageChunk(u) + DONE) : finishChunk("length") + DONE,
+    },
     errorFrame: (requestId, code) =>
       sse(
         JSON.stringify({

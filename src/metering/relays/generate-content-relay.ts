@@ -38,5 +38,15 @@ export function relayNativeGenerateContent(publicModel: string, countPrompt: () 
     countPrompt,
     errorFrame: generateContentErrorFrame,
     write: (event) => `data: ${withPublicModelIn(event.raw, event.data, publicModel, "modelVersion")}\n\n`,
+    lengthEnd: (usage) =>
+      `data: ${JSON.stringify({
+        candidates: [{ content: { role: "model", parts: [{ text: "" }] }, finishReason: "MAX_TOKENS", index: 0 }],
+        usageMetadata: {
+          promptTokenCount: usage.promptTokens,
+          candidatesTokenCount: usage.completionTokens,
+          totalTokenCount: usage.promptTokens + usage.completionTokens,
+        },
+        modelVersion: publicModel,
+      })}\n\n`,
   });
 }

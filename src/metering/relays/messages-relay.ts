@@ -17,6 +17,8 @@ export function messagesErrorFrame(requestId: string): string {
 
 /** A native stream: events as the provider sent them, the public model ID put into message_start's message. */
 export function relayNativeMessages(publicModel: string, countPrompt: () => Promise<number>): RelayProtocol {
+  // The content block begun and not stopped yet: a stream ended at its output cap closes it first.
+  let openBlock: unknown = null;
   return nativeRelay({
     readUsage: readAnthropicStreamUsage,
     isFinal: isFinalAnthropicUsageEvent,
@@ -25,10 +27,21 @@ export function relayNativeMessages(publicModel: string, countPrompt: () => Prom
     errorFrame: messagesErrorFrame,
     write(event: DataEvent) {
       const type = typeof event.data.type === "string" ? event.data.type : "message";
+      if (type === "content_block_start") openBlock = event.data.index;
+      else if (type === "content_block_stop") openBlock = null;
       const message = type === "message_start" ? asObject(event.data.message) : undefined;
       if (!message) return frame(event.event ?? type, event.raw);
       message.model = publicModel;
       return frame(event.event ?? type, JSON.stringify(event.data));
+    },
+    lengthEnd(usage) {
+      const stop = openBlock === null ? "" : frame("content_block_stop", JSON.stringify({ type: "content_block_stop", index: openBlock }));
+      const delta = { stop_reason: "max_tokens", stop_sequence: null };
+      return (
+        stop +
+        frame("message_delta", JSON.stringify({ type: "message_delta", delta, usage: { output_tokens: usage.completionTokens } })) +
+        frame("message_stop", JSON.stringify({ type: "message_stop" }))
+      );
     },
   });
 }

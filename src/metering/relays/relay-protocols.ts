@@ -30,6 +30,8 @@ export interface NativeRelayOptions extends LocalCount {
   collectText: (data: Record<string, unknown>, into: string[]) => void;
   /** The event as the client gets it: the upstream's, with the public model ID put in. */
   write: (event: DataEvent) => string;
+  /** The closing events of a stream ended at its output cap, with the usage billed (stream-relay.ts). */
+  lengthEnd: (usage: UsageReport) => string;
 }
 
 /** A stream whose target speaks the client's protocol: each event relayed as written by `write`. */
@@ -48,8 +50,12 @@ export function nativeRelay(opts: NativeRelayOptions): RelayProtocol {
     usage: () => (final ? usage : null),
     countLocal: () => localUsage(opts.countPrompt, delivered.join("")),
     errorFrame: opts.errorFrame,
+    output: { delivered, lengthEnd: (ctx) => ctx.localUsage().then(opts.lengthEnd) },
   };
 }
+
+/** The chat chunk that ends a translated stream at its output cap: every choice so far finishes for length. */
+const LENGTH_CHUNK = { choices: [{ index: 0, delta: {}, finish_reason: "length" }] };
 
 /** A translation of chat chunks into the client's events (src/providers/<client protocol>/chat-to-*-stream.ts). */
 export interface ChatStreamTranslator {
@@ -77,5 +83,9 @@ export function translatedChatRelay(translator: ChatStreamTranslator, opts: Loca
     usage: () => usage,
     countLocal: () => localUsage(opts.countPrompt, delivered.join("")),
     errorFrame: opts.errorFrame,
+    output: {
+      delivered,
+      lengthEnd: (ctx) => ctx.localUsage().then((billed) => translator.push(LENGTH_CHUNK).join("") + close(billed)),
+    },
   };
 }

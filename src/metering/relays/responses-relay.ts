@@ -13,6 +13,8 @@ export function relayResponses(publicModel: string, countPrompt: () => Promise<n
   const delivered: string[] = [];
   let usage: UsageReport | null = null;
   let sequence = 0;
+  // The response object the stream last showed (created, in_progress): what response.incomplete repeats.
+  let response: Record<string, unknown> | null = null;
   const frame = (type: string, data: string) => `event: ${type}\ndata: ${data}\n\n`;
   return {
     transform(event: StreamEvent) {
@@ -22,16 +24,38 @@ export function relayResponses(publicModel: string, countPrompt: () => Promise<n
       if (typeof data.sequence_number === "number") sequence = data.sequence_number;
       usage = readResponsesStreamUsage(data, usage);
       if (DELTAS.has(type) && typeof data.delta === "string") delivered.push(data.delta);
-      const response = data.response as Record<string, unknown> | undefined;
+      const shown = data.response as Record<string, unknown> | undefined;
       // The response object (created, in_progress, completed, …) names the model; deltas do not.
-      if (response && typeof response === "object" && typeof response.model === "string") {
-        response.model = publicModel;
+      if (shown && typeof shown === "object" && typeof shown.model === "string") {
+        shown.model = publicModel;
+        response = shown;
         return frame(type, JSON.stringify(data));
       }
       return frame(type, event.raw);
     },
     usage: () => usage,
     countLocal: () => localUsage(countPrompt, delivered.join("")),
+    output: {
+      delivered,
+      lengthEnd: (ctx) =>
+        ctx.localUsage().then((u) => {
+          const incomplete = response ?? { object: "response", model: publicModel, output: [] };
+          incomplete.status = "incomplete";
+          incomplete.incomplete_details = { reason: "max_output_tokens" };
+          incomplete.usage = {
+            input_tokens: u.promptTokens,
+            input_tokens_details: { cached_tokens: u.cachedTokens },
+            output_tokens: u.completionTokens,
+            output_tokens_details: { reasoning_tokens: 0 },
+            total_tokens: u.promptTokens + u.completionTokens,
+          };
+          sequence += 1;
+          return frame(
+            "response.incomplete",
+            JSON.stringify({ type: "response.incomplete", sequence_number: sequence, response: incomplete }),
+          );
+        }),
+    },
     errorFrame: () =>
       frame(
         "error",

@@ -3,6 +3,7 @@ import type { EventStream, StreamEvent, UsageReport } from "../../providers/type
 import { UpstreamError } from "../../providers/types.js";
 import type { BodySink, PushedBody } from "../../server/respond.js";
 import type { UpstreamAbort } from "../../providers/upstream-abort.js";
+import { OutputMeter } from "./output-cap.js";
 
 // The relay of every streamed route and its one rule: whatever happens (the stream's end, an upstream drop,
 // the client gone) the meter is settled exactly once, from the upstream's usage or the local count of what was
@@ -25,12 +26,24 @@ export interface RelayProtocol {
   usage(): UsageReport | null;
   /** The local count: the prompt by the tokenizer plus what was delivered. */
   countLocal(): Promise<UsageReport>;
+  /** How a stream of generated text is held to its output cap (./output-cap.ts); none for images. */
+  output?: CappedOutput;
   /**
    * The in-band error the client gets when a stream that had begun cannot go on: the upstream dropped it
    * (`upstream_stream_interrupted`), or an event failed the gateway's checks (`upstream_invalid_output`: an
    * image that cannot be delivered, src/metering/chat-images.ts).
    */
   errorFrame(requestId: string, code: StreamFailure): string;
+}
+
+export interface CappedOutput {
+  /** The generated text delivered so far, as the protocol collects it (what countLocal counts). */
+  readonly delivered: readonly string[];
+  /**
+   * The protocol's normal end for a stream the gateway ends at its output cap: the length finish reason, the
+   * usage billed (the local count), and the closing events.
+   */
+  lengthEnd(ctx: RelayContext): string | Promise<string>;
 }
 
 /** Why a stream that had begun ended early (the request log's code, and the error event's). */
@@ -45,6 +58,8 @@ export interface RelayOptions {
   batches: EventStream;
   /** Aborts the upstream request; aborted from outside, it means the client left. */
   upstream: UpstreamAbort;
+  /** The output tokens after which the stream is ended (./output-cap.ts); null or absent: no cap. */
+  outputCap?: number | null;
 }
 
 /**
@@ -74,11 +89,16 @@ class StreamContext implements RelayContext {
 export function relayStream(opts: RelayOptions, protocol: RelayProtocol): PushedBody {
   const { meter, batches, upstream } = opts;
   const ctx = new StreamContext(meter, protocol);
+  const capping = protocol.output;
+  const output = capping && opts.outputCap != null ? new OutputMeter(capping.delivered, opts.outputCap) : null;
   let out: BodySink;
   // Set once the stream has run its course, failed, or lost its client: the meter is settled, nothing more is written.
   let over = false;
   // The client is not keeping up: reading waits for its drain.
   let draining = false;
+  // The last batch handed over, and once the upstream's stream ended as it should, its last batch.
+  let latest = opts.first;
+  let lastBatch: StreamEvent[] | null = null;
   // While a transform is being awaited, later batches and the end queue behind it to keep their order.
   let queue: Promise<void> | undefined;
 
@@ -114,8 +134,26 @@ export function relayStream(opts: RelayOptions, protocol: RelayProtocol): Pushed
     out.end();
   };
 
+  /**
+   * The output passed its cap: a normal end in the protocol's terms, billed on the local count of what was
+   * delivered; the upstream is stopped.
+   */
+  const capped = (): Promise<void> | void => {
+    if (over || !capping) return;
+    over = true;
+    upstream.abort();
+    void meter.settle(ctx.localUsage(), "estimated", 200, null);
+    const closing = (text: string) => {
+      out.write(text);
+      out.end();
+    };
+    const end = capping.lengthEnd(ctx);
+    if (typeof end === "string") return closing(end);
+    return end.then(closing, () => out.end());
+  };
+
   const write = (text: string) => {
-    if (over || out.write(text)) return;
+    if (over || out.write(text) || draining) return;
     draining = true;
     batches.pause();
     out.onDrain(() => {
@@ -129,7 +167,11 @@ export function relayStream(opts: RelayOptions, protocol: RelayProtocol): Pushed
     return text;
   };
 
-  /** Transforms and writes one batch; a promise only when a transform returned one. */
+  /**
+   * Transforms and writes one batch; a promise only when a transform returned one, or when the output is
+   * counted against its cap (./output-cap.ts: at growing intervals). Either way reading waits for it; a count
+   * writes what came before it first, so the client's text never waits for the tokenizer.
+   */
   const relay = (events: StreamEvent[], from = 0, prefix = ""): Promise<void> | void => {
     if (over) return;
     let text = prefix;
@@ -146,6 +188,17 @@ export function relayStream(opts: RelayOptions, protocol: RelayProtocol): Pushed
             });
         }
         text += marked(transformed);
+        const verdict = output === null ? false : output.check();
+        if (verdict) {
+          write(text);
+          batches.pause();
+          // Past the cap, the stream ends here, unless this batch holds the upstream's own end: it ends as sent.
+          return verdict
+            .then((past) => (past && events !== lastBatch ? capped() : relay(events, i + 1)), broken)
+            .finally(() => {
+              if (!draining && !over) batches.resume();
+            });
+        }
       }
     } catch (err) {
       return broken(err);
@@ -191,7 +244,19 @@ export function relayStream(opts: RelayOptions, protocol: RelayProtocol): Pushed
       if (upstream.aborted) return cancel();
       const deliverBatch = inOrder(relay);
       if (opts.first) deliverBatch(opts.first);
-      batches.pipe({ batch: deliverBatch, end: inOrder(finish) });
+      const finishInOrder = inOrder(finish);
+      batches.pipe({
+        batch(events) {
+          latest = events;
+          deliverBatch(events);
+        },
+        end(error) {
+          if (error === null) lastBatch = latest;
+          finishInOrder(error);
+        },
+      });
+      // pipe() starts reading: not while the first batch still waits for a transform, a count or the client.
+      if (queue || draining) batches.pause();
     },
     cancel,
   };
