@@ -25,7 +25,9 @@ const quotaSchema = z.object({
 export function userQuotaRoutes(deps: { ledger: QuotaLedger; config: Config; read: RequestRead }) {
   return new Hono<AppEnv>().get("/quota", async (c) => {
     const session = c.get("session");
-    const allowance = BigInt(deps.config.plans[session.plan]?.daily_tokens ?? 0);
+    const allowance = BigInt(
+      (Object.hasOwn(deps.config.plans, session.plan) ? deps.config.plans[session.plan]!.daily_tokens : undefined) ?? 0,
+    );
     const balance = await deps.read(() => deps.ledger.balance({ kind: "daily_allowance", userId: session.userId, base: allowance }));
     const quota: z.infer<typeof quotaSchema> = {
       plan: session.plan,

@@ -13,14 +13,26 @@ const MS_MAX = 999_999_999.999;
 const QUOTA_MAX = BigInt(Number.MAX_SAFE_INTEGER);
 
 /**
- * Text PostgreSQL takes from JSON: no NUL (text refuses it) and no lone surrogate (the JSON parser refuses
- * its escape). A model name can come from the client, so either would otherwise fail the whole batch.
+ * The longest text a row's column holds (docs/security.md, "Input validation and logs"): validation already
+ * bounds what a client sends (a model at 256 characters, IDENTIFIER_MAX_CHARS), and the rest is the gateway's
+ * own or the operator's; this is the last line, so that a path that forgot a bound cannot store a megabyte.
+ */
+export const ROW_TEXT_MAX_CHARS = 256;
+/** The most entries of `fallback_path` a row keeps: a model has a handful of targets. */
+export const ROW_FALLBACK_MAX = 16;
+
+/**
+ * Text PostgreSQL takes from JSON, at most ROW_TEXT_MAX_CHARS: no NUL (text refuses it) and no lone surrogate
+ * (the JSON parser refuses its escape; a cut through a pair leaves one). A model name can come from the
+ * client, so either would otherwise fail the whole batch.
  */
 function text(value: string): string {
-  const clean = value.includes("\0") ? value.replaceAll("\0", "") : value;
+  const short = value.length > ROW_TEXT_MAX_CHARS ? value.slice(0, ROW_TEXT_MAX_CHARS) : value;
+  const clean = short.includes("\0") ? short.replaceAll("\0", "") : short;
   return clean.isWellFormed() ? clean : clean.toWellFormed();
 }
 const optText = (value: string | null) => (value === null ? null : text(value));
+const textList = (values: string[]) => (values.length > ROW_FALLBACK_MAX ? values.slice(0, ROW_FALLBACK_MAX) : values).map(text);
 const clampInt = (value: number, max: number) => (Number.isFinite(value) ? Math.min(Math.max(Math.round(value), 0), max) : 0);
 // Strings: numeric(12,3) then takes toFixed's digits exactly.
 const clampMs = (value: number) => (Number.isFinite(value) ? Math.min(Math.max(value, 0), MS_MAX).toFixed(3) : "0.000");
@@ -53,7 +65,7 @@ export function encodeRow(r: RequestLogRow): string | null {
     public_model: text(r.publicModel),
     upstream_model: optText(r.upstreamModel),
     provider: optText(r.provider),
-    fallback_path: r.fallbackPath.map(text),
+    fallback_path: textList(r.fallbackPath),
     status: clampInt(r.status, SMALLINT_MAX),
     error_class: r.errorClass,
     error_code: r.errorCode,
@@ -62,7 +74,7 @@ export function encodeRow(r: RequestLogRow): string | null {
     cached_tokens: clampInt(r.cachedTokens, INT4_MAX),
     quota_charged: r.quotaCharged.toString(),
     usage_source: r.usageSource,
-    gpt_image_usage_fallback: r.gptImageUsageFallback,
+    gpt_image_usage_fallback: optText(r.gptImageUsageFallback),
     latency_ms: clampMs(r.latencyMs),
     ttfb_ms: r.ttfbMs === null ? null : clampMs(r.ttfbMs),
     streamed: r.streamed,

@@ -1,6 +1,6 @@
 import { asc, eq, sql } from "drizzle-orm";
 import type { NodePgDatabase } from "drizzle-orm/node-postgres";
-import type { Config } from "../config/schema.js";
+import { isPricingGroupName, type Config } from "../config/schema.js";
 import { errors } from "../errors.js";
 import { generateApiKey } from "./api-key-secret.js";
 import { apiKeys } from "./schema.js";
@@ -71,8 +71,11 @@ export function createApiKeyService({ db, config, users, onChanged }: ApiKeyServ
     }
     const models = checkModels(input.models, config);
     const pricingGroup = input.pricing_group ?? "default";
-    if (!config.pricing_groups[pricingGroup]) {
-      throw errors.badRequest(`unknown pricing group "${pricingGroup}".`, "pricing_group");
+    if (typeof pricingGroup !== "string" || !isPricingGroupName(pricingGroup) || !Object.hasOwn(config.pricing_groups, pricingGroup)) {
+      throw errors.badRequest(
+        `unknown pricing group; configured groups: ${Object.keys(config.pricing_groups).join(", ")}.`,
+        "pricing_group",
+      );
     }
     const userId = await userIdOf(input.user);
     const secret = generateApiKey();

@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { deleteCookie, setCookie } from "hono/cookie";
 import { z } from "zod";
-import type { Config } from "../config/schema.js";
+import { pricingGroupName, type Config } from "../config/schema.js";
 import { ours, type OperationDescription } from "../server/api-description.js";
 import { readValidJson, validate } from "../server/body.js";
 import type { BodyCaps } from "../server/body-rules.js";
@@ -20,26 +20,29 @@ import {
 import { extended } from "../objects.js";
 import type { RequestRead } from "../db/faults.js";
 import { loginBody } from "./wire.js";
+import { identifier, storedText } from "../text-wire.js";
 
 // Bodies are checked for shape here; the services own the business rules (email format, password length,
 // known plans and models) so the CLI gets the same checks.
 
 const createUserBody = z.object({
-  email: z.string(),
-  password: z.string(),
+  email: storedText(),
+  password: storedText(),
   role: z.enum(["user", "admin"]).optional(),
-  plan: z.string().optional(),
+  plan: identifier().optional(),
 });
 
 const createKeyBody = z.object({
-  user: z.string().min(1).meta({ description: "The owner's user ID or email." }),
+  user: identifier().meta({ description: "The owner's user ID or email." }),
   kind: z.enum(["inference", "reseller"]).optional(),
-  name: z.string().optional(),
-  models: z.array(z.string()).nullable().optional().meta({ description: "Restricts the key to these public model IDs." }),
-  pricing_group: z.string().optional(),
+  name: storedText().optional(),
+  models: z.array(identifier()).nullable().optional().meta({ description: "Restricts the key to these public model IDs." }),
+  pricing_group: pricingGroupName
+    .optional()
+    .meta({ description: "A configured pricing group (`pricing_groups.<id>`); `default` when absent." }),
 });
 
-const listKeysQuery = z.object({ user: z.string().optional().meta({ description: "Only this user's keys (ID or email)." }) });
+const listKeysQuery = z.object({ user: identifier().optional().meta({ description: "Only this user's keys (ID or email)." }) });
 
 const okSchema = z.object({ ok: z.literal(true) });
 const meSchema = publicUserSchema.pick({ id: true, email: true, role: true, plan: true });

@@ -1,9 +1,10 @@
 import { z } from "zod";
+import { storedText } from "../text-wire.js";
 
 // The session's wire shapes: what login takes and answers. Pure zod, like src/support/wire.ts, so worker-kit's staff client
 // reads its types from the same source as the route (eslint.config.js lets worker-kit import wire modules only).
 
-export const loginBody = z.object({ email: z.string().min(1), password: z.string().min(1) });
+export const loginBody = z.object({ email: storedText().min(1), password: storedText().min(1) });
 export type LoginBody = z.infer<typeof loginBody>;
 
 export const publicUserSchema = z.object({

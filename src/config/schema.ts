@@ -219,6 +219,15 @@ const mediaSchema = z
   })
   .prefault({});
 
+/**
+ * A pricing group's name, in the config and in an admin's key alike: a plain name that no object has as a member
+ * (`constructor`, `toString`, `__proto__`), so that a name is always data, whatever table holds it.
+ */
+export const PRICING_GROUP_NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
+export const isPricingGroupName = (name: string): boolean => PRICING_GROUP_NAME.test(name) && !(name in Object.prototype);
+const PRICING_GROUP_RULE = "must be 1 to 64 of a-z, 0-9, '_', '.', '-', starting with a letter or digit, and not a name every object has";
+export const pricingGroupName = z.string().refine(isPricingGroupName, { error: PRICING_GROUP_RULE });
+
 const pricingGroupSchema = z.strictObject({
   /** Applies to every quota charge of keys in the group (the key's global multiplier). */
   multiplier: z.number().nonnegative().default(1),
@@ -384,7 +393,7 @@ export const configSchema = z
       .prefault({}),
     metrics: metricsSchema,
     media: mediaSchema,
-    pricing_groups: z.record(id, pricingGroupSchema).default({ default: { multiplier: 1 } }),
+    pricing_groups: z.record(pricingGroupName, pricingGroupSchema).default({ default: { multiplier: 1 } }),
     providers: z.record(id, providerSchema).default({}),
     models: z.record(id, modelSchema).default({}),
     plans: z.record(id, planSchema).default({ free: { daily_tokens: 200_000, weekly_resets: 1, context_limit: 128_000 } }),

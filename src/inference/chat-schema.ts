@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { validate } from "../server/body.js";
+import { IDENTIFIER_MAX_CHARS, identifier, isStorableText } from "../text-wire.js";
 
 // The chat completion request (spec "Chat completion request"). Only what the gateway acts on is typed;
 // every other field (tools, response_format, temperature, vendor extensions…) passes through untouched and
@@ -15,7 +16,7 @@ const message = z.looseObject({
 const positiveInt = z.int().positive().max(MAX_TOKENS);
 
 export const chatRequestSchema = z.looseObject({
-  model: z.string().min(1),
+  model: identifier(),
   messages: z.array(message).min(1),
   stream: z.boolean().nullable().optional(),
   stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullable().optional(),
@@ -44,7 +45,7 @@ const isIntOrAbsent = (v: unknown, max: number) => isAbsent(v) || (Number.isSafe
 function isCommonShape(body: unknown): body is ChatRequest {
   if (!isPlainObject(body)) return false;
   const { model, messages, stream, stream_options: streamOptions, tools, modalities } = body;
-  if (typeof model !== "string" || model.length === 0) return false;
+  if (typeof model !== "string" || model.length === 0 || model.length > IDENTIFIER_MAX_CHARS || !isStorableText(model)) return false;
   if (!Array.isArray(messages) || messages.length === 0) return false;
   for (const message of messages) {
     if (!isPlainObject(message) || typeof message.role !== "string" || message.role.length === 0) return false;

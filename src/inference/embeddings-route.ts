@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import { z } from "zod";
+import { identifier } from "../text-wire.js";
 import { countTextTokens, estimateTextTokens } from "../metering/estimate.js";
 import { encodeEmbeddingBase64 } from "../providers/openai/embedding-base64.js";
 import type { JsonResult } from "../providers/types.js";
@@ -18,7 +19,7 @@ import { extended } from "../objects.js";
 const MAX_INPUTS = 2048;
 
 const embeddingsRequestSchema = z.looseObject({
-  model: z.string().min(1),
+  model: identifier(),
   input: z.union([z.string().min(1), z.array(z.string().min(1)).min(1).max(MAX_INPUTS)], {
     error: `input must be a non-empty string or an array of 1 to ${MAX_INPUTS} non-empty strings`,
   }),

@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import { Hono } from "hono";
 import { errors } from "../errors.js";
+import { identifierProblem } from "../text-wire.js";
 import { countPromptTokens, estimatePromptTokens } from "../metering/estimate.js";
 import { createChatToGenerateContentStream } from "../providers/gemini/chat-to-generate-content-stream.js";
 import { convertChatToGenerateContent } from "../providers/gemini/convert-chat-to-generate-content.js";
@@ -57,6 +58,8 @@ function generateContent(stream: boolean): RouteSpec<GenerateContentBody> {
           "model",
           "invalid_value",
         );
+      const problem = identifierProblem(model);
+      if (problem !== undefined) throw errors.badRequest(`Invalid model: ${problem}`, "model", "invalid_value");
       // Without alt=sse Gemini streams one JSON array; its SDK always asks for SSE, the only form served here.
       if (stream && c.req.query("alt") !== "sse")
         throw errors.badRequest("streamGenerateContent is served as server-sent events only: add ?alt=sse.", "alt", "invalid_value");

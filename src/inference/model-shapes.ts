@@ -14,7 +14,8 @@ export function openAiModel({ id, model }: VisibleModel) {
 }
 
 /** The prompt tokens the key's plan admits: what a model's input limit is for this caller. */
-const inputLimit = (config: Config, key: ApiKeyPrincipal): number | null => config.plans[key.plan]?.context_limit ?? null;
+const inputLimit = (config: Config, key: ApiKeyPrincipal): number | null =>
+  Object.hasOwn(config.plans, key.plan) ? config.plans[key.plan]!.context_limit : null;
 
 /** Anthropic `ModelInfo` (with `anthropic-version`): RFC 3339 `created_at`, no capabilities or output limit known. */
 export function anthropicModel({ id, model }: VisibleModel, config: Config, key: ApiKeyPrincipal) {

@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import { z } from "zod";
+import { identifier } from "../text-wire.js";
 import { countTextTokens, estimateTextTokens } from "../metering/estimate.js";
 import { UpstreamError } from "../providers/types.js";
 import { validate } from "../server/body.js";
@@ -15,7 +16,7 @@ import { extended } from "../objects.js";
 // the answer, or of a stream's terminal event (docs/billing.md).
 
 const responsesRequestSchema = z.looseObject({
-  model: z.string().min(1),
+  model: identifier(),
   input: z.unknown().refine((v) => v !== undefined && v !== null && v !== "", "input is required"),
   instructions: z.string().nullish(),
   stream: z.boolean().nullish(),

@@ -4,6 +4,7 @@ import type { Context } from "hono";
 import { Hono } from "hono";
 import type { EmbedGrant } from "../auth/principals.js";
 import { errors } from "../errors.js";
+import { identifierProblem } from "../text-wire.js";
 import { resolveModel } from "../metering/access.js";
 import { clientGone } from "../metering/client-disconnect.js";
 import { checkedImage, ImageDeliveryError, type UpstreamImage } from "../metering/image-delivery.js";
@@ -123,7 +124,10 @@ function embedSpec(deps: EmbedDeps, request: ImageGenerationRequest, key: string
 
 async function serveEmbed(deps: EmbedDeps, c: Context<AppEnv>): Promise<Response> {
   const key = c.get("apiKey");
-  const modelId = c.req.param("target")!.slice(PREFIX.length);
+  const requested = c.req.param("target")!.slice(PREFIX.length);
+  // Checked before the row is written: the row never holds an unbounded or unstorable model.
+  const problem = identifierProblem(requested);
+  const modelId = problem === undefined ? requested : "";
   const start: RowStart = {
     requestId: c.get("requestId"),
     route: EMBED_ROUTE,
@@ -136,6 +140,7 @@ async function serveEmbed(deps: EmbedDeps, c: Context<AppEnv>): Promise<Response
   let request: ImageGenerationRequest;
   let entry: string;
   try {
+    if (problem !== undefined) throw errors.badRequest(`Invalid model: ${problem}`, "model", "invalid_value");
     const params = parseEmbedQuery(c.req.queries());
     const digest = paramsDigest(modelId, params);
     checkGrant(c.get("embedGrant") as EmbedGrant | undefined, modelId, digest);

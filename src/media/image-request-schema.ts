@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { identifier } from "../text-wire.js";
 
 // The image request bodies (spec "Image generation request", "Image edit request"; docs/api.md, "Images").
 // Only the fields the gateway knows are checked; any other field passes through to the provider, as for chat.
@@ -49,7 +50,7 @@ export type ImageConfig = z.infer<typeof imageConfig>;
 
 /** Fields both routes share, with the same checks. */
 const common = {
-  model: text,
+  model: identifier(),
   prompt: text,
   n: count.optional(),
   size: text.optional(),

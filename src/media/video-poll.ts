@@ -40,7 +40,7 @@ export async function pollVideoJob(deps: VideoPollDeps, jobId: string, scheduleN
   if (!job) return "missing";
   if (job.status === "completed" || job.status === "failed") return "ended";
   const now = deps.clock.now();
-  const provider = deps.config.providers[job.provider];
+  const provider = Object.hasOwn(deps.config.providers, job.provider) ? deps.config.providers[job.provider] : undefined;
   const adapter = deps.providers.get(job.provider);
   if (!provider || !adapter?.videoStatus) {
     // The provider left the config: nobody can ask about the job any more.

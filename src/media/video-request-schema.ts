@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { identifier } from "../text-wire.js";
 import { MAX_VIDEO_SECONDS } from "../config/schema.js";
 
 // The unified video request (spec "Video generation request"; docs/api.md, "Video"). Every field the spec names
@@ -30,7 +31,7 @@ const voice = z.looseObject(
 
 export const videoRequestSchema = z.strictObject(
   {
-    model: text,
+    model: identifier(),
     prompt,
     duration: z
       .number({ error: "must be a number of seconds" })

@@ -12,6 +12,7 @@ import { logFailedAttempt } from "../metering/attempt-log.js";
 import { upstreamToClient } from "../metering/errors.js";
 import type { Metering } from "../metering/meter.js";
 import type { RowStart } from "../metering/request-row.js";
+import { pricingGroupMultiplier } from "../metering/pricing.js";
 import type { Providers } from "../providers/registry.js";
 import { UpstreamError, type Target, type VideoJobReport } from "../providers/types.js";
 import { UpstreamAbort } from "../providers/upstream-abort.js";
@@ -71,13 +72,13 @@ export async function submitVideo(
     }
     targets = model.targets;
     bodies = targets.map((t) => videoUpstreamBody(request, VIDEO_CAPABILITIES[t.provider.protocol]!, t.upstreamModel, seconds));
-    const plan = config.plans[key.plan];
+    const plan = Object.hasOwn(config.plans, key.plan) ? config.plans[key.plan] : undefined;
     if (!plan) throw errors.forbidden(`The plan '${key.plan}' of this account no longer exists; contact the operator.`, "plan_missing");
     dailyTokens = plan.daily_tokens;
     rate = perSecondRate({
       unitsPerSecond: price.units_per_second,
       tokenMultiplier: model.config.token_multiplier,
-      groupMultiplier: (config.pricing_groups[key.pricingGroup] ?? config.pricing_groups.default!).multiplier,
+      groupMultiplier: pricingGroupMultiplier(config, key.pricingGroup),
     });
     amount = videoHold(seconds, request.n ?? 1, rate);
   } catch (err) {

@@ -6,7 +6,7 @@ import { extended } from "../objects.js";
 
 /** Why a key may not use a model: its plan's model list, or the key's own `--models` list; null = allowed. */
 function deniedBy(config: Config, key: ApiKeyPrincipal, modelId: string): "plan" | "key" | null {
-  const planModels = config.plans[key.plan]?.models;
+  const planModels = Object.hasOwn(config.plans, key.plan) ? config.plans[key.plan]!.models : undefined;
   if (planModels && !planModels.includes(modelId)) return "plan";
   if (key.models && !key.models.includes(modelId)) return "key";
   return null;

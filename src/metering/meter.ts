@@ -321,7 +321,7 @@ export function createMetering(deps: MeteringDeps): Metering {
       logRejected(start, err);
       throw err;
     };
-    const plan = config.plans[start.key.plan];
+    const plan = Object.hasOwn(config.plans, start.key.plan) ? config.plans[start.key.plan] : undefined;
     if (!plan)
       reject(errors.forbidden(`The plan '${start.key.plan}' of this account no longer exists; contact the operator.`, "plan_missing"));
     const limit = plan!.context_limit;

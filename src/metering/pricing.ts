@@ -28,9 +28,21 @@ export interface Pricing {
  */
 export type PricingFor = (model: CatalogModel, key: ApiKeyPrincipal, config: Config, byok: boolean) => Pricing;
 
+/** Each config's pricing groups as a Map, built once: a group name is data, never a member of a plain object. */
+const groupTables = new WeakMap<Config["pricing_groups"], Map<string, number>>();
+
+/** The multiplier of pricing group `name` (the `default` group's for a group no longer configured). */
+export function pricingGroupMultiplier(config: Config, name: string): number {
+  let groups = groupTables.get(config.pricing_groups);
+  if (!groups) {
+    groups = new Map(Object.entries(config.pricing_groups).map(([group, settings]) => [group, settings.multiplier]));
+    groupTables.set(config.pricing_groups, groups);
+  }
+  return groups.get(name) ?? groups.get("default")!;
+}
+
 /** The key's pricing-group (global) multiplier. */
-const groupMultiplier = (key: ApiKeyPrincipal, config: Config) =>
-  (config.pricing_groups[key.pricingGroup] ?? config.pricing_groups.default!).multiplier;
+const groupMultiplier = (key: ApiKeyPrincipal, config: Config) => pricingGroupMultiplier(config, key.pricingGroup);
 
 /** The share of the charge a request on the client's own upstream key pays (absent: all of it). */
 const byokRatio = (config: Config, byok: boolean) => (byok ? config.quota.byok_charge_ratio : undefined);

@@ -47,6 +47,7 @@ import { notFoundOrMethodNotAllowed } from "../server/not-found.js";
 import { requestContext } from "../server/request-context.js";
 import { apiDescriptionRoutes } from "./api-description.js";
 import { countRequests } from "../server/request-metrics.js";
+import { refuseNulInUrl } from "../server/url-text.js";
 
 export interface AppDeps {
   config: Config;
@@ -101,6 +102,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       maxJsonDepth: server.max_json_depth,
     }),
   );
+  app.use("*", refuseNulInUrl());
   const { exposition } = deps.metrics;
   if (exposition) app.use("*", countRequests(deps.metrics.requests));
   app.onError(handleError);

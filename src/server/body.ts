@@ -8,6 +8,7 @@ import type { BodyRules } from "./body-rules.js";
 import { sendContinue } from "./expect-continue.js";
 import { requestHeader } from "./headers.js";
 import { closeAfterAnswer, type LingerBounds } from "./lingering-close.js";
+import { INVALID_TEXT_MESSAGE, firstInvalidText } from "../text-wire.js";
 
 // Bodies are read straight from Node's incoming stream (DESIGN.md §5: no WHATWG Request body per call) and the
 // size cap is enforced while reading, so an oversize body is refused before it is buffered or parsed.
@@ -256,6 +257,15 @@ export function validate<S extends z.ZodType>(schema: S, value: unknown, invalid
   throw invalid(param ? `Invalid ${param}: ${issue.message}` : issue.message, param, "invalid_value");
 }
 
+/**
+ * Reads and validates the body of a route that stores what it takes (auth, admin, support, reseller): text that
+ * PostgreSQL cannot store is refused first, naming the field, whatever the schema says of it (src/text-wire.ts).
+ */
 export async function readValidJson<S extends z.ZodType>(c: Context<AppEnv>, schema: S, limit: number): Promise<z.infer<S>> {
-  return validate(schema, await readJson(c, limit));
+  const value = await readJson(c, limit);
+  const invalid = firstInvalidText(value);
+  if (invalid !== undefined) {
+    throw errors.badRequest(`Invalid ${invalid || "body"}: ${INVALID_TEXT_MESSAGE}`, invalid || null, "invalid_value");
+  }
+  return validate(schema, value);
 }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { storedText } from "../text-wire.js";
 
 // The support workspace's wire shapes (spec "Support case structures"; docs/support.md): one pure module of zod
 // schemas that the gateway's routes validate with and that worker-kit's typed client reads its types from
@@ -15,7 +16,7 @@ export const MAX_CONTENT_CHARS = 20_000;
 const MAX_ITEMS = 50;
 const MAX_TEXT = 2_000;
 
-const text = (max = MAX_TEXT) => z.string().min(1).max(max);
+const text = (max = MAX_TEXT) => storedText().min(1).max(max);
 
 export const MESSAGE_ROLES = ["user", "assistant", "staff"] as const;
 

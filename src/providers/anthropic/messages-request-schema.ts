@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { identifier } from "../../text-wire.js";
 import { openUnion, stringOrArray } from "../schema-helpers.js";
 
 // The Anthropic Messages request as the gateway accepts it (reference: CreateMessageParams of the Anthropic
@@ -50,7 +51,7 @@ const toolChoice = z.discriminatedUnion("type", [
 ]);
 
 export const anthropicMessagesRequestSchema = z.looseObject({
-  model: z.string().min(1),
+  model: identifier(),
   max_tokens: z.int().positive(),
   messages: z.array(message).min(1),
   system: stringOrArray(textBlock, "system must be a string or an array of text blocks").optional(),

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { identifier } from "../../text-wire.js";
 import { jsonSchemaOf } from "../../json-schema.js";
 
 // The evaluation request (spec "the service request"): `model`, one shared `state`, and a non-empty map of
@@ -76,7 +77,7 @@ export type Question = z.infer<typeof question>;
 
 export const systemOneRequestSchema = z.looseObject(
   {
-    model: z.string({ error: "must be a string" }).min(1, { error: "must not be empty" }),
+    model: identifier(),
     state: z
       .custom<JsonDocument>((v) => v !== undefined, { error: "is required (a string, an object, an array or null)" })
       .pipe(document)
