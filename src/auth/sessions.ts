@@ -6,6 +6,7 @@ import type { Config } from "../config/schema.js";
 import type { RequestRead } from "../db/faults.js";
 import { GatewayError, errors } from "../errors.js";
 import type { SessionPrincipal } from "./principals.js";
+import { normaliseEmail } from "./email.js";
 import { hashPassword, verifyPassword } from "./passwords.js";
 import { loginAttempts, sessions, users } from "./schema.js";
 import type { LoginResult, SessionService } from "./types.js";
@@ -61,13 +62,12 @@ export function createSessionService({ db, config, secret, read }: SessionServic
   }
 
   async function login(email: string, password: string): Promise<LoginResult> {
-    const emailKey = createHash("sha256").update(email.trim().toLowerCase()).digest("hex");
+    // One normal form for the counter and the lookup: an address cannot be locked under one spelling and
+    // still log in under another.
+    const normalised = normaliseEmail(email);
+    const emailKey = createHash("sha256").update(normalised).digest("hex");
     await countAttempt(emailKey);
-    const [user] = await db
-      .select()
-      .from(users)
-      .where(sql`lower(${users.email}) = lower(${email.trim()})`)
-      .limit(1);
+    const [user] = await db.select().from(users).where(eq(users.email, normalised)).limit(1);
     if (!user) {
       dummyHash ??= hashPassword("dummy password for unknown emails");
       await verifyPassword(password, await dummyHash);

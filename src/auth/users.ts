@@ -1,9 +1,10 @@
 import { isUuid } from "../ids.js";
-import { asc, eq, sql } from "drizzle-orm";
+import { asc, eq } from "drizzle-orm";
 import type { NodePgDatabase } from "drizzle-orm/node-postgres";
 import { z } from "zod";
 import type { Config } from "../config/schema.js";
 import { errors } from "../errors.js";
+import { normaliseEmail } from "./email.js";
 import { hashPassword } from "./passwords.js";
 import { users } from "./schema.js";
 import { extended } from "../objects.js";
@@ -24,10 +25,10 @@ export function toAdminUser(row: UserRow): AdminUser {
   return extended(toPublicUser(row), { disabled_at: row.disabledAt?.toISOString() ?? null });
 }
 
-/** The condition that finds a user by id (a UUID) or by email, case-insensitively. */
+/** The condition that finds a user by id (a UUID) or by email, however the address is spelled. */
 export function userMatching(idOrEmail: string) {
   const needle = idOrEmail.trim();
-  return isUuid(needle) ? eq(users.id, needle) : sql`lower(${users.email}) = lower(${needle})`;
+  return isUuid(needle) ? eq(users.id, needle) : eq(users.email, normaliseEmail(needle));
 }
 
 /**
@@ -42,7 +43,7 @@ const isUniqueViolation = (err: unknown) => (err as { code?: unknown }).code ===
 
 export function createUserService(db: NodePgDatabase, config: Config): UserService {
   async function create(input: CreateUserInput): Promise<AdminUser> {
-    const email = typeof input.email === "string" ? input.email.trim() : "";
+    const email = typeof input.email === "string" ? normaliseEmail(input.email) : "";
     if (!emailSchema.safeParse(email).success) throw errors.badRequest("email must be a valid email address.", "email");
     const password = input.password;
     if (typeof password !== "string" || password.length < MIN_PASSWORD || password.length > MAX_PASSWORD) {
@@ -60,7 +61,7 @@ export function createUserService(db: NodePgDatabase, config: Config): UserServi
       return toAdminUser(row!);
     } catch (err) {
       const cause = driverError(err);
-      // The unique index on lower(email) is the arbiter: a pre-check alone would race with a concurrent create.
+      // The unique index on the normalised email is the arbiter: a pre-check alone would race with a concurrent create.
       if (isUniqueViolation(cause)) throw errors.conflict(`a user with email ${email} already exists`, "email_taken");
       throw cause;
     }
