@@ -7,7 +7,7 @@ import type { RequestRead } from "../db/faults.js";
 import { GatewayError, errors } from "../errors.js";
 import type { SessionPrincipal } from "./principals.js";
 import { normaliseEmail } from "./email.js";
-import { hashPassword, verifyPassword } from "./passwords.js";
+import type { PasswordHasher } from "./passwords.js";
 import { loginAttempts, sessions, users } from "./schema.js";
 import type { LoginResult, SessionService } from "./types.js";
 import { isUuid } from "../ids.js";
@@ -22,6 +22,7 @@ export interface SessionServiceOptions {
   db: NodePgDatabase;
   config: Config;
   secret: Uint8Array;
+  hasher: PasswordHasher;
   /** The session lookup of every user and admin request: retried on a dead connection, under the request's deadline. */
   read: RequestRead;
 }
@@ -30,7 +31,7 @@ export interface SessionServiceOptions {
  * Sessions are a signed JWT naming a row in `sessions`. The signature keeps forged tokens away from the
  * database; the row makes logout and revocation immediate and supplies role and plan fresh on every request.
  */
-export function createSessionService({ db, config, secret, read }: SessionServiceOptions): SessionService {
+export function createSessionService({ db, config, secret, hasher, read }: SessionServiceOptions): SessionService {
   const ttlSeconds = config.auth.session_ttl_seconds;
   // Verified against when the email is unknown, so the response time does not reveal which emails exist.
   let dummyHash: Promise<string> | undefined;
@@ -69,13 +70,22 @@ export function createSessionService({ db, config, secret, read }: SessionServic
     await countAttempt(emailKey);
     const [user] = await db.select().from(users).where(eq(users.email, normalised)).limit(1);
     if (!user) {
-      dummyHash ??= hashPassword("dummy password for unknown emails");
-      await verifyPassword(password, await dummyHash);
+      dummyHash ??= hasher.hash("dummy password for unknown emails");
+      await hasher.verify(password, await dummyHash);
       throw errors.invalidSession(LOGIN_FAILED);
     }
-    if (!(await verifyPassword(password, user.passwordHash))) throw errors.invalidSession(LOGIN_FAILED);
+    if (!(await hasher.verify(password, user.passwordHash))) throw errors.invalidSession(LOGIN_FAILED);
     // Said only to whoever knows the password: a guesser learns nothing about which accounts are disabled.
     if (user.disabledAt) throw errors.forbidden("This account is disabled; ask the gateway's operator.", "account_disabled");
+    // The only moment the password is known: a hash made with older parameters is replaced by a current one.
+    // Conditional on the old hash, so a password changed meanwhile is not overwritten.
+    if (hasher.outdated(user.passwordHash)) {
+      const rehashed = await hasher.hash(password);
+      await db
+        .update(users)
+        .set({ passwordHash: rehashed })
+        .where(and(eq(users.id, user.id), eq(users.passwordHash, user.passwordHash)));
+    }
     // The owner is in: earlier failures no longer count against the address.
     await db.delete(loginAttempts).where(eq(loginAttempts.emailHash, emailKey));
 

@@ -257,6 +257,16 @@ export const configSchema = z
         jwt_secret: z.string().min(32).optional(),
         key_cache_ttl_seconds: z.int().nonnegative().default(60),
         cookie_secure: z.boolean().default(false),
+        /** Shortest password accepted for a new user (OWASP: 8 at the very least; 12 by default). */
+        password_min_length: z.int().min(8).max(64).default(12),
+        password_hash: z
+          .strictObject({
+            /** log2 of scrypt's N (r=8, p=1): 17 as OWASP advises (128 MiB per hash); below 17 for tests only. */
+            log_n: z.int().min(10).max(20).default(17),
+            /** Hash and verify computations at once per process (each holds 128 MiB at log_n 17); the rest queue. */
+            concurrency: z.int().positive().max(64).default(2),
+          })
+          .prefault({}),
         // Login attempts per email address and window, counted across every process (docs/auth.md, "Login throttling").
         login_max_attempts: z.int().positive().default(10),
         login_window_seconds: z.int().positive().max(86_400).default(900),
