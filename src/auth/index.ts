@@ -4,6 +4,7 @@ import type { Config } from "../config/schema.js";
 import { requestRead } from "../db/faults.js";
 import type { Pool } from "../db/pool.js";
 import { createApiKeyService } from "./api-keys.js";
+import { insecureCookieWarning } from "./cookie.js";
 import { createEmbedTokens } from "./embed-tokens.js";
 import { loadJwtSecret } from "./jwt-secret.js";
 import type { DatabaseHealth } from "../db/health.js";
@@ -33,6 +34,8 @@ export async function createAuthServices(opts: AuthServiceOptions): Promise<Auth
   if (logN < 17) logger.warn({ log_n: logN }, "auth.password_hash.log_n is below 17: weak password hashes, for tests only");
   const hasher = createPasswordHasher({ logN, concurrency });
   const users = createUserService(db, config, hasher);
+  const cookieWarning = opts.listen ? insecureCookieWarning(config) : null;
+  if (cookieWarning) logger.warn(cookieWarning);
   const botToken = env.SUPPORT_BOT_TOKEN || undefined;
   if (botToken && botToken.length < 32) logger.warn("SUPPORT_BOT_TOKEN is shorter than 32 characters; use a long random token");
   const keyAuth = await createApiKeyAuthenticator({ pool, config, logger, listen: opts.listen, health: opts.health });

@@ -256,7 +256,8 @@ export const configSchema = z
           .default(12 * 3600),
         jwt_secret: z.string().min(32).optional(),
         key_cache_ttl_seconds: z.int().nonnegative().default(60),
-        cookie_secure: z.boolean().default(false),
+        /** Unset: `Secure` unless server.host is loopback (resolved by sessionCookieSecure). */
+        cookie_secure: z.boolean().optional(),
         /** Shortest password accepted for a new user (OWASP: 8 at the very least; 12 by default). */
         password_min_length: z.int().min(8).max(64).default(12),
         password_hash: z
