@@ -6,7 +6,7 @@ import type { Pool } from "../db/pool.js";
 import { createApiKeyService } from "./api-keys.js";
 import { insecureCookieWarning } from "./cookie.js";
 import { createEmbedTokens } from "./embed-tokens.js";
-import { loadJwtSecret } from "./jwt-secret.js";
+import { loadJwtSecret, loadPreviousJwtSecret } from "./jwt-secret.js";
 import type { DatabaseHealth } from "../db/health.js";
 import { createApiKeyAuthenticator } from "./key-authenticator.js";
 import { createPasswordHasher } from "./passwords.js";
@@ -30,6 +30,7 @@ export async function createAuthServices(opts: AuthServiceOptions): Promise<Auth
   const logger = opts.logger.child({ component: "auth" });
   const db = drizzle(pool);
   const secret = await loadJwtSecret({ config, env, pool });
+  const previousSecret = loadPreviousJwtSecret(config);
   const { log_n: logN, concurrency } = config.auth.password_hash;
   if (logN < 17) logger.warn({ log_n: logN }, "auth.password_hash.log_n is below 17: weak password hashes, for tests only");
   const hasher = createPasswordHasher({ logN, concurrency });
@@ -47,6 +48,7 @@ export async function createAuthServices(opts: AuthServiceOptions): Promise<Auth
       db,
       config,
       secret,
+      previousSecret,
       hasher,
       read: requestRead(config.database.request_timeout_ms, (err) => opts.health?.failed(err, "session lookup")),
     }),

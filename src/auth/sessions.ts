@@ -11,6 +11,7 @@ import type { PasswordHasher } from "./passwords.js";
 import { loginAttempts, sessions, users } from "./schema.js";
 import type { LoginResult, SessionService } from "./types.js";
 import { isUuid } from "../ids.js";
+import { safeEqual } from "../server/bearer.js";
 import { toPublicUser } from "./users.js";
 
 const ISSUER = "gateway";
@@ -22,6 +23,8 @@ export interface SessionServiceOptions {
   db: NodePgDatabase;
   config: Config;
   secret: Uint8Array;
+  /** The secret before a rotation: verifies (never signs) the sessions it signed. */
+  previousSecret: Uint8Array | null;
   hasher: PasswordHasher;
   /** The session lookup of every user and admin request: retried on a dead connection, under the request's deadline. */
   read: RequestRead;
@@ -31,7 +34,9 @@ export interface SessionServiceOptions {
  * Sessions are a signed JWT naming a row in `sessions`. The signature keeps forged tokens away from the
  * database; the row makes logout and revocation immediate and supplies role and plan fresh on every request.
  */
-export function createSessionService({ db, config, secret, hasher, read }: SessionServiceOptions): SessionService {
+export function createSessionService({ db, config, secret, previousSecret, hasher, read }: SessionServiceOptions): SessionService {
+  const verifyOptions = { issuer: ISSUER, audience: AUDIENCE, algorithms: [ALGORITHM] };
+  const verifiers = previousSecret ? [secret, previousSecret] : [secret];
   const ttlSeconds = config.auth.session_ttl_seconds;
   // Verified against when the email is unknown, so the response time does not reveal which emails exist.
   let dummyHash: Promise<string> | undefined;
@@ -107,12 +112,15 @@ export function createSessionService({ db, config, secret, hasher, read }: Sessi
   async function verify(token: string): Promise<SessionPrincipal | null> {
     let sid: unknown;
     let sub: unknown;
-    try {
-      const { payload } = await jwtVerify(token, secret, { issuer: ISSUER, audience: AUDIENCE, algorithms: [ALGORITHM] });
-      sid = payload.sid;
-      sub = payload.sub;
-    } catch {
-      return null;
+    for (const key of verifiers) {
+      try {
+        const { payload } = await jwtVerify(token, key, verifyOptions);
+        sid = payload.sid;
+        sub = payload.sub;
+        break;
+      } catch {
+        // not signed with this key (or expired, or malformed): the next key, else refused below
+      }
     }
     if (typeof sid !== "string" || typeof sub !== "string" || !isUuid(sid) || !isUuid(sub)) return null;
     const [row] = await read(async () =>
@@ -144,8 +152,14 @@ export function createSessionService({ db, config, secret, hasher, read }: Sessi
   }
 
   /** Stateless and bound to the session: an attacker without the session cannot compute it. */
-  function csrfTokenFor(sessionId: string): string {
-    return createHmac("sha256", secret).update(`csrf:${sessionId}`).digest("base64url");
+  function csrfTokenFor(sessionId: string, key: Uint8Array = secret): string {
+    return createHmac("sha256", key).update(`csrf:${sessionId}`).digest("base64url");
+  }
+
+  /** A session signed before a rotation got its CSRF token from the previous secret. */
+  function csrfMatches(sessionId: string, given: string): boolean {
+    for (const key of verifiers) if (safeEqual(given, csrfTokenFor(sessionId, key))) return true;
+    return false;
   }
 
   async function pruneExpired(before: Date): Promise<number> {
@@ -160,5 +174,5 @@ export function createSessionService({ db, config, secret, hasher, read }: Sessi
     return result.rowCount ?? 0;
   }
 
-  return { login, verify, logout, csrfTokenFor, pruneExpired, pruneLoginAttempts };
+  return { login, verify, logout, csrfTokenFor: (sessionId) => csrfTokenFor(sessionId), csrfMatches, pruneExpired, pruneLoginAttempts };
 }

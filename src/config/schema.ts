@@ -255,6 +255,10 @@ export const configSchema = z
           .positive()
           .default(12 * 3600),
         jwt_secret: z.string().min(32).optional(),
+        /** A file holding the session signing secret (≥ 32 characters), so it is neither in the config nor the database. */
+        jwt_secret_file: z.string().min(1).optional(),
+        /** The secret before a rotation: sessions it signed are still accepted until they expire or this is removed. */
+        jwt_previous_secret_file: z.string().min(1).optional(),
         key_cache_ttl_seconds: z.int().nonnegative().default(60),
         /** Unset: `Secure` unless server.host is loopback (resolved by sessionCookieSecure). */
         cookie_secure: z.boolean().optional(),
