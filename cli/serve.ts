@@ -9,6 +9,7 @@ import { shutdownSignals } from "../src/runtime/shutdown-signals.js";
 import { configFindings, refuseErrors } from "../src/config/findings.js";
 import { chooseLogFormat, createLogger, logDestination, logFormats, type LogFormat } from "../src/server/logger.js";
 import { builtInDemoConfig, configPathOf, dataDirOf } from "./context.js";
+import { isLoopbackHost, isWildcardHost } from "../src/server/loopback.js";
 import { action } from "./output.js";
 
 interface ServeOptions {
@@ -17,6 +18,7 @@ interface ServeOptions {
   port?: number;
   dataDir?: string;
   demo?: boolean;
+  demoPublic?: boolean;
   worker: boolean;
   logFormat?: LogFormat;
 }
@@ -29,12 +31,21 @@ export const parsePort = (value: string) => {
 
 const say = (line: string) => process.stderr.write(`${line}\n`);
 
-function banner(url: string, creds: DemoCredentials, dataDir: string): string {
+/**
+ * Where the server listens, as the operator should read it: the url (a wildcard shown as 127.0.0.1, the address
+ * a client on this machine uses) plus, for a wildcard, that every interface answers.
+ */
+function listeningOn(host: string, url: string): string {
+  return isWildcardHost(host) ? `${url} (listening on ${host}: every interface of this machine)` : url;
+}
+
+function banner(where: string, url: string, creds: DemoCredentials, dataDir: string, exposed: boolean): string {
   // The worker reads the demo's credentials from the data dir: name it unless it is the default one.
   const dataDirFlag = dataDir === path.resolve(".gateway") ? "" : ` --data-dir ${dataDir}`;
   return [
     "",
-    `Gateway demo is ready at ${url}`,
+    `Gateway demo is ready at ${where}`,
+    ...(exposed ? ["  warning: other machines can reach this demo and its admin user over plain HTTP (--demo-public)"] : []),
     `  demo user: ${creds.email}${creds.password ? ` / password ${creds.password}` : ""} (admin)`,
     `  API key:   ${creds.key}`,
     "",
@@ -58,6 +69,7 @@ export function serveCommand(): Command {
     .option("--port <port>", "listen port (overrides server.port)", parsePort)
     .option("--data-dir <dir>", "data dir of the embedded database (default: $GATEWAY_DATA_DIR, else ./.gateway)")
     .option("--demo", "seed a demo user and key; without a config file, use the built-in demo config and mock upstream")
+    .option("--demo-public", "let --demo listen on an address other machines can reach (it serves an admin user over plain HTTP)")
     .option("--no-worker", "do not run background jobs in this process")
     .addOption(
       new Option("--log-format <format>", "log lines as pretty text or JSON (default: logging.format, else pretty on a terminal)").choices(
@@ -69,6 +81,14 @@ export function serveCommand(): Command {
         const file = configPathOf(opts);
         if (!file && !opts.demo) {
           throw new Error("no config file: pass --config FILE, set GATEWAY_CONFIG, create ./gateway.yaml, or run with --demo");
+        }
+        // Before anything starts: the demo's admin password is printed and its routes are plain HTTP.
+        const host = opts.host ?? (file ? loadConfigFile(file).server.host : "127.0.0.1");
+        const exposed = !isLoopbackHost(host);
+        if (opts.demo && exposed && !opts.demoPublic) {
+          throw new Error(
+            `refusing --demo on ${host}${isWildcardHost(host) ? " (every interface)" : ""}: other machines could use its admin user over plain HTTP; listen on 127.0.0.1, or pass --demo-public to mean it`,
+          );
         }
         const mock = !file ? await startMockUpstream({ apiKey: "mock-key" }) : undefined;
         let config: Config = file ? loadConfigFile(file) : builtInDemoConfig(mock!.url, "mock-key");
@@ -117,8 +137,9 @@ export function serveCommand(): Command {
 
         if (botToken) {
           const credentials = await seedDemo(gateway.services, dataDir);
-          say(banner(gateway.url, await saveDemoRuntime(dataDir, credentials, { url: gateway.url, bot_token: botToken }), dataDir));
-        } else say(`gateway listening on ${gateway.url}`);
+          const saved = await saveDemoRuntime(dataDir, credentials, { url: gateway.url, bot_token: botToken });
+          say(banner(listeningOn(config.server.host, gateway.url), gateway.url, saved, dataDir, exposed));
+        } else say(`gateway listening on ${listeningOn(config.server.host, gateway.url)}`);
       }),
     );
 }

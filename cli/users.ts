@@ -41,7 +41,10 @@ export function usersCommand(): Command {
 
   withCommonOptions(users.command("create").description("create a user"))
     .requiredOption("--email <email>", "login email (unique, case-insensitive)")
-    .option("--password <password>", "login password (at least 8 characters; visible in `ps` and shell history: prefer --password-stdin)")
+    .option(
+      "--password <password>",
+      "login password (at least auth.password_min_length characters, 12 by default, not a common one; visible in `ps` and shell history: prefer --password-stdin)",
+    )
     .option("--password-stdin", "read the password from stdin (without a password option, a terminal is asked, without echo)")
     .addOption(new Option("--role <role>", "role").choices(["user", "admin"]).default("user"))
     .option("--plan <plan>", "plan id from the config (default: the config's default_plan)")

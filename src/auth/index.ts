@@ -4,10 +4,12 @@ import type { Config } from "../config/schema.js";
 import { requestRead } from "../db/faults.js";
 import type { Pool } from "../db/pool.js";
 import { createApiKeyService } from "./api-keys.js";
+import { insecureCookieWarning } from "./cookie.js";
 import { createEmbedTokens } from "./embed-tokens.js";
-import { loadJwtSecret } from "./jwt-secret.js";
+import { loadJwtSecret, loadPreviousJwtSecret } from "./jwt-secret.js";
 import type { DatabaseHealth } from "../db/health.js";
 import { createApiKeyAuthenticator } from "./key-authenticator.js";
+import { createPasswordHasher } from "./passwords.js";
 import { createSessionService } from "./sessions.js";
 import type { AuthServices } from "./types.js";
 import { createUserAccessService } from "./user-access.js";
@@ -28,7 +30,13 @@ export async function createAuthServices(opts: AuthServiceOptions): Promise<Auth
   const logger = opts.logger.child({ component: "auth" });
   const db = drizzle(pool);
   const secret = await loadJwtSecret({ config, env, pool });
-  const users = createUserService(db, config);
+  const previousSecret = loadPreviousJwtSecret(config);
+  const { log_n: logN, concurrency } = config.auth.password_hash;
+  if (logN < 17) logger.warn({ log_n: logN }, "auth.password_hash.log_n is below 17: weak password hashes, for tests only");
+  const hasher = createPasswordHasher({ logN, concurrency });
+  const users = createUserService(db, config, hasher);
+  const cookieWarning = opts.listen ? insecureCookieWarning(config) : null;
+  if (cookieWarning) logger.warn(cookieWarning);
   const botToken = env.SUPPORT_BOT_TOKEN || undefined;
   if (botToken && botToken.length < 32) logger.warn("SUPPORT_BOT_TOKEN is shorter than 32 characters; use a long random token");
   const keyAuth = await createApiKeyAuthenticator({ pool, config, logger, listen: opts.listen, health: opts.health });
@@ -40,6 +48,8 @@ export async function createAuthServices(opts: AuthServiceOptions): Promise<Auth
       db,
       config,
       secret,
+      previousSecret,
+      hasher,
       read: requestRead(config.database.request_timeout_ms, (err) => opts.health?.failed(err, "session lookup")),
     }),
     keyAuth,

@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
 import { errors } from "../errors.js";
-import { bearerToken, safeEqual, secretCheck } from "../server/bearer.js";
+import { bearerToken, secretCheck } from "../server/bearer.js";
 import type { AppEnv } from "../server/context.js";
 import type { SessionPrincipal } from "./principals.js";
 import { requestHeader } from "../server/headers.js";
@@ -67,7 +67,7 @@ export function adminAuth(sessions: SessionService): MiddlewareHandler<AppEnv> {
     if (session.role !== "admin") throw errors.forbidden("Admin role required.", "admin_required");
     if (STATE_CHANGING.has(c.req.method)) {
       const given = requestHeader(c, "x-csrf-token");
-      if (!given || !safeEqual(given, sessions.csrfTokenFor(session.sessionId))) {
+      if (!given || !sessions.csrfMatches(session.sessionId, given)) {
         throw errors.forbidden("Missing or invalid X-CSRF-Token header; send the csrf_token returned by login.", "csrf_failed");
       }
     }

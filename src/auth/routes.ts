@@ -21,6 +21,7 @@ import { extended } from "../objects.js";
 import type { RequestRead } from "../db/faults.js";
 import { loginBody } from "./wire.js";
 import { identifier, storedText } from "../text-wire.js";
+import { sessionCookieSecure } from "./cookie.js";
 
 // Bodies are checked for shape here; the services own the business rules (email format, password length,
 // known plans and models) so the CLI gets the same checks.
@@ -49,7 +50,7 @@ const meSchema = publicUserSchema.pick({ id: true, email: true, role: true, plan
 
 export function authRoutes(deps: { sessions: SessionService; config: Config; bodies: BodyCaps }) {
   const { sessions, config, bodies } = deps;
-  const cookieOptions = { httpOnly: true, sameSite: "Strict", path: "/api", secure: config.auth.cookie_secure } as const;
+  const cookieOptions = { httpOnly: true, sameSite: "Strict", path: "/api", secure: sessionCookieSecure(config) } as const;
   return new Hono<AppEnv>()
     .post("/login", async (c) => {
       const body = await readValidJson(c, loginBody, bodies.small);

@@ -1,10 +1,10 @@
-import { sql } from "drizzle-orm";
 import { index, integer, pgTable, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 
 export const users = pgTable(
   "users",
   {
     id: uuid("id").primaryKey().defaultRandom(),
+    // Always in the form of normaliseEmail (email.ts), so lookups are plain equality on the unique index.
     email: text("email").notNull(),
     passwordHash: text("password_hash").notNull(),
     role: text("role", { enum: ["user", "admin"] })
@@ -15,7 +15,7 @@ export const users = pgTable(
     // Set by `gateway users disable`: the user cannot log in, and their sessions and keys are refused.
     disabledAt: timestamp("disabled_at", { withTimezone: true }),
   },
-  (t) => [uniqueIndex("users_email_lower_key").on(sql`lower(${t.email})`)],
+  (t) => [uniqueIndex("users_email_key").on(t.email)],
 );
 
 export const apiKeys = pgTable(

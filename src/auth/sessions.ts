@@ -6,10 +6,12 @@ import type { Config } from "../config/schema.js";
 import type { RequestRead } from "../db/faults.js";
 import { GatewayError, errors } from "../errors.js";
 import type { SessionPrincipal } from "./principals.js";
-import { hashPassword, verifyPassword } from "./passwords.js";
+import { normaliseEmail } from "./email.js";
+import type { PasswordHasher } from "./passwords.js";
 import { loginAttempts, sessions, users } from "./schema.js";
 import type { LoginResult, SessionService } from "./types.js";
 import { isUuid } from "../ids.js";
+import { safeEqual } from "../server/bearer.js";
 import { toPublicUser } from "./users.js";
 
 const ISSUER = "gateway";
@@ -21,6 +23,9 @@ export interface SessionServiceOptions {
   db: NodePgDatabase;
   config: Config;
   secret: Uint8Array;
+  /** The secret before a rotation: verifies (never signs) the sessions it signed. */
+  previousSecret: Uint8Array | null;
+  hasher: PasswordHasher;
   /** The session lookup of every user and admin request: retried on a dead connection, under the request's deadline. */
   read: RequestRead;
 }
@@ -29,7 +34,9 @@ export interface SessionServiceOptions {
  * Sessions are a signed JWT naming a row in `sessions`. The signature keeps forged tokens away from the
  * database; the row makes logout and revocation immediate and supplies role and plan fresh on every request.
  */
-export function createSessionService({ db, config, secret, read }: SessionServiceOptions): SessionService {
+export function createSessionService({ db, config, secret, previousSecret, hasher, read }: SessionServiceOptions): SessionService {
+  const verifyOptions = { issuer: ISSUER, audience: AUDIENCE, algorithms: [ALGORITHM] };
+  const verifiers = previousSecret ? [secret, previousSecret] : [secret];
   const ttlSeconds = config.auth.session_ttl_seconds;
   // Verified against when the email is unknown, so the response time does not reveal which emails exist.
   let dummyHash: Promise<string> | undefined;
@@ -61,21 +68,29 @@ export function createSessionService({ db, config, secret, read }: SessionServic
   }
 
   async function login(email: string, password: string): Promise<LoginResult> {
-    const emailKey = createHash("sha256").update(email.trim().toLowerCase()).digest("hex");
+    // One normal form for the counter and the lookup: an address cannot be locked under one spelling and
+    // still log in under another.
+    const normalised = normaliseEmail(email);
+    const emailKey = createHash("sha256").update(normalised).digest("hex");
     await countAttempt(emailKey);
-    const [user] = await db
-      .select()
-      .from(users)
-      .where(sql`lower(${users.email}) = lower(${email.trim()})`)
-      .limit(1);
+    const [user] = await db.select().from(users).where(eq(users.email, normalised)).limit(1);
     if (!user) {
-      dummyHash ??= hashPassword("dummy password for unknown emails");
-      await verifyPassword(password, await dummyHash);
+      dummyHash ??= hasher.hash("dummy password for unknown emails");
+      await hasher.verify(password, await dummyHash);
       throw errors.invalidSession(LOGIN_FAILED);
     }
-    if (!(await verifyPassword(password, user.passwordHash))) throw errors.invalidSession(LOGIN_FAILED);
+    if (!(await hasher.verify(password, user.passwordHash))) throw errors.invalidSession(LOGIN_FAILED);
     // Said only to whoever knows the password: a guesser learns nothing about which accounts are disabled.
     if (user.disabledAt) throw errors.forbidden("This account is disabled; ask the gateway's operator.", "account_disabled");
+    // The only moment the password is known: a hash made with older parameters is replaced by a current one.
+    // Conditional on the old hash, so a password changed meanwhile is not overwritten.
+    if (hasher.outdated(user.passwordHash)) {
+      const rehashed = await hasher.hash(password);
+      await db
+        .update(users)
+        .set({ passwordHash: rehashed })
+        .where(and(eq(users.id, user.id), eq(users.passwordHash, user.passwordHash)));
+    }
     // The owner is in: earlier failures no longer count against the address.
     await db.delete(loginAttempts).where(eq(loginAttempts.emailHash, emailKey));
 
@@ -97,12 +112,15 @@ export function createSessionService({ db, config, secret, read }: SessionServic
   async function verify(token: string): Promise<SessionPrincipal | null> {
     let sid: unknown;
     let sub: unknown;
-    try {
-      const { payload } = await jwtVerify(token, secret, { issuer: ISSUER, audience: AUDIENCE, algorithms: [ALGORITHM] });
-      sid = payload.sid;
-      sub = payload.sub;
-    } catch {
-      return null;
+    for (const key of verifiers) {
+      try {
+        const { payload } = await jwtVerify(token, key, verifyOptions);
+        sid = payload.sid;
+        sub = payload.sub;
+        break;
+      } catch {
+        // not signed with this key (or expired, or malformed): the next key, else refused below
+      }
     }
     if (typeof sid !== "string" || typeof sub !== "string" || !isUuid(sid) || !isUuid(sub)) return null;
     const [row] = await read(async () =>
@@ -134,8 +152,14 @@ export function createSessionService({ db, config, secret, read }: SessionServic
   }
 
   /** Stateless and bound to the session: an attacker without the session cannot compute it. */
-  function csrfTokenFor(sessionId: string): string {
-    return createHmac("sha256", secret).update(`csrf:${sessionId}`).digest("base64url");
+  function csrfTokenFor(sessionId: string, key: Uint8Array = secret): string {
+    return createHmac("sha256", key).update(`csrf:${sessionId}`).digest("base64url");
+  }
+
+  /** A session signed before a rotation got its CSRF token from the previous secret. */
+  function csrfMatches(sessionId: string, given: string): boolean {
+    for (const key of verifiers) if (safeEqual(given, csrfTokenFor(sessionId, key))) return true;
+    return false;
   }
 
   async function pruneExpired(before: Date): Promise<number> {
@@ -150,5 +174,5 @@ export function createSessionService({ db, config, secret, read }: SessionServic
     return result.rowCount ?? 0;
   }
 
-  return { login, verify, logout, csrfTokenFor, pruneExpired, pruneLoginAttempts };
+  return { login, verify, logout, csrfTokenFor: (sessionId) => csrfTokenFor(sessionId), csrfMatches, pruneExpired, pruneLoginAttempts };
 }

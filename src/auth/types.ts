@@ -84,6 +84,8 @@ export interface SessionService {
   verify(token: string): Promise<SessionPrincipal | null>;
   logout(sessionId: string): Promise<void>;
   csrfTokenFor(sessionId: string): string;
+  /** True for the session's CSRF token under the current or the previous signing secret. */
+  csrfMatches(sessionId: string, given: string): boolean;
   /** Deletes sessions that expired before `before`; returns how many. */
   pruneExpired(before: Date): Promise<number>;
   /** Deletes login-attempt counts whose window ended before `before`; returns how many. */

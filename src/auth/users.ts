@@ -1,17 +1,16 @@
 import { isUuid } from "../ids.js";
-import { asc, eq, sql } from "drizzle-orm";
+import { asc, eq } from "drizzle-orm";
 import type { NodePgDatabase } from "drizzle-orm/node-postgres";
 import { z } from "zod";
 import type { Config } from "../config/schema.js";
 import { errors } from "../errors.js";
-import { hashPassword } from "./passwords.js";
+import { normaliseEmail } from "./email.js";
+import type { PasswordHasher } from "./passwords.js";
+import { passwordProblem } from "./password-policy.js";
 import { users } from "./schema.js";
 import { extended } from "../objects.js";
 import type { AdminUser, CreateUserInput, PublicUser, UserService } from "./types.js";
 
-const MIN_PASSWORD = 8;
-// scrypt pre-hashes any length, but an unbounded password is still a cheap way to burn CPU per login.
-const MAX_PASSWORD = 1024;
 const emailSchema = z.email();
 
 export type UserRow = typeof users.$inferSelect;
@@ -24,10 +23,10 @@ export function toAdminUser(row: UserRow): AdminUser {
   return extended(toPublicUser(row), { disabled_at: row.disabledAt?.toISOString() ?? null });
 }
 
-/** The condition that finds a user by id (a UUID) or by email, case-insensitively. */
+/** The condition that finds a user by id (a UUID) or by email, however the address is spelled. */
 export function userMatching(idOrEmail: string) {
   const needle = idOrEmail.trim();
-  return isUuid(needle) ? eq(users.id, needle) : sql`lower(${users.email}) = lower(${needle})`;
+  return isUuid(needle) ? eq(users.id, needle) : eq(users.email, normaliseEmail(needle));
 }
 
 /**
@@ -40,27 +39,27 @@ export function driverError(err: unknown): unknown {
 
 const isUniqueViolation = (err: unknown) => (err as { code?: unknown }).code === "23505";
 
-export function createUserService(db: NodePgDatabase, config: Config): UserService {
+export function createUserService(db: NodePgDatabase, config: Config, hasher: PasswordHasher): UserService {
   async function create(input: CreateUserInput): Promise<AdminUser> {
-    const email = typeof input.email === "string" ? input.email.trim() : "";
+    const email = typeof input.email === "string" ? normaliseEmail(input.email) : "";
     if (!emailSchema.safeParse(email).success) throw errors.badRequest("email must be a valid email address.", "email");
     const password = input.password;
-    if (typeof password !== "string" || password.length < MIN_PASSWORD || password.length > MAX_PASSWORD) {
-      throw errors.badRequest(`password must be ${MIN_PASSWORD} to ${MAX_PASSWORD} characters long.`, "password");
-    }
+    if (typeof password !== "string") throw errors.badRequest("password must be a string.", "password");
+    const problem = passwordProblem(password, config.auth.password_min_length);
+    if (problem) throw errors.badRequest(problem, "password");
     const role = input.role ?? "user";
     if (role !== "user" && role !== "admin") throw errors.badRequest('role must be "user" or "admin".', "role");
     const plan = input.plan ?? config.default_plan;
     if (!Object.hasOwn(config.plans, plan)) {
       throw errors.badRequest(`unknown plan "${plan}"; configured plans: ${Object.keys(config.plans).join(", ")}.`, "plan");
     }
-    const passwordHash = await hashPassword(password);
+    const passwordHash = await hasher.hash(password);
     try {
       const [row] = await db.insert(users).values({ email, passwordHash, role, plan }).returning();
       return toAdminUser(row!);
     } catch (err) {
       const cause = driverError(err);
-      // The unique index on lower(email) is the arbiter: a pre-check alone would race with a concurrent create.
+      // The unique index on the normalised email is the arbiter: a pre-check alone would race with a concurrent create.
       if (isUniqueViolation(cause)) throw errors.conflict(`a user with email ${email} already exists`, "email_taken");
       throw cause;
     }

@@ -296,8 +296,23 @@ export const configSchema = z
           .positive()
           .default(12 * 3600),
         jwt_secret: z.string().min(32).optional(),
+        /** A file holding the session signing secret (≥ 32 characters), so it is neither in the config nor the database. */
+        jwt_secret_file: z.string().min(1).optional(),
+        /** The secret before a rotation: sessions it signed are still accepted until they expire or this is removed. */
+        jwt_previous_secret_file: z.string().min(1).optional(),
         key_cache_ttl_seconds: z.int().nonnegative().default(60),
-        cookie_secure: z.boolean().default(false),
+        /** Unset: `Secure` unless server.host is loopback (resolved by sessionCookieSecure). */
+        cookie_secure: z.boolean().optional(),
+        /** Shortest password accepted for a new user (OWASP: 8 at the very least; 12 by default). */
+        password_min_length: z.int().min(8).max(64).default(12),
+        password_hash: z
+          .strictObject({
+            /** log2 of scrypt's N (r=8, p=1): 17 as OWASP advises (128 MiB per hash); below 17 for tests only. */
+            log_n: z.int().min(10).max(20).default(17),
+            /** Hash and verify computations at once per process (each holds 128 MiB at log_n 17); the rest queue. */
+            concurrency: z.int().positive().max(64).default(2),
+          })
+          .prefault({}),
         // Login attempts per email address and window, counted across every process (docs/auth.md, "Login throttling").
         login_max_attempts: z.int().positive().default(10),
         login_window_seconds: z.int().positive().max(86_400).default(900),

@@ -29,6 +29,9 @@ export async function runMigrations(pool: Pool, logger: Logger): Promise<void> {
     await client.query("select pg_advisory_lock($1)", [MIGRATION_LOCK]);
     try {
       await migrate(drizzle(client), { migrationsFolder });
+    } catch (err) {
+      // drizzle's wrapper message is the whole migration file; the database's own message says what is wrong.
+      throw err instanceof Error && err.cause instanceof Error ? err.cause : err;
     } finally {
       await client.query("select pg_advisory_unlock($1)", [MIGRATION_LOCK]);
     }

@@ -61,7 +61,8 @@ export async function seedDemo(services: Services, dataDir: string): Promise<Dem
 
   let password = saved?.password ?? null;
   if (!(await users.find(DEMO_EMAIL))) {
-    password = randomBytes(9).toString("base64url");
+    // Never shorter than the configured minimum (base64url: 4 characters per 3 bytes; 16 at the least).
+    password = randomBytes(Math.max(12, Math.ceil((services.config.auth.password_min_length * 3) / 4))).toString("base64url");
     await users.create({ email: DEMO_EMAIL, password, role: "admin" });
   }
   const { key } = await apiKeys.create({ user: DEMO_EMAIL, kind: "inference", name: "demo" });

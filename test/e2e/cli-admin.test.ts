@@ -39,7 +39,8 @@ describe("gateway admin commands", () => {
     expect(created.exitCode).toBe(0);
     expect(created.stderr).toContain(`gateway: database: embedded PostgreSQL in ${dataDir}/pg (started for this command)`);
     const user = JSON.parse(created.stdout) as Record<string, unknown>;
-    expect(user).toMatchObject({ email: "Ops@Example.com", role: "admin", plan: "free" });
+    // Stored normalised (docs/auth.md, "E-mail addresses").
+    expect(user).toMatchObject({ email: "ops@example.com", role: "admin", plan: "free" });
     expect(user.id).toEqual(expect.any(String));
 
     const duplicate = await run("users", "create", "--email", "ops@example.com", "--password", "another pass");

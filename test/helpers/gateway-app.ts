@@ -23,6 +23,8 @@ export const testConfig = (overrides: Partial<ConfigInput> = {}) =>
       providers: { main: { protocol: "openai", base_url: "http://127.0.0.1:9/v1" } },
       models: { m1: { kind: "chat", upstream: "m1", targets: ["main"] } },
       ...overrides,
+      // scrypt at 2^17 costs 128 MiB and a few hundred ms per hash: the suite creates many users.
+      auth: { password_hash: { log_n: 10 }, ...overrides.auth },
     },
     "test config",
   );

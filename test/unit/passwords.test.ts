@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { hashPassword, verifyPassword } from "../../src/auth/passwords.js";
+import { createPasswordHasher } from "../../src/auth/passwords.js";
+
+const { hash: hashPassword, verify: verifyPassword } = createPasswordHasher({ logN: 14, concurrency: 2 });
 
 describe("password hashing", () => {
   it("round-trips and records its parameters", async () => {
