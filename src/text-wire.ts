@@ -33,13 +33,14 @@ export function identifierProblem(value: string, max: number = IDENTIFIER_MAX_CH
 /**
  * The path of the first string in a parsed JSON value (keys included) that is not storable text, or undefined.
  * Iterative, so a deeply nested body cannot overflow the stack; `messages[0].role` style, as errors report `param`.
+ * Strings at a path `scrubbed` matches are skipped: the route cleans them itself before storing them.
  */
-export function firstInvalidText(value: unknown): string | undefined {
+export function firstInvalidText(value: unknown, scrubbed?: RegExp): string | undefined {
   const stack: [unknown, string][] = [[value, ""]];
   while (stack.length > 0) {
     const [current, path] = stack.pop()!;
     if (typeof current === "string") {
-      if (!isStorableText(current)) return path;
+      if (!isStorableText(current) && !scrubbed?.test(path)) return path;
     } else if (Array.isArray(current)) {
       for (let i = current.length - 1; i >= 0; i--) stack.push([current[i], `${path}[${i}]`]);
     } else if (current !== null && typeof current === "object") {

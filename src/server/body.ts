@@ -259,11 +259,17 @@ export function validate<S extends z.ZodType>(schema: S, value: unknown, invalid
 
 /**
  * Reads and validates the body of a route that stores what it takes (auth, admin, support, reseller): text that
- * PostgreSQL cannot store is refused first, naming the field, whatever the schema says of it (src/text-wire.ts).
+ * PostgreSQL cannot store is refused first, naming the field, whatever the schema says of it (src/text-wire.ts),
+ * except at the paths `scrubbed` matches, which the route cleans itself (the chat platform's message text).
  */
-export async function readValidJson<S extends z.ZodType>(c: Context<AppEnv>, schema: S, limit: number): Promise<z.infer<S>> {
+export async function readValidJson<S extends z.ZodType>(
+  c: Context<AppEnv>,
+  schema: S,
+  limit: number,
+  scrubbed?: RegExp,
+): Promise<z.infer<S>> {
   const value = await readJson(c, limit);
-  const invalid = firstInvalidText(value);
+  const invalid = firstInvalidText(value, scrubbed);
   if (invalid !== undefined) {
     throw errors.badRequest(`Invalid ${invalid || "body"}: ${INVALID_TEXT_MESSAGE}`, invalid || null, "invalid_value");
   }

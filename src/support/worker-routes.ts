@@ -22,6 +22,9 @@ export interface SupportWorkerDeps {
 
 const jobId = z.uuid();
 
+/** The snapshot's message text, which upsertSnapshot scrubs of NUL, controls and lone surrogates before storing it. */
+const SCRUBBED_SNAPSHOT_TEXT = /^messages\[\d+\]\.content$/;
+
 export function supportWorkerRoutes(deps: SupportWorkerDeps) {
   const { pool, bodies } = deps;
   // A malformed id names no job: the same 404 as an unknown one.
@@ -49,7 +52,8 @@ export function supportWorkerRoutes(deps: SupportWorkerDeps) {
       return c.json(await channelControl(pool, body.source_ref));
     })
     .post("/cases/chatplatform", async (c) => {
-      const body = await readValidJson(c, snapshotRequestSchema, bodies.large);
+      // The spec's "scrubbed snapshot": message text is cleaned (src/support/scrub.ts), not refused.
+      const body = await readValidJson(c, snapshotRequestSchema, bodies.large, SCRUBBED_SNAPSHOT_TEXT);
       return c.json(await upsertSnapshot(pool, body));
     });
 }

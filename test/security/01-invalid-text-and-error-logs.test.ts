@@ -56,8 +56,8 @@ function expectLogClean() {
   }
 }
 
-// Large enough that a log line quoting it is far over the bound.
-const hostile = (bad: string) => `${"x".repeat(100_000)}${MARKER}${bad}@example.test`;
+// Large enough that a log line quoting it is over the bound, small enough for login's body cap (16 KiB).
+const hostile = (bad: string) => `${"x".repeat(12_000)}${MARKER}${bad}@example.test`;
 
 describe("invalid text is refused at validation", () => {
   it.each([
@@ -92,6 +92,18 @@ describe("invalid text is refused at validation", () => {
       "bot",
       { source_ref: `c\udc00${MARKER}` },
       "source_ref",
+    ],
+    [
+      "support: chat platform snapshot (its card; message text is scrubbed instead)",
+      "POST",
+      "/api/v1/internal/support/assistant/cases/chatplatform",
+      "bot",
+      {
+        source_ref: "channel-with-a-bad-card",
+        card: { problem: `p\u0000${MARKER}`, facts: [], hypotheses: [], checks: [], missing: [], next_step: "", confidence: 0 },
+        messages: [{ id: "m1", role: "user", content: "hi\u0000" }],
+      },
+      "card.problem",
     ],
     [
       "support: worker complete",

@@ -14,6 +14,8 @@ const BOUND = 256;
 /** 1 MiB in a body; in a path, as much as the request line may carry. */
 const bodyModel = `${MARKER}${"m".repeat(1024 * 1024)}`;
 const pathModel = `${MARKER}${"m".repeat(8_000)}`;
+/** For a route of small bodies (server.small_body_bytes, 16 KiB): past the identifier bound, inside the body cap. */
+const smallBodyModel = `${MARKER}${"m".repeat(12_000)}`;
 
 let gw: TestGateway;
 let key: string;
@@ -49,7 +51,7 @@ const routes: [string, string, unknown][] = [
   ["video", "/v1/video/generations", { model: bodyModel, prompt: "a cat" }],
   ["evaluation", "/v1/systemone", evaluation(bodyModel)],
   ["evaluation (native)", "/native/v1/systemone", evaluation(bodyModel)],
-  ["embed tokens", "/v1/embed/tokens", { model: bodyModel }],
+  ["embed tokens", "/v1/embed/tokens", { model: smallBodyModel }],
   ["generateContent", `/compatible/v1beta/models/${pathModel}:generateContent`, { contents: [{ parts: [{ text: "hi" }] }] }],
 ];
 
