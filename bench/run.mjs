@@ -107,7 +107,16 @@ async function startGateway(dataDir, mockUrl) {
     },
   );
   const common = ["--data-dir", pgDir, "--config", configFile, "--json"];
-  await runNode("users create", [gatewayBin, "users", "create", "--email", "bench@example.com", "--password", "bench-password-2026", ...common]);
+  await runNode("users create", [
+    gatewayBin,
+    "users",
+    "create",
+    "--email",
+    "bench@example.com",
+    "--password",
+    "bench-password-2026",
+    ...common,
+  ]);
   const { key } = JSON.parse(await runNode("keys create", [gatewayBin, "keys", "create", "--user", "bench@example.com", ...common]));
   return { url: gw.match[1], key, model: "bench-chat", imageModel: "bench-image", pid: gw.pid, probeDir: PROBE ? dataDir : undefined };
 }

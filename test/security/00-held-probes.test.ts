@@ -3,6 +3,7 @@ import http from "node:http";
 import { SignJWT, type JWTPayload } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import { logIn } from "../helpers/login.js";
 
 // The probes of the security review (issue 20) that held, kept so that they keep holding: forged sessions, odd
 // paths to the admin surface, and request smuggling. Each is an attack a change could open without noticing.
@@ -14,15 +15,7 @@ let gw: TestGateway;
 let user: { id: string; token: string };
 let admin: { id: string; token: string };
 
-async function login(email: string): Promise<string> {
-  const res = await fetch(`${gw.url}/api/v1/auth/login`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ email, password: PASSWORD }),
-  });
-  expect(res.status).toBe(200);
-  return ((await res.json()) as { token: string }).token;
-}
+const login = async (email: string) => (await logIn(gw.url, email, PASSWORD)).token;
 
 beforeAll(async () => {
   gw = await startTestGateway({ env: { GATEWAY_JWT_SECRET: SECRET } });

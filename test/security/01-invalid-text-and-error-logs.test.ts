@@ -3,6 +3,7 @@ import { DrizzleQueryError } from "drizzle-orm/errors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/server/logger.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import { logIn } from "../helpers/login.js";
 
 // Issue 20, item 1: text PostgreSQL cannot store (NUL, lone surrogates) is a 400 naming the field on every route
 // that takes text into SQL, never a 500; and no log line carries a query's parameters or an unbounded value.
@@ -19,15 +20,7 @@ let gw: TestGateway;
 let admin: Record<string, string>;
 let user: Record<string, string>;
 
-async function login(email: string) {
-  const res = await fetch(`${gw.url}/api/v1/auth/login`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ email, password: PASSWORD }),
-  });
-  const body = (await res.json()) as { token: string; csrf_token: string };
-  return { authorization: `Bearer ${body.token}`, "x-csrf-token": body.csrf_token };
-}
+const login = async (email: string) => (await logIn(gw.url, email, PASSWORD)).headers;
 
 beforeAll(async () => {
   gw = await startTestGateway({ env: { SUPPORT_BOT_TOKEN: BOT }, logger });

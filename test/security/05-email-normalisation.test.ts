@@ -4,6 +4,7 @@ import { runMigrations } from "../../src/db/migrate.js";
 import { createLogger } from "../../src/server/logger.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import { postLogin } from "../helpers/login.js";
 
 // Issue 20, item 5: the login throttle and the user lookup must agree on what one address is.
 
@@ -12,12 +13,7 @@ const MAX = 3;
 
 let gw: TestGateway;
 
-const login = (email: string, password: string) =>
-  fetch(`${gw.url}/api/v1/auth/login`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ email, password }),
-  });
+const login = (email: string, password: string) => postLogin(gw.url, email, password);
 
 beforeAll(async () => {
   gw = await startTestGateway({ config: { auth: { login_max_attempts: MAX, login_window_seconds: 600 } } });

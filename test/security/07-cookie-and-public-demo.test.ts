@@ -4,6 +4,7 @@ import { errorLines, gateway, processesMentioning, startServe, tempDir, type Ser
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import type { ConfigInput } from "../../src/config/schema.js";
 import { startTestGateway } from "../helpers/gateway-app.js";
+import { postLogin } from "../helpers/login.js";
 
 // Issue 20, item 7: the session cookie is Secure unless the server listens on loopback or the operator turns it
 // off, and the demo does not serve its admin user to other machines unless asked.
@@ -14,11 +15,7 @@ async function setCookieOf(config: Partial<ConfigInput>): Promise<string> {
   const gw = await startTestGateway({ config });
   try {
     await gw.services.auth.users.create(USER);
-    const res = await fetch(`${gw.url}/api/v1/auth/login`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(USER),
-    });
+    const res = await postLogin(gw.url, USER.email, USER.password);
     expect(res.status).toBe(200);
     return res.headers.get("set-cookie") ?? "";
   } finally {
@@ -82,11 +79,7 @@ describe("serve --demo on a public address", () => {
     const [, url] = await serve.waitFor(/ready at (http:\/\/\S+) \(listening on 0\.0\.0\.0: every interface of this machine\)/);
     await serve.waitFor(/warning: other machines can reach this demo/);
     const [, email, password] = await serve.waitFor(/demo user: (\S+) \/ password (\S+)/);
-    const res = await fetch(`${url}/api/v1/auth/login`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ email, password }),
-    });
+    const res = await postLogin(url!, email!, password!);
     expect(res.status).toBe(200);
     expect(res.headers.get("set-cookie")).toMatch(/; Secure/);
     serve.proc.kill("SIGTERM");

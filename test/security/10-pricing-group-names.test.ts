@@ -3,6 +3,7 @@ import { parseConfig } from "../../src/config/load.js";
 import { GatewayError } from "../../src/errors.js";
 import { pricingGroupMultiplier } from "../../src/metering/pricing.js";
 import { startTestGateway, testConfig, type TestGateway } from "../helpers/gateway-app.js";
+import { logIn } from "../helpers/login.js";
 
 // Issue 20, item 10: a pricing group's name is checked against a pattern in the config and in an admin's key
 // alike, an unknown group is a 400 at key creation, and groups are looked up in a Map, so that `constructor`,
@@ -18,13 +19,8 @@ beforeAll(async () => {
   gw = await startTestGateway({ config: { pricing_groups: { default: { multiplier: 1 }, "team-a.v2": { multiplier: 2 } } } });
   await gw.services.auth.users.create({ email: "u@example.test", password: PASSWORD });
   await gw.services.auth.users.create({ email: "a@example.test", password: PASSWORD, role: "admin" });
-  const res = await fetch(`${gw.url}/api/v1/auth/login`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ email: "a@example.test", password: PASSWORD }),
-  });
-  const session = (await res.json()) as { token: string; csrf_token: string };
-  admin = { authorization: `Bearer ${session.token}`, "x-csrf-token": session.csrf_token, "content-type": "application/json" };
+  const session = await logIn(gw.url, "a@example.test", PASSWORD);
+  admin = Object.assign({ "content-type": "application/json" }, session.headers);
 });
 
 afterAll(() => gw?.close());

@@ -6,6 +6,7 @@ import { createSemaphore } from "../../src/auth/semaphore.js";
 import { errorLines, gateway, tempDir } from "../helpers/cli.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import { postLogin } from "../helpers/login.js";
 
 // Issue 20, item 11: OWASP password rules (length, no common password) and scrypt N=2^17 with a bounded number
 // of computations at once, and hashes upgraded at the next login.
@@ -15,12 +16,7 @@ const ADMIN = { email: "admin@example.test", password: "admin-password-11" };
 let gw: TestGateway;
 let admin: { token: string; csrf: string };
 
-const login = (email: string, password: string) =>
-  fetch(`${gw.url}/api/v1/auth/login`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ email, password }),
-  });
+const login = (email: string, password: string) => postLogin(gw.url, email, password);
 
 const createUser = (email: string, password: string) =>
   fetch(`${gw.url}/api/v1/admin/users`, {
@@ -91,12 +87,7 @@ describe("scrypt parameters", () => {
       const stored = async () =>
         (await gw.db.pool.query<{ password_hash: string }>("select password_hash from users where id = $1", [row!.id])).rows[0]!
           .password_hash;
-      const at = (password: string) =>
-        fetch(`${current.url}/api/v1/auth/login`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ email: "old@example.test", password }),
-        });
+      const at = (password: string) => postLogin(current.url, "old@example.test", password);
       expect((await at("not-the-password")).status).toBe(401);
       expect(await stored()).toBe(stale);
       expect((await at("upgrade-me-please")).status).toBe(200);

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tempDir } from "../helpers/cli.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import { logIn } from "../helpers/login.js";
 
 // Issue 20, item 12: the session signing secret can come from a file or the environment instead of the
 // database, and a rotation can keep the previous secret's sessions valid.
@@ -34,14 +35,8 @@ afterAll(async () => {
 });
 
 async function session(gw: TestGateway) {
-  const res = await fetch(`${gw.url}/api/v1/auth/login`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(USER),
-  });
-  expect(res.status).toBe(200);
-  const body = (await res.json()) as { token: string; csrf_token: string };
-  return { token: body.token, csrf: body.csrf_token };
+  const { token, csrfToken } = await logIn(gw.url, USER.email, USER.password);
+  return { token, csrf: csrfToken };
 }
 
 const me = (gw: TestGateway, token: string) => fetch(`${gw.url}/api/v1/user/me`, { headers: { authorization: `Bearer ${token}` } });

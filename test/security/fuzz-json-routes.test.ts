@@ -7,6 +7,7 @@ import { apiOperations } from "../../src/runtime/api-description.js";
 import type { Access, OperationDescription } from "../../src/server/api-description.js";
 import { createLogger } from "../../src/server/logger.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import { logIn } from "../helpers/login.js";
 
 // Issue 20, "Done means": generated hostile bodies and headers against every JSON route of the API description
 // (deep nesting, NUL and lone surrogates, huge numbers, long strings, `__proto__` keys, wrong types), each with
@@ -68,22 +69,13 @@ beforeAll(async () => {
   await users.create({ email: "fuzz-user@example.test", password: PASSWORD });
   await users.create({ email: "fuzz-admin@example.test", password: PASSWORD, role: "admin" });
   const { key } = await apiKeys.create({ user: "fuzz-user@example.test" });
-  const login = async (email: string) => {
-    const res = await fetch(`${gw.url}/api/v1/auth/login`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ email, password: PASSWORD }),
-    });
-    expect(res.status).toBe(200);
-    return (await res.json()) as { token: string; csrf_token: string };
-  };
-  const user = await login("fuzz-user@example.test");
-  const admin = await login("fuzz-admin@example.test");
+  const user = await logIn(gw.url, "fuzz-user@example.test", PASSWORD);
+  const admin = await logIn(gw.url, "fuzz-admin@example.test", PASSWORD);
   credentials = {
     public: {},
     apiKey: { authorization: `Bearer ${key}` },
     session: { authorization: `Bearer ${user.token}` },
-    admin: { authorization: `Bearer ${admin.token}`, "x-csrf-token": admin.csrf_token },
+    admin: admin.headers,
     bot: { authorization: `Bearer ${BOT}` },
     metrics: {},
   };
