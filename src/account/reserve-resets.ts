@@ -6,6 +6,7 @@ import type { Pool } from "../db/pool.js";
 import { errors, GatewayError } from "../errors.js";
 import type { Clock } from "../quota/clock.js";
 import type { QuotaLedger, ResetBalance } from "../quota/types.js";
+import { nextWeekAt } from "../quota/week.js";
 
 // Reserve resets (docs/billing.md, "Reserve resets"): a user reads their own, sets whether resets are used
 // automatically, and uses one by hand; operators grant gifted ones (`gateway resets grant`, or the admin endpoint
@@ -172,7 +173,7 @@ export function createReserveResets(deps: {
       }
       if (used.outcome === "none_available") {
         const now = deps.clock.now();
-        const renews = (await deps.ledger.resets(userId, weeklyBase)).weeklyRenewsAt;
+        const renews = nextWeekAt(now);
         throw new GatewayError({
           code: "insufficient_quota",
           message: `No reserve reset available: this week's ${weeklyBase} are used and no gifted reset is left; the weekly resets renew at ${renews.toISOString()} (Monday 00:00 UTC).`,

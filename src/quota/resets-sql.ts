@@ -2,6 +2,7 @@ import type pg from "pg";
 import type { Pool } from "../db/pool.js";
 import { inTransaction } from "../db/transaction.js";
 import { GIFT_PERPETUAL } from "./account-kinds.js";
+import { restoreRow } from "./restore-sql.js";
 
 // Reserve resets on the ledger (docs/billing.md, "Reserve resets"): the week's resets and the gifted ones are
 // accounts (kinds weekly_resets and gifted_resets); a use posts one reset on one of them and restores the day's
@@ -39,16 +40,13 @@ with hold as (
 )
 update quota_accounts set debits_posted = debits_posted + 1, updated_at = now() where id = $1::bigint`;
 
-const RESTORE_DAY = `
-with inserted as (
-  insert into quota_restorations (account_id, amount, source, reference) values ($1::bigint, $2::bigint, 'reserve_reset', $3::text)
-)
-update quota_accounts set restored = restored + $2::bigint, updated_at = now() where id = $1::bigint`;
-
 const RECORD_USE = `
 insert into quota_reset_uses (id, user_id, account_id, kind, day, restored, trigger)
 values ($1::uuid, $2::uuid, $3::bigint, $4::text, $5::text, $6::bigint, $7::text)
 returning created_at`;
+
+/** The restorations' source of a reset's use (docs/billing.md, "Restorations"). */
+export const RESET_SOURCE = "reserve_reset";
 
 export type ResetKind = "weekly" | "gifted";
 export type ResetTrigger = "manual" | "automatic";
@@ -92,7 +90,17 @@ export function useResetRows(pool: Pool, r: UseResetRow): Promise<UseResetOutcom
     if (!pick) return { outcome: "none_available" };
     const kind: ResetKind = pick.kind === "weekly_resets" ? "weekly" : "gifted";
     await client.query(POST_RESET, [pick.id, r.id]);
-    await client.query(RESTORE_DAY, [day.id, String(spent), r.id]);
+    // The day's restoration, up to what was spent: the locked row's `posted - restored`, which is `spent`.
+    const restored = await restoreRow(client, {
+      userId: r.userId,
+      kind: "daily_allowance",
+      period: r.day,
+      amount: spent,
+      upToSpent: true,
+      source: RESET_SOURCE,
+      reference: r.id,
+    });
+    if (restored.account === "missing" || restored.applied !== spent) throw new Error(`the restoration of reset use ${r.id} did not apply`);
     const recorded = await client.query<{ created_at: Date }>(RECORD_USE, [r.id, r.userId, pick.id, kind, r.day, String(spent), r.trigger]);
     return { outcome: "used", duplicate: false, kind, day: r.day, restored: spent, createdAt: recorded.rows[0]!.created_at };
   });
