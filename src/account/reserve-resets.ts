@@ -72,11 +72,12 @@ export interface ReserveResets {
 const MAX_NOTE = 500;
 const MAX_GRANT = 1000;
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
+const instant = z.iso.datetime({ offset: true });
 const DAY_MS = 86_400_000;
 
 /** The instant a gift stops being usable: a bare date means through that UTC day. Null when the text is no date. */
 export function parseExpiry(text: string): Date | null {
-  const date = DATE.test(text) ? new Date(`${text}T00:00:00.000Z`) : when.safeParse(text).success ? new Date(text) : null;
+  const date = DATE.test(text) ? new Date(`${text}T00:00:00.000Z`) : instant.safeParse(text).success ? new Date(text) : null;
   if (!date || Number.isNaN(date.getTime())) return null;
   if (DATE.test(text)) {
     // Date.parse rolls 2026-02-30 over to March: refuse it instead.

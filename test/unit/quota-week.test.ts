@@ -36,6 +36,7 @@ describe("a gift's expiry", () => {
   it("reads a date as through that UTC day, an instant as itself, anything else as invalid", () => {
     expect(parseExpiry("2026-12-31")?.toISOString()).toBe("2027-01-01T00:00:00.000Z");
     expect(parseExpiry("2026-12-31T12:00:00Z")?.toISOString()).toBe("2026-12-31T12:00:00.000Z");
+    expect(parseExpiry("2026-12-31T12:00:00+02:00")?.toISOString()).toBe("2026-12-31T10:00:00.000Z");
     for (const bad of ["2026-02-30", "31/12/2026", "tomorrow", "", "2026-13-01"]) expect(parseExpiry(bad), bad).toBeNull();
   });
 });
