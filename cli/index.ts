@@ -10,6 +10,7 @@ import { migrateCommand } from "./migrate.js";
 import { mockUpstreamCommand } from "./mock-upstream.js";
 import { openapiCommand } from "./openapi.js";
 import { resellerCommand } from "./reseller.js";
+import { resetsCommand } from "./resets.js";
 import { serveCommand } from "./serve.js";
 import { supportCommand } from "./support.js";
 import { usersCommand } from "./users.js";
@@ -29,6 +30,7 @@ const program = new Command("gateway")
   .addCommand(usersCommand())
   .addCommand(keysCommand())
   .addCommand(resellerCommand())
+  .addCommand(resetsCommand())
   .addCommand(casesCommand())
   .addCommand(incidentsCommand())
   .addCommand(supportCommand())

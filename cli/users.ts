@@ -68,6 +68,19 @@ export function usersCommand(): Command {
     }),
   );
 
+  withCommonOptions(users.command("set-plan").description("move a user to another configured plan (applies at once)"))
+    .requiredOption("--user <email|id>", "the user")
+    .requiredOption("--plan <plan>", "plan id from the config")
+    .action(
+      action(async (opts: CommonOptions & { user: string; plan: string }) => {
+        const user = await withServices(opts, (s) => s.auth.users.setPlan(opts.user, opts.plan));
+        if (opts.json) printJson(user);
+        else
+          process.stdout.write(`${user.email} (${user.id}) is on plan ${user.plan}
+`);
+      }),
+    );
+
   for (const change of accessChanges) {
     withCommonOptions(users.command(change.command).description(change.description))
       .argument("<email|id>", "the user")

@@ -78,6 +78,8 @@ export const ERROR_CODES = {
   // A support worker's lease token is not the job's current lease, or its lease has ended (docs/support.md).
   lease_lost: { status: 409, type: "conflict_error", class: "invalid_request" },
   lease_expired: { status: 409, type: "conflict_error", class: "invalid_request" },
+  // POST /api/v1/user/quota-resets/use with nothing spent today: no reset is used (docs/billing.md, "Reserve resets").
+  nothing_to_restore: { status: 409, type: "conflict_error", class: "invalid_request" },
   request_too_large: invalid(413),
   unsupported_media_type: invalid(415),
   token_limit_exceeded: invalid(422),

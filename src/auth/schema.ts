@@ -1,4 +1,4 @@
-import { index, integer, pgTable, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
+import { boolean, index, integer, pgTable, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 
 export const users = pgTable(
   "users",
@@ -14,6 +14,8 @@ export const users = pgTable(
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     // Set by `gateway users disable`: the user cannot log in, and their sessions and keys are refused.
     disabledAt: timestamp("disabled_at", { withTimezone: true }),
+    // PUT /api/v1/user/quota-resets: a setting of the user, so it outlives every daily and weekly renewal.
+    autoResetEnabled: boolean("auto_reset_enabled").notNull().default(false),
   },
   (t) => [uniqueIndex("users_email_key").on(t.email)],
 );

@@ -58,6 +58,8 @@ export interface UserService {
   list(): Promise<AdminUser[]>;
   /** By id or email; null when absent. */
   find(idOrEmail: string): Promise<AdminUser | null>;
+  /** Moves the user to another configured plan (unknown plan → 400, unknown user → user_not_found). */
+  setPlan(idOrEmail: string, plan: string): Promise<AdminUser>;
 }
 
 /** Takes a user's access away and back, in every process sharing the database. Unknown user → user_not_found. */

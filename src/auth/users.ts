@@ -75,5 +75,16 @@ export function createUserService(db: NodePgDatabase, config: Config, hasher: Pa
     return row ? toAdminUser(row) : null;
   }
 
-  return { create, list, find };
+  // The plan applies at once: sessions read it on every request, and the ledger takes the plan's allowance and
+  // weekly resets as each reservation or reset use states them.
+  async function setPlan(idOrEmail: string, plan: string): Promise<AdminUser> {
+    if (!Object.hasOwn(config.plans, plan)) {
+      throw errors.badRequest(`unknown plan "${plan}"; configured plans: ${Object.keys(config.plans).join(", ")}.`, "plan");
+    }
+    const [row] = await db.update(users).set({ plan }).where(userMatching(idOrEmail)).returning();
+    if (!row) throw errors.notFound(`no user ${idOrEmail}`, "user_not_found");
+    return toAdminUser(row);
+  }
+
+  return { create, list, find, setPlan };
 }

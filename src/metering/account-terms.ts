@@ -1,6 +1,6 @@
 import type { PlanConfig } from "../config/schema.js";
 import type { GatewayError } from "../errors.js";
-import type { AccountKind, Refusal } from "../quota/types.js";
+import type { MeteredKind, Refusal } from "../quota/types.js";
 import { meteringErrors } from "./errors.js";
 
 // What the metering path says to the ledger and to the client, per account kind: the base credits a reservation
@@ -12,7 +12,7 @@ export interface AccountTerms {
   refused(refusal: Refusal, amount: bigint, now: Date): GatewayError;
 }
 
-export const accountTerms: Record<AccountKind, AccountTerms> = {
+export const accountTerms: Record<MeteredKind, AccountTerms> = {
   daily_allowance: {
     base: (plan) => BigInt(plan.daily_tokens),
     refused: (r, _amount, now) => meteringErrors.quotaExceeded(r.used + r.reserved, r.allowance, r.resetsAt ?? now, now),

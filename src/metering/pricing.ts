@@ -5,7 +5,7 @@ import type { Catalog, CatalogModel } from "../catalog/catalog.js";
 import type { Config } from "../config/schema.js";
 import { GatewayError } from "../errors.js";
 import type { Target, UsageReport } from "../providers/types.js";
-import type { AccountKind } from "../quota/types.js";
+import type { MeteredKind } from "../quota/types.js";
 import type { ApiKeyPrincipal } from "../auth/principals.js";
 
 // How a request is priced is the route's choice (each model kind has its formula in src/billing), and so is
@@ -13,7 +13,7 @@ import type { ApiKeyPrincipal } from "../auth/principals.js";
 // metering path prices the admission estimate and the real usage with the same one.
 
 export interface Pricing {
-  account: AccountKind;
+  account: MeteredKind;
   /** The charge of a usage in the account's unit: the hold prices the admission estimate, settlement the real usage. */
   charge(usage: UsageReport): bigint;
   /** The estimated upstream cost in USD (exact decimal text) of a usage on the target that answered; null when unknown. */

@@ -1,4 +1,5 @@
 import { nextResetAt, utcDay } from "./day.js";
+import { isoWeek, nextWeekAt } from "./week.js";
 
 // Every balance the ledger keeps is an account kind (DESIGN.md §5): one row per owner, kind and period, with
 // base credits, restorations, posted and pending debits, reserved and settled through the same leases, holds
@@ -17,21 +18,39 @@ export interface AccountKindSpec {
    */
   base: "caller" | "ledger";
   /** What one unit is, for the documentation and messages. */
-  unit: "quota units" | "nano-dollars";
+  unit: "quota units" | "nano-dollars" | "resets";
+  /** Whether requests reserve on it through the processes' leases; a reset stock is only posted by a use (resets-sql.ts). */
+  leased: boolean;
 }
 
 const PERPETUAL = "balance";
+/** The period of gifted resets that never expire: sorts after every ISO instant, so gifts that expire go first. */
+export const GIFT_PERPETUAL = "never";
 
 const ACCOUNT_KINDS = {
   /** The day's allowance in quota units (period: the UTC day). */
-  daily_allowance: { period: utcDay, periodEnd: nextResetAt, base: "caller", unit: "quota units" },
+  daily_allowance: { period: utcDay, periodEnd: nextResetAt, base: "caller", unit: "quota units", leased: true },
   /** A reseller's pay-as-you-go balance in nano-dollars (one perpetual period). */
-  reseller_usd: { period: () => PERPETUAL, periodEnd: () => null, base: "ledger", unit: "nano-dollars" },
+  reseller_usd: { period: () => PERPETUAL, periodEnd: () => null, base: "ledger", unit: "nano-dollars", leased: true },
+  /**
+   * The week's reserve resets (period: the ISO week in UTC, YYYY-Www, renewing Monday 00:00 UTC); the base is the
+   * plan's `weekly_resets`, stated by the caller, so what is left unused never carries over.
+   */
+  weekly_resets: { period: isoWeek, periodEnd: nextWeekAt, base: "caller", unit: "resets", leased: false },
+  /**
+   * Resets gifted by operators, credited by grants. One account per expiry: the period is the expiry instant
+   * (ISO 8601, UTC) of the grants it holds, or GIFT_PERPETUAL for gifts that never expire, which is what an
+   * operation without a stated expiry draws on.
+   */
+  gifted_resets: { period: () => GIFT_PERPETUAL, periodEnd: () => null, base: "ledger", unit: "resets", leased: false },
 } as const satisfies Record<string, AccountKindSpec>;
 
 export type AccountKind = keyof typeof ACCOUNT_KINDS;
 
 export const accountKinds = Object.keys(ACCOUNT_KINDS) as AccountKind[];
+
+/** The kinds requests are metered on (reserved through the leases); reset stocks are not. */
+export type MeteredKind = { [K in AccountKind]: (typeof ACCOUNT_KINDS)[K]["leased"] extends true ? K : never }[AccountKind];
 
 export function kindSpec(kind: AccountKind): AccountKindSpec {
   const spec: AccountKindSpec | undefined = Object.hasOwn(ACCOUNT_KINDS, kind) ? ACCOUNT_KINDS[kind] : undefined;

@@ -10,7 +10,9 @@ import { createEscrow, type Escrow } from "./escrow.js";
 import { expireRows } from "./expire-sql.js";
 import { leaseDirectPost, leaseSync, type Journal } from "./lease-sql.js";
 import { creditResellerRow } from "./reseller.js";
+import { grantResetsRow, readResetsRows, useResetRows } from "./resets-sql.js";
 import { earlierRestoration, restoreRow } from "./restore-sql.js";
+import { isoWeek, nextWeekAt } from "./week.js";
 import {
   HoldNotFoundError,
   HoldResolvedError,
@@ -74,7 +76,7 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
   let givingUp = false;
   const escrows = new Map<AccountKind, Escrow>();
   if (opts.instance) {
-    for (const kind of accountKinds) {
+    for (const kind of accountKinds.filter((k) => kindSpec(k).leased)) {
       escrows.set(
         kind,
         createEscrow({
@@ -103,7 +105,7 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
   const escrowOf = (kind: AccountKind): Escrow => {
     const escrow = escrows.get(kind);
     if (escrow) return escrow;
-    kindSpec(kind);
+    if (!kindSpec(kind).leased) throw new TypeError(`an account of kind ${kind} is not reserved through leases`);
     throw new Error("this ledger has no gateway instance: it cannot reserve");
   };
   /** The escrow holding a reservation; the first (which then reports it resolved) when none does. */
@@ -254,6 +256,38 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
     },
     voidDurable: (id) => resolveDurable(id, null),
     restore,
+
+    async useReset(input) {
+      const now = clock.now();
+      const day = keyOf({ kind: "daily_allowance", userId: input.userId, base: input.dailyBase }, now);
+      const week = keyOf({ kind: "weekly_resets", userId: input.userId, base: input.weeklyBase }, now);
+      await ensureAccount(pool, day.key, day.base);
+      await ensureAccount(pool, week.key, week.base);
+      return useResetRows(pool, {
+        userId: input.userId,
+        id: input.id,
+        day: day.key.period,
+        week: week.key.period,
+        weeklyBase: input.weeklyBase,
+        nowIso: now.toISOString(),
+        trigger: input.trigger,
+      });
+    },
+
+    grantResets: (input) => grantResetsRow(pool, input),
+
+    async resets(userId, weeklyBase) {
+      const now = clock.now();
+      const week = isoWeek(now);
+      const rows = await readResetsRows(pool, userId, week, now.toISOString());
+      const left = weeklyBase - rows.weeklyUsed;
+      return Object.assign(rows, {
+        week,
+        weeklyRenewsAt: nextWeekAt(now),
+        weeklyAllowance: weeklyBase,
+        weeklyLeft: left > 0n ? left : 0n,
+      });
+    },
 
     async balance(ref) {
       const now = clock.now();

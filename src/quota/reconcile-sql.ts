@@ -12,6 +12,7 @@ import type { AccountKind } from "./account-kinds.js";
 //   restored       = Σ amount of its quota_restorations
 //   credits        = Σ amount of its user's reseller_credits (reseller balances only: the daily allowance's
 //                    credits are the plan's, stated by the caller)
+//                  = Σ count of its quota_reset_grants (gifted resets)
 const RECONCILE = `
 with posted as (
   select account_id, sum(charged) as n from quota_holds where status = 'posted' group by account_id
@@ -23,12 +24,14 @@ with posted as (
   select account_id, sum(amount) as n from quota_restorations group by account_id
 ), credited as (
   select user_id, sum(amount) as n from reseller_credits group by user_id
+), granted as (
+  select account_id, sum(count) as n from quota_reset_grants group by account_id
 ), expected as (
   select a.id, a.kind, a.period, a.debits_posted, a.debits_pending, a.restored, a.credits,
     coalesce(posted.n, 0) + coalesce(r.charged, 0) as rows_posted,
     coalesce(leased.n, 0) + coalesce(durable.n, 0) as rows_pending,
     coalesce(restorations.n, 0) as rows_restored,
-    case when a.kind = $1::text then coalesce(credited.n, 0) end as rows_credited
+    case when a.kind = $1::text then coalesce(credited.n, 0) when a.kind = $2::text then coalesce(granted.n, 0) end as rows_credited
   from quota_accounts a
   left join posted on posted.account_id = a.id
   left join quota_hold_rollups r on r.account_id = a.id
@@ -36,6 +39,7 @@ with posted as (
   left join leased on leased.account_id = a.id
   left join restorations on restorations.account_id = a.id
   left join credited on credited.user_id = a.user_id and a.kind = $1::text
+  left join granted on granted.account_id = a.id
 )
 select id::text, kind, period,
   debits_posted::text, rows_posted::text, debits_pending::text, rows_pending::text,
@@ -59,7 +63,7 @@ export interface LedgerMismatch {
   posted: Reconciled;
   pending: Reconciled;
   restored: Reconciled;
-  /** Reseller balances only; null for kinds whose credits the caller states. */
+  /** Reseller balances and gifted resets only; null for kinds whose credits the caller states. */
   credits: Reconciled | null;
 }
 
@@ -79,10 +83,12 @@ interface Row {
 
 /** The kind whose credits are the sum of reseller_credits (reseller.ts writes both in one statement). */
 const CREDITED_KIND: AccountKind = "reseller_usd";
+/** The kind whose credits are the sum of its grants (resets-sql.ts writes both in one statement). */
+const GRANTED_KIND: AccountKind = "gifted_resets";
 
 /** Every account that does not reconcile; empty when the ledger is consistent. */
 export async function reconcileLedger(pool: Pool): Promise<LedgerMismatch[]> {
-  const { rows } = await pool.query<Row>({ name: "quota_reconcile", text: RECONCILE, values: [CREDITED_KIND] });
+  const { rows } = await pool.query<Row>({ name: "quota_reconcile", text: RECONCILE, values: [CREDITED_KIND, GRANTED_KIND] });
   return rows.map((r) => ({
     accountId: r.id,
     kind: r.kind,

@@ -1,3 +1,4 @@
+import type pg from "pg";
 import type { Pool } from "../db/pool.js";
 import type { AccountKey } from "./account-sql.js";
 
@@ -37,8 +38,11 @@ export interface RestoreRow extends AccountKey {
 
 export type RestoreOutcome = { account: "missing" } | { account: "found"; accountId: string; applied: bigint | null };
 
-/** `applied` is null when this source and reference had been restored before (read it with earlierRestoration). */
-export async function restoreRow(pool: Pool, r: RestoreRow): Promise<RestoreOutcome> {
+/**
+ * `applied` is null when this source and reference had been restored before (read it with earlierRestoration).
+ * On a transaction's client, it commits with the transaction (a reserve reset's use, resets-sql.ts).
+ */
+export async function restoreRow(pool: Pool | pg.PoolClient, r: RestoreRow): Promise<RestoreOutcome> {
   const { rows } = await pool.query<{ account_id: string; applied: string | null }>({
     name: "quota_restore",
     text: RESTORE,

@@ -174,3 +174,55 @@ export const quotaRestorations = pgTable(
     check("quota_restorations_amount_nonnegative", sql`${t.amount} >= 0`),
   ],
 );
+
+// Every grant of gifted reserve resets (docs/billing.md, "Reserve resets"), written in the statement that adds its
+// count to the credits of the user's gifted_resets account of its expiry (resets-sql.ts): the account says how
+// many are left, this says who gave them, when and why.
+export const quotaResetGrants = pgTable(
+  "quota_reset_grants",
+  {
+    id: bigserial("id", { mode: "bigint" }).primaryKey(),
+    userId: uuid("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    accountId: bigint("account_id", { mode: "bigint" })
+      .notNull()
+      .references(() => quotaAccounts.id, { onDelete: "cascade" }),
+    count: integer("count").notNull(),
+    // Null: the gift never expires.
+    expiresAt: timestamp("expires_at", { withTimezone: true }),
+    note: text("note").notNull().default(""),
+    // Who granted: `admin:<user id>` through the API, `cli` through the command.
+    grantedBy: text("granted_by").notNull(),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    index("quota_reset_grants_user_id_idx").on(t.userId),
+    index("quota_reset_grants_account_id_idx").on(t.accountId),
+    check("quota_reset_grants_count_positive", sql`${t.count} > 0`),
+  ],
+);
+
+// Every use of a reserve reset, written in the transaction that posts one reset on the weekly or gifted account
+// (a posted hold of 1 with request_id `reset:<id>`) and restores the day's allowance (a restoration of source
+// `reserve_reset`, reference = this id). The id is the use's identity: using it again is the first outcome.
+export const quotaResetUses = pgTable(
+  "quota_reset_uses",
+  {
+    id: uuid("id").primaryKey(),
+    userId: uuid("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    // The weekly_resets or gifted_resets account the reset came from.
+    accountId: bigint("account_id", { mode: "bigint" })
+      .notNull()
+      .references(() => quotaAccounts.id, { onDelete: "cascade" }),
+    kind: text("kind", { enum: ["weekly", "gifted"] }).notNull(),
+    // The UTC day whose allowance it restored, and by how many quota units.
+    day: text("day").notNull(),
+    restored: bigint("restored", { mode: "bigint" }).notNull(),
+    trigger: text("trigger", { enum: ["manual", "automatic"] }).notNull(),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index("quota_reset_uses_user_id_idx").on(t.userId), check("quota_reset_uses_restored_nonnegative", sql`${t.restored} >= 0`)],
+);

@@ -7,8 +7,9 @@
 
 import type { LedgerStats } from "../metrics/recorders.js";
 import type { AccountKind } from "./account-kinds.js";
+import type { GrantRow, ResetsRows, ResetTrigger, UseResetOutcome } from "./resets-sql.js";
 
-export type { AccountKind } from "./account-kinds.js";
+export type { AccountKind, MeteredKind } from "./account-kinds.js";
 
 /** Which balance: a user's account of one kind, in the period the ledger's clock says. */
 export interface AccountRef {
@@ -106,6 +107,30 @@ export interface Restoration {
   accountId: string;
 }
 
+export type { ResetKind, ResetTrigger, UseResetOutcome } from "./resets-sql.js";
+
+export interface UseResetInput {
+  userId: string;
+  /** The use's id (a UUID): using the same id again returns the first outcome and posts no second reset. */
+  id: string;
+  /** The plan's daily allowance and weekly resets, stated by the caller as on every reservation. */
+  dailyBase: bigint;
+  weeklyBase: bigint;
+  trigger: ResetTrigger;
+}
+
+export type GrantResetsInput = GrantRow;
+
+/** A user's reserve resets now (docs/billing.md, "Reserve resets"). */
+export interface ResetBalance extends ResetsRows {
+  /** The ISO week in UTC (YYYY-Www) the weekly resets belong to, and when the next week's start (Monday 00:00 UTC). */
+  week: string;
+  weeklyRenewsAt: Date;
+  weeklyAllowance: bigint;
+  /** This week's resets not used yet (the allowance less what was used; never below 0). */
+  weeklyLeft: bigint;
+}
+
 export interface QuotaLedger {
   /**
    * Holds `amount` if the account's remaining covers it, atomically across every process: out of this process's
@@ -130,6 +155,16 @@ export interface QuotaLedger {
   voidDurable(id: string): Promise<DurableHold>;
   /** Raises an account's restorations, once per source and reference. */
   restore(input: RestoreInput): Promise<Restoration>;
+  /**
+   * Uses one reserve reset now: posts one on the week's account, else on the gift that expires first, and restores
+   * the day's allowance (to the plan's allowance, holds in flight still held), in one transaction under the day's
+   * account lock. Idempotent by `id`.
+   */
+  useReset(input: UseResetInput): Promise<UseResetOutcome>;
+  /** Credits gifted resets (perpetual, or until `expiresAt`), with the grant's record. */
+  grantResets(input: GrantResetsInput): Promise<{ id: string; createdAt: Date }>;
+  /** The user's reserve resets now, with the latest grants and uses. */
+  resets(userId: string, weeklyBase: bigint): Promise<ResetBalance>;
   /** The account in the current period (zeros, with the base credits, when nothing was used yet). */
   balance(account: AccountRef): Promise<AccountBalance>;
   /** Gives this process's unused leased units back to the accounts and waits until the ledger has everything. */

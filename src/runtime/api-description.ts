@@ -4,6 +4,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { resellerOperations } from "../account/reseller-routes.js";
 import { userQuotaOperations } from "../account/quota-route.js";
+import { reserveResetOperations } from "../account/reserve-reset-routes.js";
 import { userRequestOperations } from "../analytics/routes.js";
 import { authOperations } from "../auth/routes.js";
 import { inferenceOperations } from "../inference/operations.js";
@@ -68,6 +69,7 @@ export function apiOperations(): OperationDescription[] {
     ...userRequestOperations,
     ...userQuotaOperations,
     ...resellerOperations,
+    ...reserveResetOperations,
     ...supportUserOperations,
     ...supportStaffOperations,
     ...supportIncidentOperations,

@@ -29,6 +29,8 @@ import type { SafeDownloader } from "../providers/safe-download.js";
 import { userQuotaRoutes } from "../account/quota-route.js";
 import type { ResellerAccounts } from "../account/reseller-accounts.js";
 import { resellerAdminRoutes, resellerUserRoutes } from "../account/reseller-routes.js";
+import { reserveResetAdminRoutes, reserveResetUserRoutes } from "../account/reserve-reset-routes.js";
+import type { ReserveResets } from "../account/reserve-resets.js";
 import type { Clock } from "../quota/clock.js";
 import type { QuotaLedger } from "../quota/types.js";
 import { supportIncidentRoutes } from "../support/incident-routes.js";
@@ -67,6 +69,7 @@ export interface AppDeps {
   /** The process-wide budget of every other route's request bodies (`server.body_budget_bytes`). */
   requestBodyBudget: BodyBudget;
   resellers: ResellerAccounts;
+  resets: ReserveResets;
   /** The instance's recorders; `exposition` null when metrics are off. */
   metrics: Metrics;
   /** The clock of every rule that reads the date (the ledger's): a video job's hold expiry and deadline. */
@@ -163,11 +166,13 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route("/api/v1/user", userRequestRoutes({ pool: deps.pool, read }));
   app.route("/api/v1/user", userQuotaRoutes({ ledger: deps.ledger, config, read }));
   app.route("/api/v1/user", resellerUserRoutes({ accounts: deps.resellers, read }));
+  app.route("/api/v1/user", reserveResetUserRoutes({ resets: deps.resets, bodies, read }));
   app.route("/api/v1/user/assistant", supportUserRoutes({ pool: deps.pool, read, bodies }));
   app.route("/api/v1/assistant", supportStaffRoutes({ pool: deps.pool, read, bodies }));
   app.route("/api/v1/assistant", supportIncidentRoutes({ pool: deps.pool, read, bodies }));
   app.route("/api/v1/admin", adminRoutes({ users: auth.users, apiKeys: auth.apiKeys, bodies, read }));
   app.route("/api/v1/admin", resellerAdminRoutes({ accounts: deps.resellers, bodies, read }));
+  app.route("/api/v1/admin", reserveResetAdminRoutes({ resets: deps.resets, bodies, read }));
   app.route("/api/v1/internal", internalRoutes());
   app.route("/api/v1/internal/support/assistant", supportWorkerRoutes({ pool: deps.pool, bodies }));
   // GET /metrics (docs/api.md, "Metrics"): here, behind its token, unless it has an address of its own.

@@ -18,6 +18,7 @@ import { createProviders } from "../providers/registry.js";
 import { createSafeDownloader } from "../providers/safe-download.js";
 import { systemClock, type Clock } from "../quota/clock.js";
 import { createQuotaLedger } from "../quota/ledger.js";
+import { createReserveResets } from "../account/reserve-resets.js";
 import { registerInstance } from "../quota/instances.js";
 import { createDatabaseHealth } from "../db/health.js";
 import { createBodyBudget } from "../server/body-budget.js";
@@ -126,6 +127,7 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
     bodyBudget,
     requestBodyBudget: createBodyBudget(config.server.body_budget_bytes),
     resellers: createResellerAccounts({ ledger, users: auth.users }),
+    resets: createReserveResets({ ledger, pool, users: auth.users, config, clock }),
     metrics,
     clock,
     async close() {

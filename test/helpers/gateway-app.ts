@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import { parseConfig } from "../../src/config/load.js";
 import type { ConfigInput } from "../../src/config/schema.js";
 import type { Pool } from "../../src/db/pool.js";
+import type { Clock } from "../../src/quota/clock.js";
 import { taskList } from "../../src/jobs/tasks.js";
 import { createServices, videoPollDeps, type Services } from "../../src/runtime/services.js";
 import { createApp } from "../../src/runtime/app.js";
@@ -37,7 +38,7 @@ export const testTransport = () => transportOf(testConfig().server);
  * through a fault proxy, say; the caller ends it) while `db.pool` stays a direct road for the test's own reads.
  */
 export async function startTestGateway(
-  opts: { config?: Partial<ConfigInput>; env?: NodeJS.ProcessEnv; db?: TestDatabase; pool?: Pool; logger?: Logger } = {},
+  opts: { config?: Partial<ConfigInput>; env?: NodeJS.ProcessEnv; db?: TestDatabase; pool?: Pool; logger?: Logger; clock?: Clock } = {},
 ): Promise<TestGateway> {
   const db = opts.db ?? (await createTestDatabase());
   const config = testConfig(opts.config);
@@ -46,6 +47,7 @@ export async function startTestGateway(
     pool: opts.pool ?? db.pool,
     logger: opts.logger ?? createLogger("silent"),
     env: opts.env ?? {},
+    clock: opts.clock,
   });
   const http = await listen(createApp(services), "127.0.0.1", 0, transportOf(config.server));
   return {

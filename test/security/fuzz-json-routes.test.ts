@@ -154,6 +154,8 @@ function seed(operationId: string): Record<string, unknown> {
     adminCreateUser: { email: "new@example.test", password: PASSWORD, role: "user" },
     adminCreateKey: { user: "fuzz-user@example.test", name: "k", pricing_group: "default" },
     adminCreditResellerBalance: { usd: "1.5", note: "fuzz" },
+    setQuotaResetSettings: { auto_reset_enabled: true },
+    adminGrantQuotaResets: { count: 1, expires: "2099-12-31", note: "fuzz" },
     createSupportCase: { request_id: "req_0", locale: "en", question: "Why?" },
     postSupportMessage: { content: "hello" },
     replyToSupportCase: { content: "hello" },

@@ -1,0 +1,119 @@
+import { Hono } from "hono";
+import { z } from "zod";
+import type { RequestRead } from "../db/faults.js";
+import { errors } from "../errors.js";
+import { ours, type OperationDescription } from "../server/api-description.js";
+import { readValidJson, validate } from "../server/body.js";
+import type { BodyCaps } from "../server/body-rules.js";
+import type { AppEnv } from "../server/context.js";
+import { quotaResetsSchema, resetUsedSchema, type ReserveResets } from "./reserve-resets.js";
+
+// The HTTP face of the reserve resets (reserve-resets.ts): a user's own under /api/v1/user (session only; an API
+// key never authorizes them), anyone's for an admin under /api/v1/admin (CSRF on POST).
+
+const settingsBody = z.strictObject({
+  auto_reset_enabled: z.boolean().meta({ description: "Use a reset automatically when the day's allowance runs low." }),
+});
+const settingsAnswer = z.object({ auto_reset_enabled: z.boolean() });
+
+const grantBody = z.strictObject({
+  count: z.int().meta({ description: "How many resets to give, 1 to 1000." }),
+  expires: z
+    .string()
+    .optional()
+    .meta({ description: "A date (YYYY-MM-DD, valid through that UTC day) or an ISO 8601 instant; absent: never expires." }),
+  note: z.string().optional().meta({ description: "Why, kept with the grant (at most 500 characters)." }),
+});
+
+const anyObject = z.record(z.string(), z.unknown());
+
+/** A strict body whose unknown field is named in `param`, not only in the message. */
+function strictly<S extends z.ZodObject>(schema: S, value: Record<string, unknown>): z.infer<S> {
+  const unknown = Object.keys(value).find((k) => !Object.hasOwn(schema.shape, k));
+  if (unknown !== undefined) throw errors.badRequest(`Unknown field ${unknown}.`, unknown, "invalid_value");
+  return validate(schema, value);
+}
+
+/** Mounted under /api/v1/user (session). */
+export function reserveResetUserRoutes(deps: { resets: ReserveResets; bodies: BodyCaps; read: RequestRead }) {
+  return new Hono<AppEnv>()
+    .get("/quota-resets", async (c) => c.json(await deps.read(() => deps.resets.state(c.get("session").userId))))
+    .put("/quota-resets", async (c) => {
+      const body = strictly(settingsBody, await readValidJson(c, anyObject, deps.bodies.small));
+      return c.json({ auto_reset_enabled: await deps.resets.setAuto(c.get("session").userId, body.auto_reset_enabled) });
+    })
+    .post("/quota-resets/use", async (c) => c.json(await deps.resets.use(c.get("session").userId)));
+}
+
+/** Mounted under /api/v1/admin (admin session; CSRF on POST). */
+export function reserveResetAdminRoutes(deps: { resets: ReserveResets; bodies: BodyCaps; read: RequestRead }) {
+  return new Hono<AppEnv>()
+    .get("/users/:user/quota-resets", async (c) => c.json(await deps.read(() => deps.resets.state(c.req.param("user")))))
+    .post("/users/:user/quota-resets", async (c) => {
+      const body = strictly(grantBody, await readValidJson(c, anyObject, deps.bodies.small));
+      return c.json(await deps.resets.grant(c.req.param("user"), body, `admin:${c.get("session").userId}`), 201);
+    });
+}
+
+const resets = ours("QuotaResets", quotaResetsSchema);
+const userParam = { user: "The user's ID or email." };
+
+export const reserveResetOperations: OperationDescription[] = [
+  {
+    method: "get",
+    path: "/api/v1/user/quota-resets",
+    operationId: "getQuotaResets",
+    summary: "The session user's reserve resets, setting and history",
+    description:
+      "Weekly resets left this week, gifted resets left by expiry, the plan's weekly allowance, `auto_reset_enabled`, when the weekly allowance renews, and the latest grants and uses.",
+    tag: "Account",
+    access: "session",
+    ok: { status: 200, description: "The reserve resets.", schema: resets },
+  },
+  {
+    method: "put",
+    path: "/api/v1/user/quota-resets",
+    operationId: "setQuotaResetSettings",
+    summary: "Saves whether reserve resets are used automatically",
+    description: "Spends nothing; the flag outlives every daily and weekly renewal. Any other field is a 400 naming it.",
+    tag: "Account",
+    access: "session",
+    body: ours("QuotaResetSettings", settingsBody),
+    ok: { status: 200, description: "The saved flag.", schema: ours("QuotaResetSettingsSaved", settingsAnswer) },
+  },
+  {
+    method: "post",
+    path: "/api/v1/user/quota-resets/use",
+    operationId: "useQuotaReset",
+    summary: "Uses one reserve reset now",
+    description:
+      "Uses one of the week's resets, else the gifted one that expires first, and restores today's allowance (holds in flight stay held). Nothing spent today: 409 `nothing_to_restore`, no reset used. No reset left: 429 `insufficient_quota`.",
+    tag: "Account",
+    access: "session",
+    ok: { status: 200, description: "The use and the resets after it.", schema: ours("QuotaResetUsed", resetUsedSchema) },
+    errors: ["nothing_to_restore", "insufficient_quota"],
+  },
+  {
+    method: "get",
+    path: "/api/v1/admin/users/{user}/quota-resets",
+    operationId: "adminGetQuotaResets",
+    summary: "A user's reserve resets and history",
+    tag: "Admin",
+    access: "admin",
+    pathParams: userParam,
+    ok: { status: 200, description: "The reserve resets.", schema: resets },
+    errors: ["user_not_found"],
+  },
+  {
+    method: "post",
+    path: "/api/v1/admin/users/{user}/quota-resets",
+    operationId: "adminGrantQuotaResets",
+    summary: "Grants a user gifted reserve resets",
+    tag: "Admin",
+    access: "admin",
+    pathParams: userParam,
+    body: ours("QuotaResetGrant", grantBody),
+    ok: { status: 201, description: "The reserve resets after the grant.", schema: resets },
+    errors: ["user_not_found"],
+  },
+];

@@ -1,0 +1,221 @@
+import { randomUUID } from "node:crypto";
+import { z } from "zod";
+import type { UserService } from "../auth/types.js";
+import type { Config } from "../config/schema.js";
+import type { Pool } from "../db/pool.js";
+import { errors, GatewayError } from "../errors.js";
+import type { Clock } from "../quota/clock.js";
+import type { QuotaLedger, ResetBalance } from "../quota/types.js";
+import { nextWeekAt } from "../quota/week.js";
+
+// Reserve resets (docs/billing.md, "Reserve resets"): a user reads their own, sets whether resets are used
+// automatically, and uses one by hand; operators grant gifted ones (`gateway resets grant`, or the admin endpoint
+// with CSRF) and read anyone's. The balances and every grant and use are the ledger's (src/quota/resets-sql.ts);
+// the flag is a column of the user, so no renewal touches it.
+
+const when = z.iso.datetime();
+
+export const resetUseSchema = z.object({
+  id: z.string().meta({ description: "The use's id (also the reference of its restoration)." }),
+  kind: z.enum(["weekly", "gifted"]).meta({ description: "Which reset was used: one of the week's, or a gifted one." }),
+  day: z.string().meta({ description: "The UTC day (YYYY-MM-DD) whose allowance it restored." }),
+  restored: z.int().meta({ description: "Quota units it restored: what had been spent that day and not yet restored." }),
+  trigger: z.enum(["manual", "automatic"]),
+  created_at: when,
+});
+
+export const resetGrantSchema = z.object({
+  id: z.string(),
+  count: z.int(),
+  expires_at: when.nullable().meta({ description: "When the gifted resets expire; null: never." }),
+  note: z.string(),
+  granted_by: z.string().meta({ description: "`admin:<user id>` for a grant through the API, `cli` for the command." }),
+  created_at: when,
+});
+
+export const quotaResetsSchema = z.object({
+  user_id: z.string(),
+  plan: z.string(),
+  auto_reset_enabled: z.boolean(),
+  week: z.string().meta({ description: "The ISO week in UTC (YYYY-Www) the weekly resets belong to." }),
+  weekly_allowance: z.int().meta({ description: "The plan's weekly resets." }),
+  weekly_left: z.int().meta({ description: "This week's resets not used yet." }),
+  weekly_renews_at: when.meta({ description: "When the weekly allowance next renews (Monday 00:00 UTC)." }),
+  gifted_left: z.int().meta({ description: "Gifted resets left, unexpired." }),
+  gifts: z
+    .array(z.object({ count: z.int(), expires_at: when.nullable() }))
+    .meta({ description: "Gifted resets left by expiry, the soonest first (null: never expires, last)." }),
+  grants: z.array(resetGrantSchema).meta({ description: "The latest 50 grants, newest first." }),
+  uses: z.array(resetUseSchema).meta({ description: "The latest 50 uses, newest first." }),
+});
+
+export const resetUsedSchema = z.object({ use: resetUseSchema, quota_resets: quotaResetsSchema });
+
+export type PublicQuotaResets = z.infer<typeof quotaResetsSchema>;
+export type PublicResetUse = z.infer<typeof resetUseSchema>;
+
+export interface GrantInput {
+  count: number;
+  /** YYYY-MM-DD (valid through that UTC day) or an ISO 8601 instant; absent: the gift never expires. */
+  expires?: string;
+  note?: string;
+}
+
+export interface ReserveResets {
+  /** By user id (the session's) or, for operators, id or email. */
+  state(user: string): Promise<PublicQuotaResets>;
+  setAuto(userId: string, enabled: boolean): Promise<boolean>;
+  use(userId: string): Promise<z.infer<typeof resetUsedSchema>>;
+  grant(user: string, input: GrantInput, grantedBy: string): Promise<PublicQuotaResets>;
+}
+
+const MAX_NOTE = 500;
+const MAX_GRANT = 1000;
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+const instant = z.iso.datetime({ offset: true });
+const DAY_MS = 86_400_000;
+
+/** The instant a gift stops being usable: a bare date means through that UTC day. Null when the text is no date. */
+export function parseExpiry(text: string): Date | null {
+  const date = DATE.test(text) ? new Date(`${text}T00:00:00.000Z`) : instant.safeParse(text).success ? new Date(text) : null;
+  if (!date || Number.isNaN(date.getTime())) return null;
+  if (DATE.test(text)) {
+    // Date.parse rolls 2026-02-30 over to March: refuse it instead.
+    if (date.toISOString().slice(0, 10) !== text) return null;
+    return new Date(date.getTime() + DAY_MS);
+  }
+  return date;
+}
+
+const FLAG = `select plan, auto_reset_enabled from users where id = $1::uuid`;
+const SET_FLAG = `update users set auto_reset_enabled = $2::bool where id = $1::uuid returning auto_reset_enabled`;
+
+export function createReserveResets(deps: {
+  ledger: QuotaLedger;
+  pool: Pool;
+  users: UserService;
+  config: Config;
+  clock: Clock;
+}): ReserveResets {
+  const plans = deps.config.plans;
+  const planOf = (plan: string) => (Object.hasOwn(plans, plan) ? plans[plan] : undefined);
+
+  async function userIdOf(idOrEmail: string): Promise<string> {
+    const user = await deps.users.find(idOrEmail);
+    if (!user) throw errors.notFound(`no user ${idOrEmail}`, "user_not_found");
+    return user.id;
+  }
+
+  async function account(userId: string): Promise<{ plan: string; auto: boolean }> {
+    const row = (await deps.pool.query<{ plan: string; auto_reset_enabled: boolean }>(FLAG, [userId])).rows[0];
+    if (!row) throw errors.notFound(`no user ${userId}`, "user_not_found");
+    return { plan: row.plan, auto: row.auto_reset_enabled };
+  }
+
+  const toUse = (u: ResetBalance["uses"][number]): PublicResetUse => ({
+    id: u.id,
+    kind: u.kind,
+    day: u.day,
+    restored: Number(u.restored),
+    trigger: u.trigger,
+    created_at: u.createdAt.toISOString(),
+  });
+
+  async function stateOf(userId: string): Promise<PublicQuotaResets> {
+    const { plan, auto } = await account(userId);
+    const b = await deps.ledger.resets(userId, BigInt(planOf(plan)?.weekly_resets ?? 0));
+    let gifted = 0;
+    for (const g of b.gifts) gifted += Number(g.left);
+    return {
+      user_id: userId,
+      plan,
+      auto_reset_enabled: auto,
+      week: b.week,
+      weekly_allowance: Number(b.weeklyAllowance),
+      weekly_left: Number(b.weeklyLeft),
+      weekly_renews_at: b.weeklyRenewsAt.toISOString(),
+      gifted_left: gifted,
+      gifts: b.gifts.map((g) => ({ count: Number(g.left), expires_at: g.expiresAt?.toISOString() ?? null })),
+      grants: b.grants.map((g) => ({
+        id: g.id,
+        count: g.count,
+        expires_at: g.expiresAt?.toISOString() ?? null,
+        note: g.note,
+        granted_by: g.grantedBy,
+        created_at: g.createdAt.toISOString(),
+      })),
+      uses: b.uses.map(toUse),
+    };
+  }
+
+  return {
+    state: async (user) => stateOf(await userIdOf(user)),
+
+    async setAuto(userId, enabled) {
+      const row = (await deps.pool.query<{ auto_reset_enabled: boolean }>(SET_FLAG, [userId, enabled])).rows[0];
+      if (!row) throw errors.notFound(`no user ${userId}`, "user_not_found");
+      return row.auto_reset_enabled;
+    },
+
+    async use(userId) {
+      const { plan } = await account(userId);
+      const terms = planOf(plan);
+      const weeklyBase = BigInt(terms?.weekly_resets ?? 0);
+      const id = randomUUID();
+      const used = await deps.ledger.useReset({
+        userId,
+        id,
+        dailyBase: BigInt(terms?.daily_tokens ?? 0),
+        weeklyBase,
+        trigger: "manual",
+      });
+      if (used.outcome === "nothing_spent") {
+        throw errors.conflict("Nothing was spent today: the daily allowance is whole, so no reset was used.", "nothing_to_restore");
+      }
+      if (used.outcome === "none_available") {
+        const now = deps.clock.now();
+        const renews = nextWeekAt(now);
+        throw new GatewayError({
+          code: "insufficient_quota",
+          message: `No reserve reset available: this week's ${weeklyBase} are used and no gifted reset is left; the weekly resets renew at ${renews.toISOString()} (Monday 00:00 UTC).`,
+          headers: { "Retry-After": String(Math.max(1, Math.ceil((renews.getTime() - now.getTime()) / 1000))) },
+        });
+      }
+      return {
+        use: {
+          id,
+          kind: used.kind,
+          day: used.day,
+          restored: Number(used.restored),
+          trigger: "manual",
+          created_at: used.createdAt.toISOString(),
+        },
+        quota_resets: await stateOf(userId),
+      };
+    },
+
+    async grant(user, input, grantedBy) {
+      if (!Number.isSafeInteger(input.count) || input.count < 1 || input.count > MAX_GRANT) {
+        throw errors.badRequest(`count must be a whole number from 1 to ${MAX_GRANT}.`, "count", "invalid_value");
+      }
+      const note = input.note ?? "";
+      if (note.length > MAX_NOTE) throw errors.badRequest(`note must be at most ${MAX_NOTE} characters.`, "note", "invalid_value");
+      let expiresAt: Date | null = null;
+      if (input.expires !== undefined) {
+        expiresAt = parseExpiry(input.expires);
+        if (!expiresAt) {
+          throw errors.badRequest(
+            "expires must be a date (YYYY-MM-DD, valid through that UTC day) or an ISO 8601 instant.",
+            "expires",
+            "invalid_value",
+          );
+        }
+        if (expiresAt.getTime() <= deps.clock.now().getTime())
+          throw errors.badRequest("expires must be in the future.", "expires", "invalid_value");
+      }
+      const userId = await userIdOf(user);
+      await deps.ledger.grantResets({ userId, count: input.count, expiresAt, note, grantedBy });
+      return stateOf(userId);
+    },
+  };
+}

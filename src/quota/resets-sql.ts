@@ -1,0 +1,201 @@
+import type pg from "pg";
+import type { Pool } from "../db/pool.js";
+import { inTransaction } from "../db/transaction.js";
+import { GIFT_PERPETUAL } from "./account-kinds.js";
+import { restoreRow } from "./restore-sql.js";
+
+// Reserve resets on the ledger (docs/billing.md, "Reserve resets"): the week's resets and the gifted ones are
+// accounts (kinds weekly_resets and gifted_resets); a use posts one reset on one of them and restores the day's
+// allowance, in one transaction under the day's account lock.
+
+// The day's account, locked first by every use: two uses of one user (a manual one, a retried one, an automatic
+// one in admission) are serialised here, as the lease syncs of that account are.
+const LOCK_DAY = `
+select id::text, restored::text, debits_posted::text from quota_accounts
+where user_id = $1::uuid and kind = 'daily_allowance' and period = $2::text
+for no key update`;
+
+const EARLIER_USE = `select kind, day, restored::text, created_at from quota_reset_uses where id = $1::uuid`;
+
+// The week's base is the plan's, stated by the caller on every use (as the day's allowance is on every sync).
+const STATE_WEEK = `
+update quota_accounts set credits = $3::bigint, updated_at = now()
+where user_id = $1::uuid and kind = 'weekly_resets' and period = $2::text and credits <> $3::bigint`;
+
+// The reset to use: the week's first, then the gift that expires first (the perpetual ones last).
+const PICK = `
+select id::text, kind from quota_accounts
+where user_id = $1::uuid
+  and ((kind = 'weekly_resets' and period = $2::text) or (kind = 'gifted_resets' and (period = $4::text or period > $3::text)))
+  and credits + restored - debits_posted - debits_pending > 0
+order by kind = 'gifted_resets', period = $4::text, period
+limit 1
+for no key update`;
+
+// One reset, posted as a hold of 1 (so the account reconciles like any other), and the day's restoration.
+const POST_RESET = `
+with hold as (
+  insert into quota_holds (account_id, amount, charged, status, request_id, resolved_at)
+  values ($1::bigint, 1, 1, 'posted', 'reset:' || $2::text, now())
+)
+update quota_accounts set debits_posted = debits_posted + 1, updated_at = now() where id = $1::bigint`;
+
+const RECORD_USE = `
+insert into quota_reset_uses (id, user_id, account_id, kind, day, restored, trigger)
+values ($1::uuid, $2::uuid, $3::bigint, $4::text, $5::text, $6::bigint, $7::text)
+returning created_at`;
+
+/** The restorations' source of a reset's use (docs/billing.md, "Restorations"). */
+export const RESET_SOURCE = "reserve_reset";
+
+export type ResetKind = "weekly" | "gifted";
+export type ResetTrigger = "manual" | "automatic";
+
+export interface UseResetRow {
+  userId: string;
+  /** The use's id (a UUID): the same id again is the same use, never a second reset. */
+  id: string;
+  day: string;
+  week: string;
+  /** The plan's weekly resets, the base of the week's account. */
+  weeklyBase: bigint;
+  /** Gifts expiring at or before this instant (ISO 8601) are gone. */
+  nowIso: string;
+  trigger: ResetTrigger;
+}
+
+export type UseResetOutcome =
+  | { outcome: "used"; duplicate: boolean; kind: ResetKind; day: string; restored: bigint; createdAt: Date }
+  /** Nothing spent today that a reset could restore: no reset is posted. */
+  | { outcome: "nothing_spent" }
+  /** No weekly or unexpired gifted reset left. */
+  | { outcome: "none_available" };
+
+/**
+ * Uses one reset for the user now, under the day's account lock (phase 2's automatic reset calls it from
+ * admission with its own id). The day's and the week's accounts must exist (ensureAccount).
+ */
+export function useResetRows(pool: Pool, r: UseResetRow): Promise<UseResetOutcome> {
+  return inTransaction(pool, async (client) => {
+    const day = (await client.query<{ id: string; restored: string; debits_posted: string }>(LOCK_DAY, [r.userId, r.day])).rows[0];
+    if (!day) throw new Error(`the day's account of user ${r.userId} for ${r.day} is missing`);
+    const earlier = await earlierUse(client, r.id);
+    if (earlier) return earlier;
+    // Restored = the day's remaining back to the plan's allowance with the holds in flight still held: what was
+    // posted and not yet restored (an overshoot below zero included).
+    const spent = BigInt(day.debits_posted) - BigInt(day.restored);
+    if (spent <= 0n) return { outcome: "nothing_spent" };
+    await client.query(STATE_WEEK, [r.userId, r.week, String(r.weeklyBase)]);
+    const pick = (await client.query<{ id: string; kind: string }>(PICK, [r.userId, r.week, r.nowIso, GIFT_PERPETUAL])).rows[0];
+    if (!pick) return { outcome: "none_available" };
+    const kind: ResetKind = pick.kind === "weekly_resets" ? "weekly" : "gifted";
+    await client.query(POST_RESET, [pick.id, r.id]);
+    // The day's restoration, up to what was spent: the locked row's `posted - restored`, which is `spent`.
+    const restored = await restoreRow(client, {
+      userId: r.userId,
+      kind: "daily_allowance",
+      period: r.day,
+      amount: spent,
+      upToSpent: true,
+      source: RESET_SOURCE,
+      reference: r.id,
+    });
+    if (restored.account === "missing" || restored.applied !== spent) throw new Error(`the restoration of reset use ${r.id} did not apply`);
+    const recorded = await client.query<{ created_at: Date }>(RECORD_USE, [r.id, r.userId, pick.id, kind, r.day, String(spent), r.trigger]);
+    return { outcome: "used", duplicate: false, kind, day: r.day, restored: spent, createdAt: recorded.rows[0]!.created_at };
+  });
+}
+
+async function earlierUse(client: pg.PoolClient, id: string): Promise<UseResetOutcome | undefined> {
+  const row = (await client.query<{ kind: ResetKind; day: string; restored: string; created_at: Date }>(EARLIER_USE, [id])).rows[0];
+  return (
+    row && { outcome: "used", duplicate: true, kind: row.kind, day: row.day, restored: BigInt(row.restored), createdAt: row.created_at }
+  );
+}
+
+// One statement: the grant's record and the gift account's new credits commit together.
+const GRANT = `
+with account as (
+  insert into quota_accounts (user_id, kind, period, credits) values ($1::uuid, 'gifted_resets', $2::text, $3::bigint)
+  on conflict (user_id, kind, period) do update set credits = quota_accounts.credits + excluded.credits, updated_at = now()
+  returning id
+)
+insert into quota_reset_grants (user_id, account_id, count, expires_at, note, granted_by)
+select $1::uuid, id, $3::int, $4::timestamptz, $5::text, $6::text from account
+returning id::text, created_at`;
+
+export interface GrantRow {
+  userId: string;
+  count: number;
+  /** Null: never expires. */
+  expiresAt: Date | null;
+  note: string;
+  grantedBy: string;
+}
+
+export async function grantResetsRow(pool: Pool, g: GrantRow): Promise<{ id: string; createdAt: Date }> {
+  if (!Number.isSafeInteger(g.count) || g.count <= 0) throw new RangeError(`a grant must be a positive count, got ${g.count}`);
+  const period = g.expiresAt ? g.expiresAt.toISOString() : GIFT_PERPETUAL;
+  const { rows } = await pool.query<{ id: string; created_at: Date }>(GRANT, [g.userId, period, g.count, g.expiresAt, g.note, g.grantedBy]);
+  return { id: rows[0]!.id, createdAt: rows[0]!.created_at };
+}
+
+const GIFTS = `
+select period, (credits + restored - debits_posted - debits_pending)::text as left_count from quota_accounts
+where user_id = $1::uuid and kind = 'gifted_resets' and (period = $3::text or period > $2::text)
+  and credits + restored - debits_posted - debits_pending > 0
+order by period = $3::text, period`;
+
+const WEEK = `
+select (debits_posted + debits_pending - restored)::text as used from quota_accounts
+where user_id = $1::uuid and kind = 'weekly_resets' and period = $2::text`;
+
+const HISTORY_LIMIT = 50;
+
+const GRANTS = `
+select id::text, count, expires_at, note, granted_by, created_at from quota_reset_grants
+where user_id = $1::uuid order by created_at desc, id desc limit ${HISTORY_LIMIT}`;
+
+const USES = `
+select id::text, kind, day, restored::text, trigger, created_at from quota_reset_uses
+where user_id = $1::uuid order by created_at desc, id desc limit ${HISTORY_LIMIT}`;
+
+export interface ResetsRows {
+  /** Resets of this week used (posted) so far. */
+  weeklyUsed: bigint;
+  gifts: { expiresAt: Date | null; left: bigint }[];
+  grants: { id: string; count: number; expiresAt: Date | null; note: string; grantedBy: string; createdAt: Date }[];
+  uses: { id: string; kind: ResetKind; day: string; restored: bigint; trigger: ResetTrigger; createdAt: Date }[];
+}
+
+/** The user's resets now: this week's used, the unexpired gifts left (soonest expiry first), the latest records. */
+export async function readResetsRows(pool: Pool, userId: string, week: string, nowIso: string): Promise<ResetsRows> {
+  const [week_, gifts, grants, uses] = await Promise.all([
+    pool.query<{ used: string }>(WEEK, [userId, week]),
+    pool.query<{ period: string; left_count: string }>(GIFTS, [userId, nowIso, GIFT_PERPETUAL]),
+    pool.query<{ id: string; count: number; expires_at: Date | null; note: string; granted_by: string; created_at: Date }>(GRANTS, [
+      userId,
+    ]),
+    pool.query<{ id: string; kind: ResetKind; day: string; restored: string; trigger: ResetTrigger; created_at: Date }>(USES, [userId]),
+  ]);
+  return {
+    weeklyUsed: BigInt(week_.rows[0]?.used ?? "0"),
+    gifts: gifts.rows.map((g) => ({ expiresAt: g.period === GIFT_PERPETUAL ? null : new Date(g.period), left: BigInt(g.left_count) })),
+    grants: grants.rows.map((g) => ({
+      id: g.id,
+      count: g.count,
+      expiresAt: g.expires_at,
+      note: g.note,
+      grantedBy: g.granted_by,
+      createdAt: g.created_at,
+    })),
+    uses: uses.rows.map((u) => ({
+      id: u.id,
+      kind: u.kind,
+      day: u.day,
+      restored: BigInt(u.restored),
+      trigger: u.trigger,
+      createdAt: u.created_at,
+    })),
+  };
+}
