@@ -7,6 +7,7 @@ import { apiDescription } from "../../src/runtime/api-description.js";
 import { answerValidator, coverageGaps, describedRoutes, servedRoutes } from "../helpers/api-description.js";
 import { gatewayBin } from "../helpers/cli.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import { postLogin } from "../helpers/login.js";
 
 type Document = Parameters<typeof describedRoutes>[0] & { openapi: string; info: { version: string } };
 
@@ -97,11 +98,7 @@ describe("real answers of the gateway's own routes match the description", () =>
     await users.create({ email: "admin@example.test", password: PASSWORD, role: "admin" });
     apiKey = (await apiKeys.create({ user: "user@example.test" })).key;
     const login = async (email: string) => {
-      const res = await fetch(`${gw.url}/api/v1/auth/login`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ email, password: PASSWORD }),
-      });
+      const res = await postLogin(gw.url, email, PASSWORD);
       const body = (await res.json()) as { token: string; csrf_token: string };
       expect(check("POST", "/api/v1/auth/login", res.status, body)).toEqual([]);
       return body;

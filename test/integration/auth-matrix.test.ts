@@ -4,6 +4,7 @@ import { createPool, type Pool } from "../../src/db/pool.js";
 import type { Services } from "../../src/runtime/services.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import { logIn, postLogin } from "../helpers/login.js";
 
 // Every credential against every route family, over real HTTP against a real database: the table is the
 // specification of who may call what (DESIGN.md §4).
@@ -28,13 +29,11 @@ function call(target: { url: string }, method: string, route: string, headers: R
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
-const login = (email: string, password: string) => call(server, "POST", "/api/v1/auth/login", {}, { email, password });
+const login = (email: string, password: string) => postLogin(server.url, email, password);
 
 async function session(email: string) {
-  const res = await login(email, PASSWORD);
-  expect(res.status).toBe(200);
-  const { token, csrf_token } = (await res.json()) as { token: string; csrf_token: string };
-  return { token, adminHeaders: { ...bearer(token), "x-csrf-token": csrf_token } };
+  const { token, headers } = await logIn(server.url, email, PASSWORD);
+  return { token, adminHeaders: headers };
 }
 
 /** Checks the error envelope and returns it; `secrets` must not appear anywhere in the body. */

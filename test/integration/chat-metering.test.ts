@@ -5,6 +5,7 @@ import { countPromptTokens, countTextTokens, estimatePromptTokens } from "../../
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import { logIn } from "../helpers/login.js";
 import { countLogWrites, deltaText, lockAccount, settled as settledOnce, type Settled } from "../helpers/metering-checks.js";
 import { sseEvents as events } from "../helpers/sse-frames.js";
 
@@ -160,13 +161,7 @@ describe("settlement with upstream usage", () => {
 describe("GET /api/v1/user/quota", () => {
   it("shows allowance, used, reserved and remaining as the ledger has them, also mid-stream", async () => {
     const user = await freshUser();
-    const credentials = JSON.stringify({ email: user.email, password: PASSWORD });
-    const login = await fetch(`${gw.url}/api/v1/auth/login`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: credentials,
-    });
-    const { token } = (await login.json()) as { token: string };
+    const { token } = await logIn(gw.url, user.email, PASSWORD);
     const quota = async () => {
       const res = await fetch(`${gw.url}/api/v1/user/quota`, { headers: { authorization: `Bearer ${token}` } });
       expect(res.status).toBe(200);

@@ -10,6 +10,7 @@ import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/se
 import { createLogger } from "../../src/server/logger.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import { logIn } from "../helpers/login.js";
 import { countLogWrites, rowsOf, settled, type Row } from "../helpers/metering-checks.js";
 import { startPgFaultProxy, type PgFaultProxy } from "../helpers/pg-fault-proxy.js";
 
@@ -301,13 +302,7 @@ describe("connection cuts and stalls", () => {
     // run in 5, on the code before issue 20 too), not because a retry was missing.
     const { gw, proxy } = await faultyGateway({ request_timeout_ms: 5000, connect_timeout_ms: 2000 });
     await freshUser(gw);
-    const login = await fetch(`${gw.url}/api/v1/auth/login`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ email: `faults-${users}@example.test`, password: "password-123" }),
-    });
-    expect(login.status).toBe(200);
-    const { token } = (await login.json()) as { token: string };
+    const { token } = await logIn(gw.url, `faults-${users}@example.test`, "password-123");
     const view = (path: string) =>
       fetch(`${gw.url}/api/v1/user/${path}`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(HANG_MS) });
     const cutsBefore = proxy.stats().cut;

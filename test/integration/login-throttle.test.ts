@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPool, type Pool } from "../../src/db/pool.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import { postLogin } from "../helpers/login.js";
 
 // Login attempts are counted per email address across every process sharing the database (docs/auth.md,
 // "Login throttling"): at most login_max_attempts password checks per address and window.
@@ -17,12 +18,7 @@ let secondPool: Pool;
 let second: TestGateway;
 let counter = 0;
 
-const login = (gateway: TestGateway, email: string, password: string) =>
-  fetch(`${gateway.url}/api/v1/auth/login`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ email, password }),
-  });
+const login = (gateway: TestGateway, email: string, password: string) => postLogin(gateway.url, email, password);
 
 async function newUser(): Promise<string> {
   const email = `throttle-${Date.now()}-${++counter}@example.test`;

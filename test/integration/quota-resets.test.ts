@@ -4,6 +4,7 @@ import { reconcileLedger } from "../../src/quota/index.js";
 import type { Services } from "../../src/runtime/services.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import { logIn } from "../helpers/login.js";
 
 // Reserve resets (docs/billing.md, "Reserve resets") through HTTP with real sessions against a real database:
 // the settings, a manual use, the grants, the week's renewal and the day's, and two gateways sharing a database.
@@ -47,14 +48,12 @@ function call(on: { url: string }, method: string, route: string, headers: Recor
 async function newUser(role: "user" | "admin" = "user") {
   const email = `resets-${++users}@example.test`;
   const user = await gw.services.auth.users.create({ email, password: PASSWORD, role, plan: "std" });
-  const res = await call(gw, "POST", "/api/v1/auth/login", {}, { email, password: PASSWORD });
-  expect(res.status).toBe(200);
-  const { token, csrf_token } = (await res.json()) as { token: string; csrf_token: string };
+  const { token, headers } = await logIn(gw.url, email, PASSWORD);
   return {
     id: user.id,
     email,
     headers: { authorization: `Bearer ${token}` },
-    admin: { authorization: `Bearer ${token}`, "x-csrf-token": csrf_token },
+    admin: headers,
   };
 }
 

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiOperations } from "../../src/runtime/api-description.js";
 import type { OperationDescription } from "../../src/server/api-description.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import { logIn } from "../helpers/login.js";
 
 // Who may call the support workspace, for every route the API description lists under it: the user side takes
 // a session only (an API key is 401), the staff side an admin session with its CSRF token on every POST (a user
@@ -19,22 +20,13 @@ let apiKey: string;
 
 const support = apiOperations().filter((op) => /^\/api\/v1\/(user\/assistant|assistant|internal\/support)\//.test(op.path));
 
-async function login(email: string) {
-  const res = await fetch(`${gw.url}/api/v1/auth/login`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ email, password: PASSWORD }),
-  });
-  return (await res.json()) as { token: string; csrf_token: string };
-}
-
 beforeAll(async () => {
   gw = await startTestGateway({ env: { SUPPORT_BOT_TOKEN: BOT } });
   await gw.services.auth.users.create({ email: "u@example.test", password: PASSWORD });
   await gw.services.auth.users.create({ email: "a@example.test", password: PASSWORD, role: "admin" });
-  userToken = (await login("u@example.test")).token;
-  const a = await login("a@example.test");
-  admin = { token: a.token, csrf: a.csrf_token };
+  userToken = (await logIn(gw.url, "u@example.test", PASSWORD)).token;
+  const a = await logIn(gw.url, "a@example.test", PASSWORD);
+  admin = { token: a.token, csrf: a.csrfToken };
   apiKey = (await gw.services.auth.apiKeys.create({ user: "u@example.test" })).key;
 });
 

@@ -15,6 +15,7 @@ import {
   type UserCasePage,
 } from "../../src/support/user-wire.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import { logIn } from "../helpers/login.js";
 
 // The user side of support cases over real HTTP and a real database (docs/support.md, "Cases (user side)"). The
 // cited requests are real: chat requests through the gateway, to the mock upstream or to a "leaky" upstream
@@ -82,12 +83,7 @@ afterAll(async () => {
 async function person(email: string): Promise<Person> {
   const user = await gw.services.auth.users.create({ email, password: PASSWORD });
   const { key } = await gw.services.auth.apiKeys.create({ user: email });
-  const res = await fetch(`${gw.url}/api/v1/auth/login`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ email, password: PASSWORD }),
-  });
-  const { token } = (await res.json()) as { token: string };
+  const { token } = await logIn(gw.url, email, PASSWORD);
   return { id: user.id, token, key };
 }
 

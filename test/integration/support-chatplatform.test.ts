@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { controlResponseSchema, snapshotResponseSchema } from "../../src/support/chatplatform-wire.js";
 import { changeAsStaff } from "../../src/support/staff.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import { logIn } from "../helpers/login.js";
 
 // The chat platform's internal endpoints over real HTTP and a real database (docs/support.md, "Chat platform"):
 // the control check that creates nothing, the snapshot upsert with its dedup by source message id (sequential and
@@ -18,13 +19,8 @@ let admin: { token: string; csrf: string };
 beforeAll(async () => {
   gw = await startTestGateway({ env: { SUPPORT_BOT_TOKEN: BOT } });
   await gw.services.auth.users.create({ email: "staff@example.test", password: PASSWORD, role: "admin" });
-  const res = await fetch(`${gw.url}/api/v1/auth/login`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ email: "staff@example.test", password: PASSWORD }),
-  });
-  const body = (await res.json()) as { token: string; csrf_token: string };
-  admin = { token: body.token, csrf: body.csrf_token };
+  const { token, csrfToken } = await logIn(gw.url, "staff@example.test", PASSWORD);
+  admin = { token, csrf: csrfToken };
 });
 
 afterAll(() => gw?.close());

@@ -6,6 +6,7 @@ import { crontab } from "../../src/jobs/tasks.js";
 import { INCIDENT_THRESHOLDS, scanIncidents } from "../../src/support/incidents.js";
 import { userCaseDetailSchema } from "../../src/support/user-wire.js";
 import { gatewayTasks, startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import { logIn } from "../helpers/login.js";
 
 // Incidents over real HTTP and a real database (docs/support.md, "Incidents"): the scan raising candidates from
 // case clusters and from the request log separately, its idempotence, the staff's transitions and publishing
@@ -18,13 +19,8 @@ let admin: { token: string; csrf: string };
 const users: { id: string; token: string; csrf: string }[] = [];
 
 async function login(email: string) {
-  const res = await fetch(`${gw.url}/api/v1/auth/login`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ email, password: PASSWORD }),
-  });
-  const body = (await res.json()) as { token: string; csrf_token: string };
-  return { token: body.token, csrf: body.csrf_token };
+  const { token, csrfToken } = await logIn(gw.url, email, PASSWORD);
+  return { token, csrf: csrfToken };
 }
 
 beforeAll(async () => {

@@ -9,6 +9,7 @@ import {
 } from "../../src/support/staff-wire.js";
 import { userCaseDetailSchema } from "../../src/support/user-wire.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import { logIn } from "../helpers/login.js";
 
 // The staff side of the support workspace over real HTTP and a real database (docs/support.md, "Staff"): the
 // admin session and its CSRF token, the hold against a running answer (through the workers' own endpoints),
@@ -23,13 +24,8 @@ let admin: { token: string; csrf: string };
 let user: { id: string; token: string; csrf: string };
 
 async function login(email: string) {
-  const res = await fetch(`${gw.url}/api/v1/auth/login`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ email, password: PASSWORD }),
-  });
-  const body = (await res.json()) as { token: string; csrf_token: string };
-  return { token: body.token, csrf: body.csrf_token };
+  const { token, csrfToken } = await logIn(gw.url, email, PASSWORD);
+  return { token, csrf: csrfToken };
 }
 
 beforeAll(async () => {

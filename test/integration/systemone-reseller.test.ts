@@ -3,6 +3,7 @@ import { systemOneResellerPrice, systemOneUpstreamCost } from "../../src/billing
 import { formatUsd, parseUsd } from "../../src/billing/usd.js";
 import type { FaultProxy } from "../helpers/fault-proxy.js";
 import type { TestGateway } from "../helpers/gateway-app.js";
+import { logIn } from "../helpers/login.js";
 import { quiesce, rowsOf } from "../helpers/metering-checks.js";
 import { evaluate, evaluation, evaluator, judge, useEvaluationGateway } from "../helpers/systemone.js";
 
@@ -138,12 +139,7 @@ describe("reseller pay-as-you-go", () => {
     const user = await reseller("1");
     const res = await evaluate(gw.url, user.key, evaluation("judge"));
     await quiesce(gw);
-    const login = await fetch(`${gw.url}/api/v1/auth/login`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ email: user.email, password: PASSWORD }),
-    });
-    const { token } = (await login.json()) as { token: string };
+    const { token } = await logIn(gw.url, user.email, PASSWORD);
     const list = (await (await fetch(`${gw.url}/api/v1/user/requests`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
       requests: Record<string, unknown>[];
     };
@@ -161,12 +157,7 @@ describe("reseller pay-as-you-go", () => {
     const res = await evaluate(gw.url, user.key, evaluation("judge"));
     await quiesce(gw);
     const spent = formatUsd(systemOneResellerPrice((res.json.usage as { input_tokens: number }).input_tokens, PRICE, undefined));
-    const login = await fetch(`${gw.url}/api/v1/auth/login`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ email: user.email, password: PASSWORD }),
-    });
-    const { token } = (await login.json()) as { token: string };
+    const { token } = await logIn(gw.url, user.email, PASSWORD);
     const own = await fetch(`${gw.url}/api/v1/user/reseller-balance`, { headers: { authorization: `Bearer ${token}` } });
     expect(own.status).toBe(200);
     const balance = (await own.json()) as Record<string, string>;
@@ -182,12 +173,7 @@ describe("admin: reseller balances", () => {
   async function admin() {
     const email = `admin-${++users}@example.test`;
     await gw.services.auth.users.create({ email, password: PASSWORD, role: "admin" });
-    const res = await fetch(`${gw.url}/api/v1/auth/login`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ email, password: PASSWORD }),
-    });
-    const { token, csrf_token: csrf } = (await res.json()) as { token: string; csrf_token: string };
+    const { token, csrfToken: csrf } = await logIn(gw.url, email, PASSWORD);
     return { authorization: `Bearer ${token}`, csrf };
   }
   const credit = (headers: Record<string, string>, user: string, body: unknown) =>

@@ -4,6 +4,7 @@ import { createServices, type Services } from "../../src/runtime/services.js";
 import { createLogger } from "../../src/server/logger.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startTestGateway, testConfig, type TestGateway } from "../helpers/gateway-app.js";
+import { logIn, postLogin } from "../helpers/login.js";
 
 // `gateway users disable` runs in a process of its own: the serving processes learn of it through the database
 // alone. Two serving processes with warm key caches, and the admin command's services (no LISTEN) on a third pool.
@@ -21,12 +22,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const withKey = (target: { url: string }, key: string) => fetch(`${target.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
 const me = (target: { url: string }, token: string) =>
   fetch(`${target.url}/api/v1/user/me`, { headers: { authorization: `Bearer ${token}` } });
-const login = (target: { url: string }, email: string) =>
-  fetch(`${target.url}/api/v1/auth/login`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ email, password: PASSWORD }),
-  });
+const login = (target: { url: string }, email: string) => postLogin(target.url, email, PASSWORD);
 
 /** The second process hears of the change by NOTIFY, asynchronously: poll, assert no timing. */
 async function keyStatusOnSecond(key: string, want: number): Promise<number> {
@@ -61,7 +57,7 @@ describe("disabling a user", () => {
     const email = "worker@example.test";
     await admin.auth.users.create({ email, password: PASSWORD });
     const { key } = await admin.auth.apiKeys.create({ user: email });
-    const { token } = (await (await login(first, email)).json()) as { token: string };
+    const { token } = await logIn(first.url, email, PASSWORD);
     for (const target of [first, second]) expect((await withKey(target, key)).status).toBe(200);
     expect((await me(first, token)).status).toBe(200);
 
@@ -73,11 +69,7 @@ describe("disabling a user", () => {
     const refused = await login(first, email);
     expect(refused.status).toBe(403);
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("account_disabled");
-    const wrongPassword = await fetch(`${first.url}/api/v1/auth/login`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ email, password: "not the password" }),
-    });
+    const wrongPassword = await postLogin(first.url, email, "not the password");
     expect(wrongPassword.status).toBe(401);
 
     await admin.auth.userAccess.enable(email);
