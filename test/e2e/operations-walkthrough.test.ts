@@ -5,6 +5,7 @@ import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanEnv, processesMentioning, startServe, tempDir, type ServeProcess } from "../helpers/cli.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
+import { postLogin } from "../helpers/login.js";
 
 // docs/operations.md run as written, in its order, on a copy of the repository (the "clone"; the dependencies
 // are this checkout's, linked: no network install): install (npm's own `prepare` step builds the CLI), the demo
@@ -158,11 +159,7 @@ describe("the operator's first day (docs/operations.md)", () => {
       input: `${password}\n`,
     });
     expect(created.exitCode, created.stderr).toBe(0);
-    const login = await fetch(`${configured!.url}/api/v1/auth/login`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ email: "ops@example.com", password }),
-    });
+    const login = await postLogin(configured!.url, "ops@example.com", password);
     expect(login.status).toBe(200);
     await stop(configured!.serve);
   }, 120_000);

@@ -5,6 +5,7 @@ import OpenAI from "openai";
 import { afterAll, describe, expect, it } from "vitest";
 import { validateOpenAI } from "../helpers/openapi.js";
 import { gateway, isAlive, postmasterPid, processesMentioning, startServe, tempDir, type ServeProcess } from "../helpers/cli.js";
+import { logIn } from "../helpers/login.js";
 
 // The newcomer's path: `gateway serve --demo` on a fresh data dir, embedded PostgreSQL, no DATABASE_URL.
 describe("gateway serve --demo", () => {
@@ -71,12 +72,7 @@ describe("gateway serve --demo", () => {
     expect(judged.model).toBe("demo-judge");
     expect(Object.keys(judged.answers)).toEqual(["polite", "tone"]);
     const [, password] = first.serve.stderr().match(/password (\S+) \(admin\)/)!;
-    const login = await fetch(`${first.url}/api/v1/auth/login`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ email: "demo@example.com", password }),
-    });
-    const { token } = (await login.json()) as { token: string };
+    const { token } = await logIn(first.url, "demo@example.com", password!);
     const quota = async () =>
       (await (await fetch(`${first.url}/api/v1/user/quota`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
         used: number;

@@ -4,6 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayBin, tempDir } from "../helpers/cli.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import { logIn } from "../helpers/login.js";
 import { openTerminal, type Terminal } from "../helpers/tmux.js";
 
 // The support engineer's terminal UI as a user meets it: the built `gateway support` in a real pseudo-terminal
@@ -42,12 +43,7 @@ beforeAll(async () => {
        0, 'none', 12.5, null, false, now(), now())`,
     [requestId, user.id],
   );
-  const login = await fetch(`${gw.url}/api/v1/auth/login`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ email: "user@example.test", password: PASSWORD }),
-  });
-  const { token } = (await login.json()) as { token: string };
+  const { token } = await logIn(gw.url, "user@example.test", PASSWORD);
   const opened = await fetch(`${gw.url}/api/v1/user/assistant/cases`, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${token}` },

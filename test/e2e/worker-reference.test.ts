@@ -4,6 +4,7 @@ import { readDemoCredentials } from "../../src/runtime/demo.js";
 import { staffCaseDetailSchema } from "../../src/support/staff-wire.js";
 import { userCaseDetailSchema, userCaseResultSchema, type userCaseDetailSchema as DetailSchema } from "../../src/support/user-wire.js";
 import { cleanEnv, gatewayBin, processesMentioning, startServe, tempDir, type ServeProcess } from "../helpers/cli.js";
+import { logIn } from "../helpers/login.js";
 import type { z } from "zod";
 
 // The issue's path end to end with the real binaries: `gateway serve --demo` opens the worker endpoints with a bot
@@ -70,14 +71,9 @@ describe("gateway worker run --demo", () => {
     expect(started).toMatchObject({ url, model: "demo-small", demo: true });
 
     // The demo user (an admin) logs in; a chat request fails at the mock upstream, which refuses the client's own key.
-    const login = await fetch(`${url}/api/v1/auth/login`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ email: saved.email, password: saved.password }),
-    });
-    const session = (await login.json()) as { token: string; csrf_token: string };
+    const session = await logIn(url!, saved.email, saved.password!);
     const user = { authorization: `Bearer ${session.token}`, "content-type": "application/json" };
-    const staff = { ...user, "x-csrf-token": session.csrf_token };
+    const staff = { ...user, "x-csrf-token": session.csrfToken };
     const failed = await fetch(`${url}/v1/chat/completions`, {
       method: "POST",
       headers: { authorization: `Bearer ${saved.key}`, "content-type": "application/json", "x-upstream-api-key": "not-the-mock-key" },
