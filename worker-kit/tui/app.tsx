@@ -1,4 +1,4 @@
-import { Box, useApp, useInput } from "ink";
+import { Box, useApp } from "ink";
 import { useCallback, useMemo, useState, type ComponentType } from "react";
 import { describeError } from "../client/errors.js";
 import type { StaffClient } from "../client/staff-client.js";
@@ -10,6 +10,7 @@ import { LoginScreen, type Credentials } from "./login-screen.js";
 import type { KeyHelp, Route, ScreenProps } from "./screen.js";
 import { helpLines } from "./state/help.js";
 import { useTerminalSize } from "./use-terminal-size.js";
+import { useKeys } from "./use-keys.js";
 
 // The shell: the login screen first, then header, the current screen's body, the error/notice line and the help
 // bar, laid out to the terminal's size. The screens come in as a prop so tests can pass stubs and the entry point
@@ -51,7 +52,7 @@ export function App(props: AppProps) {
     onQuit?.(staff);
     exit();
   }, [onQuit, staff, exit]);
-  useInput((input, key) => {
+  useKeys((input, key) => {
     if (key.ctrl && input === "c") quit();
   });
 
@@ -94,7 +95,7 @@ function Shell(props: ShellProps) {
   const showError = useCallback((err: unknown) => setMessage({ kind: "error", text: describeError(err) }), []);
   const showNotice = useCallback((text: string | null) => setMessage(text === null ? null : { kind: "notice", text }), []);
 
-  useInput((input) => {
+  useKeys((input) => {
     if (input === "1") go({ screen: "queue" });
     else if (input === "2") go({ screen: "incidents" });
     else if (input === "3") go({ screen: "job" });

@@ -1,4 +1,4 @@
-import { Box, Text, useInput } from "ink";
+import { Box, Text } from "ink";
 import { useCallback, useEffect, useMemo, useState } from "react";
 import type { StaffCaseDetail } from "../../src/support/staff-wire.js";
 import type { CaseChange, DraftKind } from "../client/staff-client.js";
@@ -7,6 +7,7 @@ import { useOneAction } from "./use-one-action.js";
 import { caseLines, caseStatusLine } from "./state/case-lines.js";
 import { scrollBy, scrollPosition, visibleWindow } from "./state/scroll.js";
 import { withRight } from "./state/text.js";
+import { useKeys } from "./use-keys.js";
 
 // One case: a pinned status line over the scrollable sections (request, card, evidence, usage, drafts, jobs,
 // transcript), and the staff's single-key actions. Every action refreshes the case and ends in a notice or the
@@ -84,7 +85,7 @@ export function CaseScreen(props: CaseScreenProps) {
   const height = Math.max(1, rows - 1);
   const page = Math.max(1, height - 1);
 
-  useInput((input, key) => {
+  useKeys((input, key) => {
     if (key.escape) return go({ screen: "queue" });
     if (key.upArrow || input === "k") return setOffset((o) => scrollBy(o, -1, lines.length, height));
     if (key.downArrow || input === "j") return setOffset((o) => scrollBy(o, 1, lines.length, height));

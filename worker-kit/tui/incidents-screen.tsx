@@ -1,9 +1,10 @@
-import { Box, Text, useInput } from "ink";
+import { Box, Text } from "ink";
 import { useCallback, useEffect, useState } from "react";
 import type { Incident, IncidentUpdate } from "../../src/support/incident-wire.js";
 import { incidentLines, incidentRow } from "./state/incident-text.js";
 import type { KeyHelp, ScreenProps } from "./screen.js";
 import { useOneAction } from "./use-one-action.js";
+import { useKeys } from "./use-keys.js";
 
 // The incidents view (docs/support.md, "Incidents"): candidate and confirmed incidents with both aggregates, and
 // the staff's moves on the selected one. The gateway judges every move (a publish without corroboration is its
@@ -68,7 +69,7 @@ export function IncidentsScreen(props: ScreenProps) {
         );
     });
 
-  useInput((input, key) => {
+  useKeys((input, key) => {
     const count = incidents?.length ?? 0;
     if (key.upArrow) setSelected((s) => Math.max(0, s - 1));
     else if (key.downArrow) setSelected((s) => Math.min(Math.max(0, count - 1), s + 1));

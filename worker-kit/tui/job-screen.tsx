@@ -1,4 +1,4 @@
-import { Text, useInput } from "ink";
+import { Text } from "ink";
 import { useEffect, useState } from "react";
 import { JobView, type WorkedJob } from "./job-view.js";
 import { leaseCountdown } from "./state/lease-countdown.js";
@@ -13,6 +13,7 @@ import {
 } from "./state/manual-job.js";
 import type { KeyHelp, ScreenProps } from "./screen.js";
 import { useOneAction } from "./use-one-action.js";
+import { useKeys } from "./use-keys.js";
 
 // A support engineer works one job by hand (docs/support.md, "Jobs"): claim it, write the answer and the card in
 // $EDITOR, complete or fail it while the lease lasts. The lease is the gateway's, judged by its clock; the
@@ -99,7 +100,7 @@ export function JobScreen(props: ScreenProps) {
       showNotice(null);
     });
 
-  useInput((input) => {
+  useKeys((input) => {
     if (worker === null) return;
     const expired = worked !== null && leaseCountdown(worked.job.lease_expires_at, now()).state === "expired";
     if (input === "c") {

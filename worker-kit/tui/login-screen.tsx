@@ -1,9 +1,10 @@
-import { Box, Text, useInput } from "ink";
+import { Box, Text } from "ink";
 import { useCallback, useEffect, useRef, useState } from "react";
 import { describeError } from "../client/errors.js";
 import type { StaffClient } from "../client/staff-client.js";
 import { oneLine, truncate } from "./state/text.js";
 import { TextField } from "./text-field.js";
+import { useKeys } from "./use-keys.js";
 
 // The first screen: email and password for the gateway's login route (an admin account; its throttle applies).
 // With both prefilled it logs in at once; a failure (wrong password, throttled) shows as one line and the form
@@ -59,7 +60,7 @@ export function LoginScreen(props: LoginScreenProps) {
     prefilled.current = null;
   }, [submit]);
 
-  useInput(
+  useKeys(
     (_input, key) => {
       if (key.tab || key.upArrow || key.downArrow) setFocus((f) => (f === "email" ? "password" : "email"));
     },

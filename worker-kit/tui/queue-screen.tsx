@@ -1,10 +1,11 @@
-import { Box, Text, useInput } from "ink";
+import { Box, Text } from "ink";
 import { useEffect, useState } from "react";
 import type { StaffCasePage } from "../../src/support/staff-wire.js";
 import { LIST_LIMIT } from "../../src/support/wire.js";
 import type { KeyHelp, ScreenProps } from "./screen.js";
 import { currentCursor, firstPage, nextPage, pageNumber, previousPage } from "./state/page-stack.js";
 import { queueHeader, queueRow } from "./state/queue-rows.js";
+import { useKeys } from "./use-keys.js";
 
 // The queue: the staff's case list, newest first, one page of as many cases as the body has rows for.
 
@@ -44,7 +45,7 @@ export function QueueScreen({ staff, go, showError, showNotice, setHelp, columns
   }, [staff, stack, limit, reloads, showError]);
 
   const cases = page?.cases ?? [];
-  useInput((input, key) => {
+  useKeys((input, key) => {
     if (key.upArrow || input === "k") setSelected((s) => Math.max(0, s - 1));
     else if (key.downArrow || input === "j") setSelected((s) => Math.min(cases.length - 1, s + 1));
     else if (key.return && cases[selected]) go({ screen: "case", caseId: cases[selected].id });

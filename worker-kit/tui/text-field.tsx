@@ -1,5 +1,6 @@
-import { Text, useInput } from "ink";
+import { Text } from "ink";
 import { useRef } from "react";
+import { useKeys } from "./use-keys.js";
 
 // A one-line text field: printable keys append, backspace deletes, enter submits. Keys that move between fields
 // (tab, arrows, escape) are left to the form.
@@ -24,7 +25,7 @@ export function TextField({ label, value, onChange, onSubmit, focused, mask, wid
     latest.current = next;
     onChange(next);
   };
-  useInput(
+  useKeys(
     (input, key) => {
       if (key.return) onSubmit();
       else if (key.backspace || key.delete) change(Array.from(latest.current).slice(0, -1).join(""));
