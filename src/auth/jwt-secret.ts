@@ -41,15 +41,20 @@ export async function loadJwtSecret(opts: JwtSecretOptions): Promise<Uint8Array>
     if (fromEnv.length < MIN_LENGTH) throw new Error(`GATEWAY_JWT_SECRET must be at least ${MIN_LENGTH} characters long`);
     return Buffer.from(fromEnv, "utf8");
   }
-  // Insert-if-absent then read: processes starting together all end up with the first writer's secret.
-  const { rows } = await opts.pool.query<{ value: string }>(
-    `with inserted as (
-       insert into gateway_secrets (name, value) values ($1, $2) on conflict (name) do nothing returning value
-     )
-     select value from inserted union all select value from gateway_secrets where name = $1 limit 1`,
-    [SECRET_NAME, randomBytes(SECRET_BYTES).toString("base64url")],
-  );
-  return Buffer.from(rows[0]!.value, "base64url");
+  // Insert-if-absent then read: processes starting together all end up with the first writer's secret. When
+  // another process's insert commits while ours waits on the conflict, our statement's snapshot predates that
+  // row and reads nothing; the next statement sees it.
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const { rows } = await opts.pool.query<{ value: string }>(
+      `with inserted as (
+         insert into gateway_secrets (name, value) values ($1, $2) on conflict (name) do nothing returning value
+       )
+       select value from inserted union all select value from gateway_secrets where name = $1 limit 1`,
+      [SECRET_NAME, randomBytes(SECRET_BYTES).toString("base64url")],
+    );
+    if (rows[0]) return Buffer.from(rows[0].value, "base64url");
+  }
+  throw new Error("the session signing secret could not be read from the database");
 }
 
 /** The secret of before a rotation (`auth.jwt_previous_secret_file`): sessions it signed stay valid. */

@@ -1,9 +1,10 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadJwtSecret } from "../../src/auth/jwt-secret.js";
 import { tempDir } from "../helpers/cli.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
-import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import { startTestGateway, testConfig, type TestGateway } from "../helpers/gateway-app.js";
 import { logIn } from "../helpers/login.js";
 
 // Issue 20, item 12: the session signing secret can come from a file or the environment instead of the
@@ -99,5 +100,23 @@ describe("the signing secret", () => {
       expect((await me(gw, old.token)).status).toBe(401);
       expect((await me(gw, fresh.token)).status).toBe(200);
     });
+  });
+
+  it("processes starting together read the first writer's secret, also when its insert commits while theirs waits", async () => {
+    await db.pool.query("delete from gateway_secrets");
+    const first = await db.pool.connect();
+    try {
+      await first.query("begin");
+      await first.query("insert into gateway_secrets (name, value) values ('session_signing_key', $1)", [
+        Buffer.from(SECRET_A).toString("base64url"),
+      ]);
+      // This one's insert waits on the uncommitted row; its statement's snapshot then predates that row.
+      const waiting = loadJwtSecret({ config: testConfig(), env: {}, pool: db.pool });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await first.query("commit");
+      expect(Buffer.from(await waiting).toString("utf8")).toBe(SECRET_A);
+    } finally {
+      first.release();
+    }
   });
 });
