@@ -8,6 +8,7 @@ import { GatewayError, errors, type ErrorCode } from "../errors.js";
 import type { UpstreamMetrics } from "../metrics/recorders.js";
 import type { Target, UsageReport } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
+import { kindSpec } from "../quota/account-kinds.js";
 import type { Clock } from "../quota/clock.js";
 import type { Hold, QuotaLedger, ReserveResult } from "../quota/types.js";
 import { accountTerms } from "./account-terms.js";
@@ -339,7 +340,15 @@ export function createMetering(deps: MeteringDeps): Metering {
     const terms = accountTerms[kind];
     let reserved: ReserveResult;
     try {
-      reserved = await ledger.reserve({ kind, userId: start.key.userId, base: terms.base(plan!), amount, requestId: start.requestId });
+      reserved = await ledger.reserve({
+        kind,
+        userId: start.key.userId,
+        base: terms.base(plan!),
+        amount,
+        requestId: start.requestId,
+        // A free model's request (a hold of 0) never uses a reset: docs/billing.md, "Automatic resets".
+        weeklyResets: kindSpec(kind).resettable && amount > 0n ? BigInt(plan!.weekly_resets) : null,
+      });
     } catch (err) {
       // The ledger could not answer (its database): the request still gets its row.
       logRejected(start, err);

@@ -21,6 +21,8 @@ export interface AccountKindSpec {
   unit: "quota units" | "nano-dollars" | "resets";
   /** Whether requests reserve on it through the processes' leases; a reset stock is only posted by a use (resets-sql.ts). */
   leased: boolean;
+  /** Whether reserve resets restore it (and its requests may use one automatically: auto-reset.ts). */
+  resettable: boolean;
 }
 
 const PERPETUAL = "balance";
@@ -29,20 +31,27 @@ export const GIFT_PERPETUAL = "never";
 
 const ACCOUNT_KINDS = {
   /** The day's allowance in quota units (period: the UTC day). */
-  daily_allowance: { period: utcDay, periodEnd: nextResetAt, base: "caller", unit: "quota units", leased: true },
+  daily_allowance: { period: utcDay, periodEnd: nextResetAt, base: "caller", unit: "quota units", leased: true, resettable: true },
   /** A reseller's pay-as-you-go balance in nano-dollars (one perpetual period). */
-  reseller_usd: { period: () => PERPETUAL, periodEnd: () => null, base: "ledger", unit: "nano-dollars", leased: true },
+  reseller_usd: { period: () => PERPETUAL, periodEnd: () => null, base: "ledger", unit: "nano-dollars", leased: true, resettable: false },
   /**
    * The week's reserve resets (period: the ISO week in UTC, YYYY-Www, renewing Monday 00:00 UTC); the base is the
    * plan's `weekly_resets`, stated by the caller, so what is left unused never carries over.
    */
-  weekly_resets: { period: isoWeek, periodEnd: nextWeekAt, base: "caller", unit: "resets", leased: false },
+  weekly_resets: { period: isoWeek, periodEnd: nextWeekAt, base: "caller", unit: "resets", leased: false, resettable: false },
   /**
    * Resets gifted by operators, credited by grants. One account per expiry: the period is the expiry instant
    * (ISO 8601, UTC) of the grants it holds, or GIFT_PERPETUAL for gifts that never expire, which is what an
    * operation without a stated expiry draws on.
    */
-  gifted_resets: { period: () => GIFT_PERPETUAL, periodEnd: () => null, base: "ledger", unit: "resets", leased: false },
+  gifted_resets: {
+    period: () => GIFT_PERPETUAL,
+    periodEnd: () => null,
+    base: "ledger",
+    unit: "resets",
+    leased: false,
+    resettable: false,
+  },
 } as const satisfies Record<string, AccountKindSpec>;
 
 export type AccountKind = keyof typeof ACCOUNT_KINDS;

@@ -40,6 +40,8 @@ export interface EscrowOptions {
   onSyncError?: (err: unknown, leaseId: string) => void;
   /** This kind's holds, resolutions, expiries and syncs. */
   metrics: AccountMetrics;
+  /** Uses a reserve reset automatically, for a kind resets restore. */
+  autoReset?: LeaseContext["autoReset"];
 }
 
 export interface Escrow {
@@ -104,6 +106,7 @@ export function createEscrow(opts: EscrowOptions): Escrow {
       if (leases.get(key) === lease) leases.delete(key);
     },
     onSyncError: (err, lease) => opts.onSyncError?.(err, lease.id),
+    autoReset: opts.autoReset,
   };
 
   function leaseFor(userId: string, base: bigint | null, period: string, nowMs: number): Lease {
@@ -145,7 +148,7 @@ export function createEscrow(opts: EscrowOptions): Escrow {
       return Promise.reject(err);
     }
     const lease = leaseFor(input.userId, base, spec.period(now), nowMs);
-    if (lease.base === base && lease.tryTake(input.amount, nowMs)) {
+    if (lease.base === base && lease.tryTake(input.amount, nowMs, input.weeklyResets != null)) {
       metrics.held();
       return Promise.resolve({ ok: true, hold: record(lease, input, now) });
     }

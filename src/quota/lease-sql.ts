@@ -92,7 +92,8 @@ select
   coalesce((select posted from granted), a.debits_posted)::text as posted,
   coalesce((select pending + amount from granted), a.debits_pending)::text as pending,
   coalesce((select credits from granted), a.credits)::text as credits,
-  a.restored::text as restored
+  a.restored::text as restored,
+  (select u.auto_reset_enabled from users u where u.id = a.user_id) as auto_reset
 from lease join quota_accounts a on a.id = lease.account_id`;
 }
 
@@ -155,6 +156,11 @@ export interface SyncReply {
   pending: bigint;
   credits: bigint;
   restored: bigint;
+  /**
+   * The user has automatic resets on (docs/billing.md, "Automatic resets"): a hint read with the sync, so that a
+   * lease asks for a reset only where one may be used; the use checks it again under the account's lock.
+   */
+  autoReset: boolean;
 }
 
 export class LeaseSequenceError extends Error {
@@ -202,6 +208,7 @@ export function leaseSync(journal?: Journal, timeoutMs?: number): SyncLeaseFn {
       pending: string;
       credits: string;
       restored: string;
+      auto_reset: boolean | null;
     }>(query);
     const row = rows[0];
     // At `seq` whether this call applied it or an earlier attempt did.
@@ -213,6 +220,7 @@ export function leaseSync(journal?: Journal, timeoutMs?: number): SyncLeaseFn {
       pending: BigInt(row.pending),
       credits: BigInt(row.credits),
       restored: BigInt(row.restored),
+      autoReset: row.auto_reset === true,
     };
   };
 }

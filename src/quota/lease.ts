@@ -4,6 +4,8 @@ import type { DatabaseHealth } from "../db/health.js";
 import type { Pool } from "../db/pool.js";
 import type { AccountMetrics } from "../metrics/recorders.js";
 import { openLease, type DirectPostFn, type Resolution, type SyncLease, type SyncLeaseFn, type SyncReply } from "./lease-sql.js";
+import { AUTO_RESET_THRESHOLD, autoResetUseId } from "./auto-reset.js";
+import type { AutoResetOutcome } from "./resets-sql.js";
 import type { AccountKind, ReserveInput, ReserveResult } from "./types.js";
 
 // One process's escrow on one account (docs/billing.md, "Escrow"). In memory:
@@ -63,9 +65,26 @@ export interface LeaseContext {
   onSyncError(err: unknown, lease: Lease): void;
   /** Where syncs are timed and their definitive failures counted. */
   metrics: AccountMetrics;
+  /** Uses a reserve reset automatically (auto-reset.ts); absent for kinds no reset restores. */
+  autoReset?: (lease: Lease, request: AutoResetRequest) => Promise<AutoResetOutcome>;
+}
+
+/** What a lease asks of an automatic reset: checked again, and decided, under the account's lock. */
+export interface AutoResetRequest {
+  /** The use's id: one per lease and sync sequence, so a retried attempt is the same use. */
+  id: string;
+  weeklyBase: bigint;
+  ownFree: bigint;
+  need: bigint;
 }
 
 const DEMAND_WINDOW_MS = 1000;
+/**
+ * After an automatic reset could not be used (none left, the request would not fit, nothing spent), requests
+ * under the threshold are admitted as usual for this long before the next attempt: an exhausted user with
+ * automatic resets on costs one extra statement a second, not one per request. A grant is noticed within it.
+ */
+const RESET_RETRY_MS = 1000;
 /** Retries of a transient fault back off exponentially from this, capped, with jitter. */
 const RETRY_MIN_MS = 50;
 const RETRY_MAX_MS = 2000;
@@ -90,6 +109,11 @@ export class Lease {
   poisoned = false;
   lastUsedMs: number;
 
+  /** From the last sync: the user has automatic resets on, and the account's remaining outside this lease's free units. */
+  private autoReset = false;
+  private outside = 0n;
+  /** performance.now() before which no automatic reset is tried (RESET_RETRY_MS). */
+  private resetRetryAt = 0;
   private seq = 0;
   private post = 0n;
   private take = 0n;
@@ -118,10 +142,14 @@ export class Lease {
     this.lastUsedMs = this.windowStartMs = nowMs;
   }
 
-  /** Takes `amount` from `free` if nothing waits before it; otherwise queues the call for a sync. */
-  tryTake(amount: bigint, nowMs: number): boolean {
+  /**
+   * Takes `amount` from `free` if nothing waits before it; otherwise queues the call for a sync. A request that
+   * may use a reset (`resettable`) goes to the database once the account is under the threshold.
+   */
+  tryTake(amount: bigint, nowMs: number, resettable: boolean): boolean {
     this.noteDemand(amount, nowMs);
     if (this.waiters.length > 0 || this.overshot || this.free < amount || this.accountId === undefined || !this.ctx.fresh()) return false;
+    if (resettable && this.autoReset && this.underThreshold()) return false;
     this.free -= amount;
     this.outstanding += amount;
     // Top up before the free units run out, so that requests rarely wait for the database.
@@ -186,6 +214,11 @@ export class Lease {
 
   busy(): boolean {
     return this.running !== undefined;
+  }
+
+  /** The account's remaining, this lease's free units included, is under the threshold, and a reset may be tried. */
+  private underThreshold(): boolean {
+    return this.outside + this.free < AUTO_RESET_THRESHOLD && performance.now() >= this.resetRetryAt;
   }
 
   /** Resolves when no sync of this lease is running or due. */
@@ -333,9 +366,47 @@ export class Lease {
     }
     this.ctx.unsynced.count -= settling.length;
     for (const s of settling) s.resolve();
+    this.outside = reply.credits + reply.restored - reply.posted - reply.pending;
+    this.autoReset = reply.autoReset;
+    if (await this.resetFirst(waiters, payload.seq)) {
+      // The account changed under its lock: the waiters go first into the next sync, which grants from it.
+      this.waiters.unshift(...waiters);
+      this.schedule();
+      return;
+    }
     this.admitWaiters(waiters, reply);
     // Retired while this sync was in flight: what it granted beyond its waiters is not this lease's to keep.
     if (this.retired && !this.ended && this.free > 0n) this.giveBackFree();
+  }
+
+  /**
+   * The automatic reset (docs/billing.md, "Automatic resets"): before admitting, when the account is under the
+   * threshold and a waiter may use a reset, one is used under the account's lock, with an id of this sync's
+   * sequence. True when the account changed (a reset was used, or the threshold was no longer reached).
+   */
+  private async resetFirst(waiters: Waiter[], seq: number): Promise<boolean> {
+    const autoReset = this.ctx.autoReset;
+    if (!autoReset || !this.autoReset || this.ended || !this.underThreshold()) return false;
+    const first = waiters.find((w) => !w.cancelled && w.input.weeklyResets != null);
+    if (!first) return false;
+    const request = {
+      id: autoResetUseId(this.id, seq),
+      weeklyBase: first.input.weeklyResets!,
+      ownFree: this.free,
+      need: first.input.amount,
+    };
+    let outcome: AutoResetOutcome;
+    try {
+      outcome = await this.withRetries(() => autoReset(this, request));
+    } catch (err) {
+      this.ctx.onSyncError(err, this);
+      this.resetRetryAt = performance.now() + RESET_RETRY_MS;
+      return false;
+    }
+    if (outcome.outcome === "used" || outcome.outcome === "not_needed") return true;
+    if (outcome.outcome === "disabled") this.autoReset = false;
+    else this.resetRetryAt = performance.now() + RESET_RETRY_MS;
+    return false;
   }
 
   /**

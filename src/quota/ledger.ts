@@ -10,7 +10,9 @@ import { createEscrow, type Escrow } from "./escrow.js";
 import { expireRows } from "./expire-sql.js";
 import { leaseDirectPost, leaseSync, type Journal } from "./lease-sql.js";
 import { creditResellerRow } from "./reseller.js";
-import { grantResetsRow, readResetsRows, useResetRows } from "./resets-sql.js";
+import { AUTO_RESET_THRESHOLD } from "./auto-reset.js";
+import type { AutoResetRequest, Lease } from "./lease.js";
+import { grantResetsRow, readResetsRows, useResetRows, type AutoResetOutcome } from "./resets-sql.js";
 import { earlierRestoration, restoreRow } from "./restore-sql.js";
 import { isoWeek, nextWeekAt } from "./week.js";
 import {
@@ -74,6 +76,21 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
   const unsynced = { count: 0 };
   health.watch("settlements_waiting", () => unsynced.count);
   let givingUp = false;
+  // An automatic use on the lease's own day (its period), under the day's lock like a manual one.
+  const autoReset = async (lease: Lease, r: AutoResetRequest): Promise<AutoResetOutcome> => {
+    const week = isoWeek(clock.now());
+    await ensureAccount(pool, { userId: lease.userId, kind: "weekly_resets", period: week }, r.weeklyBase);
+    return useResetRows(pool, {
+      userId: lease.userId,
+      id: r.id,
+      day: lease.period,
+      week,
+      weeklyBase: r.weeklyBase,
+      nowIso: clock.now().toISOString(),
+      trigger: "automatic",
+      automatic: { ownFree: r.ownFree, need: r.need, threshold: AUTO_RESET_THRESHOLD },
+    });
+  };
   const escrows = new Map<AccountKind, Escrow>();
   if (opts.instance) {
     for (const kind of accountKinds.filter((k) => kindSpec(k).leased)) {
@@ -97,6 +114,7 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
           lingerMs: opts.settleLingerMs ?? 50,
           onSyncError: opts.onSyncError,
           metrics: metrics.account(kind),
+          autoReset: kindSpec(kind).resettable ? autoReset : undefined,
         }),
       );
     }

@@ -11,9 +11,10 @@ import { restoreRow } from "./restore-sql.js";
 // The day's account, locked first by every use: two uses of one user (a manual one, a retried one, an automatic
 // one in admission) are serialised here, as the lease syncs of that account are.
 const LOCK_DAY = `
-select id::text, restored::text, debits_posted::text from quota_accounts
-where user_id = $1::uuid and kind = 'daily_allowance' and period = $2::text
-for no key update`;
+select a.id::text, a.credits::text, a.restored::text, a.debits_posted::text, a.debits_pending::text, u.auto_reset_enabled
+from quota_accounts a join users u on u.id = a.user_id
+where a.user_id = $1::uuid and a.kind = 'daily_allowance' and a.period = $2::text
+for no key update of a`;
 
 const EARLIER_USE = `select kind, day, restored::text, created_at from quota_reset_uses where id = $1::uuid`;
 
@@ -62,6 +63,18 @@ export interface UseResetRow {
   /** Gifts expiring at or before this instant (ISO 8601) are gone. */
   nowIso: string;
   trigger: ResetTrigger;
+  /** An automatic use (admission): made only if the account is under the threshold and the reset lets the request in. */
+  automatic?: AutomaticCheck;
+}
+
+/** What an automatic use checks under the day's lock (docs/billing.md, "Automatic resets"). */
+export interface AutomaticCheck {
+  /** Units the asking process holds leased and unused: remaining to the user, though pending in the row. */
+  ownFree: bigint;
+  /** The request's hold: no reset is used if even the restored allowance could not hold it. */
+  need: bigint;
+  /** A reset is used when fewer units than this remain. */
+  threshold: bigint;
 }
 
 export type UseResetOutcome =
@@ -71,19 +84,35 @@ export type UseResetOutcome =
   /** No weekly or unexpired gifted reset left. */
   | { outcome: "none_available" };
 
+/** An automatic use's outcomes: a manual use's, and the reasons it was not tried. */
+export type AutoResetOutcome =
+  | UseResetOutcome
+  /** The user has automatic resets off. */
+  | { outcome: "disabled" }
+  /** The threshold or more remain (another use, or a settlement, came first). */
+  | { outcome: "not_needed" }
+  /** Even the restored allowance could not hold the request. */
+  | { outcome: "wont_fit" };
+
 /**
- * Uses one reset for the user now, under the day's account lock (phase 2's automatic reset calls it from
- * admission with its own id). The day's and the week's accounts must exist (ensureAccount).
+ * Uses one reset for the user now, under the day's account lock (an automatic one from admission, with the
+ * id of the lease sync it precedes). The day's and the week's accounts must exist (ensureAccount).
  */
-export function useResetRows(pool: Pool, r: UseResetRow): Promise<UseResetOutcome> {
-  return inTransaction(pool, async (client) => {
-    const day = (await client.query<{ id: string; restored: string; debits_posted: string }>(LOCK_DAY, [r.userId, r.day])).rows[0];
+export function useResetRows(pool: Pool, r: UseResetRow & { automatic: AutomaticCheck }): Promise<AutoResetOutcome>;
+export function useResetRows(pool: Pool, r: UseResetRow & { automatic?: undefined }): Promise<UseResetOutcome>;
+export function useResetRows(pool: Pool, r: UseResetRow): Promise<AutoResetOutcome> {
+  return inTransaction(pool, async (client): Promise<AutoResetOutcome> => {
+    const day = (await client.query<DayRow>(LOCK_DAY, [r.userId, r.day])).rows[0];
     if (!day) throw new Error(`the day's account of user ${r.userId} for ${r.day} is missing`);
     const earlier = await earlierUse(client, r.id);
     if (earlier) return earlier;
     // Restored = the day's remaining back to the plan's allowance with the holds in flight still held: what was
     // posted and not yet restored (an overshoot below zero included).
     const spent = BigInt(day.debits_posted) - BigInt(day.restored);
+    if (r.automatic) {
+      const refused = automaticRefusal(day, spent, r.automatic);
+      if (refused) return refused;
+    }
     if (spent <= 0n) return { outcome: "nothing_spent" };
     await client.query(STATE_WEEK, [r.userId, r.week, String(r.weeklyBase)]);
     const pick = (await client.query<{ id: string; kind: string }>(PICK, [r.userId, r.week, r.nowIso, GIFT_PERPETUAL])).rows[0];
@@ -104,6 +133,26 @@ export function useResetRows(pool: Pool, r: UseResetRow): Promise<UseResetOutcom
     const recorded = await client.query<{ created_at: Date }>(RECORD_USE, [r.id, r.userId, pick.id, kind, r.day, String(spent), r.trigger]);
     return { outcome: "used", duplicate: false, kind, day: r.day, restored: spent, createdAt: recorded.rows[0]!.created_at };
   });
+}
+
+interface DayRow {
+  id: string;
+  credits: string;
+  restored: string;
+  debits_posted: string;
+  debits_pending: string;
+  auto_reset_enabled: boolean;
+}
+
+/** Why an automatic use does not happen, read from the locked day; undefined when it does. */
+function automaticRefusal(day: DayRow, spent: bigint, check: AutomaticCheck): AutoResetOutcome | undefined {
+  if (!day.auto_reset_enabled) return { outcome: "disabled" };
+  const pending = BigInt(day.debits_pending);
+  const remaining = BigInt(day.credits) + BigInt(day.restored) - BigInt(day.debits_posted) - pending + check.ownFree;
+  if (remaining >= check.threshold) return { outcome: "not_needed" };
+  const restoredRemaining = remaining + (spent > 0n ? spent : 0n);
+  if (restoredRemaining < check.need) return { outcome: "wont_fit" };
+  return undefined;
 }
 
 async function earlierUse(client: pg.PoolClient, id: string): Promise<UseResetOutcome | undefined> {

@@ -32,6 +32,11 @@ export interface ReserveInput extends AccountRef {
   /** Units to hold: the admission estimate, in the account's unit. */
   amount: bigint;
   requestId: string;
+  /**
+   * The plan's weekly resets when this request may use a reserve reset automatically (a quota-billed request of
+   * the day's allowance that is not exempt: docs/billing.md, "Automatic resets"); absent or null: it never does.
+   */
+  weeklyResets?: bigint | null;
 }
 
 /** Why a reservation was refused: the account's numbers when it was. */

@@ -106,7 +106,15 @@ describe("quota escrow", () => {
       const { rows: opened } = await db.pool.query("select count(*)::int as n from quota_leases where id = $1", [leaseId]);
       expect(opened[0].n).toBe(1);
       const first = await syncLease(db.pool, base(leaseId, 1));
-      expect(first).toEqual({ live: true, granted: 100n + 900n / 4n, posted: 0n, pending: 325n, credits: 1000n, restored: 0n });
+      expect(first).toEqual({
+        live: true,
+        granted: 100n + 900n / 4n,
+        posted: 0n,
+        pending: 325n,
+        credits: 1000n,
+        restored: 0n,
+        autoReset: false,
+      });
       // The reply was lost: the same sync again has no second effect and returns the same grant.
       expect(await syncLease(db.pool, base(leaseId, 1))).toEqual(first);
       const { rows } = await db.pool.query<{ amount: string; seq: number }>("select amount, seq from quota_leases where id = $1", [
@@ -128,7 +136,7 @@ describe("quota escrow", () => {
         close: true,
         resolutions: [{ holdId: crypto.randomUUID(), requestId: "req_x", amount: 60n, charged: 50n, reservedAt: new Date(), record: null }],
       });
-      expect(closed).toEqual({ live: true, granted: 0n, posted: 50n, pending: 0n, credits: 1000n, restored: 0n });
+      expect(closed).toEqual({ live: true, granted: 0n, posted: 50n, pending: 0n, credits: 1000n, restored: 0n, autoReset: false });
       const after = await db.pool.query<{ amount: string; status: string }>("select amount, status from quota_leases where id = $1", [
         leaseId,
       ]);

@@ -1,0 +1,258 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
+import { ManualClock } from "../../src/quota/clock.js";
+import { reconcileLedger } from "../../src/quota/index.js";
+import type { Services } from "../../src/runtime/services.js";
+import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
+import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import { logIn } from "../helpers/login.js";
+
+// Automatic reserve resets (docs/billing.md, "Automatic resets") through HTTP: real sessions set the flag, real
+// API keys send chat requests through two gateways sharing one database, against the mock upstream.
+
+const PASSWORD = "password-123-autoreset";
+const DAILY = 1000;
+const WEEKLY = 2;
+const UPSTREAM = "mock-gpt-small";
+
+let db: TestDatabase;
+let mock: MockUpstream;
+let gw: TestGateway;
+let other: TestGateway;
+let clock: ManualClock;
+let users = 0;
+
+interface Resets {
+  auto_reset_enabled: boolean;
+  weekly_left: number;
+  gifted_left: number;
+  uses: { kind: string; restored: number; trigger: string }[];
+}
+
+interface Quota {
+  allowance: number;
+  restored: number;
+  used: number;
+  reserved: number;
+  remaining: number;
+}
+
+interface User {
+  id: string;
+  email: string;
+  session: Record<string, string>;
+  key: Record<string, string>;
+}
+
+function call(on: { url: string }, method: string, route: string, headers: Record<string, string>, body?: unknown) {
+  const init: RequestInit = { method, headers: { ...headers, "content-type": "application/json" } };
+  if (body !== undefined) init.body = JSON.stringify(body);
+  return fetch(`${on.url}${route}`, init);
+}
+
+async function newUser(auto: boolean): Promise<User> {
+  const email = `auto-reset-${++users}@example.test`;
+  const user = await gw.services.auth.users.create({ email, password: PASSWORD, plan: "std" });
+  const { token } = await logIn(gw.url, email, PASSWORD);
+  const session = { authorization: `Bearer ${token}` };
+  const { key } = await gw.services.auth.apiKeys.create({ user: email });
+  if (auto) expect((await call(gw, "PUT", "/api/v1/user/quota-resets", session, { auto_reset_enabled: true })).status).toBe(200);
+  return { id: user.id, email, session, key: { authorization: `Bearer ${key}` } };
+}
+
+const resets = async (u: User) => (await (await call(gw, "GET", "/api/v1/user/quota-resets", u.session)).json()) as Resets;
+const quota = async (u: User) => (await (await call(gw, "GET", "/api/v1/user/quota", u.session)).json()) as Quota;
+
+/** The day once the requests answered have settled (a settlement commits shortly after its answer is sent). */
+async function settledQuota(u: User): Promise<Quota> {
+  for (;;) {
+    await gw.services.ledger.flush();
+    await other.services.ledger.flush();
+    const q = await quota(u);
+    if (q.reserved === 0) return q;
+    await sleep(20);
+  }
+}
+
+/** A chat request; its hold is its prompt's tokens plus `max_tokens` (multiplier 1, completion ratio 1). */
+const chat = (u: User, opts: { model?: string; maxTokens?: number; on?: TestGateway } = {}) =>
+  call(opts.on ?? gw, "POST", "/v1/chat/completions", u.key, {
+    model: opts.model ?? "chat",
+    messages: [{ role: "user", content: "hi" }],
+    max_tokens: opts.maxTokens ?? 5,
+  });
+
+/** Spends today's allowance down to `remaining` (posted through the ledger, as settled requests are). */
+async function spendTo(u: User, remaining: number, s: Services = gw.services) {
+  const q = await settledQuota(u);
+  const held = await s.ledger.reserve({ kind: "daily_allowance", userId: u.id, base: BigInt(DAILY), amount: 0n, requestId: "spend" });
+  if (!held.ok) throw new Error("refused");
+  await s.ledger.settle(held.hold.id, BigInt(q.remaining - remaining));
+  await s.ledger.flush();
+  expect((await quota(u)).remaining).toBe(remaining);
+}
+
+const resetHolds = async (userId: string) =>
+  (
+    await db.pool.query<{ n: number }>(
+      `select count(*)::int as n from quota_holds h join quota_accounts a on a.id = h.account_id
+        where a.user_id = $1 and a.kind in ('weekly_resets', 'gifted_resets')`,
+      [userId],
+    )
+  ).rows[0]!.n;
+
+const errorCode = async (res: Response) => ((await res.json()) as { error: { code: string } }).error.code;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  mock = await startMockUpstream();
+  clock = new ManualClock("2026-11-26T12:00:00Z");
+  const config = {
+    providers: { mock: { protocol: "openai" as const, base_url: mock.baseUrl } },
+    models: {
+      chat: { kind: "chat" as const, upstream: UPSTREAM, targets: ["mock"], completion_ratio: 1 },
+      "free-chat": { kind: "chat" as const, upstream: UPSTREAM, targets: ["mock"], token_multiplier: 0 },
+    },
+    plans: { std: { daily_tokens: DAILY, weekly_resets: WEEKLY, context_limit: 128_000 } },
+    default_plan: "std",
+  };
+  gw = await startTestGateway({ db, clock, config });
+  other = await startTestGateway({ db, clock, config });
+});
+
+afterAll(async () => {
+  await other?.close();
+  await gw?.close();
+  await mock?.close();
+  await db?.drop();
+});
+
+describe("the automatic reset", () => {
+  it("is used by the next request once fewer than 100 units remain, which proceeds on the restored allowance", async () => {
+    const u = await newUser(true);
+    await spendTo(u, 100);
+    // At 100 the threshold is not reached: the request is served from what remains.
+    expect((await chat(u)).status).toBe(200);
+    expect((await resets(u)).uses).toEqual([]);
+    const below = (await settledQuota(u)).remaining;
+    expect(below).toBeLessThan(100);
+
+    const res = await chat(u);
+    expect(res.status).toBe(200);
+    const after = await resets(u);
+    expect(after.weekly_left).toBe(WEEKLY - 1);
+    expect(after.uses).toMatchObject([{ kind: "weekly", trigger: "automatic" }]);
+    // What was posted when the reset was used (the first request's charge, if it had settled by then).
+    expect(after.uses[0]!.restored).toBeGreaterThanOrEqual(DAILY - 100);
+    expect(after.uses[0]!.restored).toBeLessThanOrEqual(DAILY - below);
+    const q = await settledQuota(u);
+    expect(q.restored).toBe(after.uses[0]!.restored);
+    expect(q.remaining).toBeGreaterThan(DAILY - 100);
+    expect(q.allowance + q.restored - q.used - q.reserved).toBe(q.remaining);
+  });
+
+  it("is not used with the flag off: the request is served from what remains, then refused as usual", async () => {
+    const u = await newUser(false);
+    await spendTo(u, 30);
+    expect((await chat(u)).status).toBe(200);
+    const refused = await chat(u, { maxTokens: 100 });
+    expect(refused.status).toBe(429);
+    expect(await errorCode(refused)).toBe("insufficient_quota");
+    expect(await resets(u)).toMatchObject({ weekly_left: WEEKLY, uses: [] });
+  });
+
+  it("restores an overdrawn day too", async () => {
+    const u = await newUser(true);
+    await spendTo(u, -400);
+    expect((await chat(u)).status).toBe(200);
+    expect((await resets(u)).uses).toMatchObject([{ trigger: "automatic", restored: DAILY + 400 }]);
+  });
+
+  it("uses the week's resets before the gifts; with none left the usual 429, and a grant is used by a later request", async () => {
+    const u = await newUser(true);
+    for (let i = 0; i < WEEKLY; i++) {
+      await spendTo(u, 50);
+      expect((await chat(u)).status).toBe(200);
+    }
+    expect(await resets(u)).toMatchObject({ weekly_left: 0, gifted_left: 0 });
+    await spendTo(u, 10);
+    const refused = await chat(u, { maxTokens: 50 });
+    expect(refused.status).toBe(429);
+    expect(await errorCode(refused)).toBe("insufficient_quota");
+    expect(refused.headers.get("retry-after")).not.toBeNull();
+
+    await gw.services.resets.grant(u.id, { count: 1 }, "cli");
+    // A lease that found no reset tries again after a second (docs/billing.md, "Automatic resets").
+    await sleep(1100);
+    expect((await chat(u, { maxTokens: 50 })).status).toBe(200);
+    const after = await resets(u);
+    expect(after.gifted_left).toBe(0);
+    expect(after.uses.map((x) => x.kind)).toEqual(["gifted", "weekly", "weekly"]);
+  });
+
+  it("is not used when even the restored allowance could not hold the request", async () => {
+    const u = await newUser(true);
+    await spendTo(u, 40);
+    const refused = await chat(u, { maxTokens: DAILY + 10 });
+    expect(refused.status).toBe(429);
+    expect(await resets(u)).toMatchObject({ weekly_left: WEEKLY, uses: [] });
+    expect(await resetHolds(u.id)).toBe(0);
+  });
+
+  it("is not used by a free model's request (token_multiplier 0)", async () => {
+    const u = await newUser(true);
+    await spendTo(u, 20);
+    for (let i = 0; i < 3; i++) expect((await chat(u, { model: "free-chat" })).status).toBe(200);
+    expect(await resets(u)).toMatchObject({ weekly_left: WEEKLY, uses: [] });
+    expect((await settledQuota(u)).remaining).toBe(20);
+  });
+
+  it("is not used by trusted read-only requests", async () => {
+    const u = await newUser(true);
+    await spendTo(u, 20);
+    for (const [route, headers] of [
+      ["/v1/models", u.key],
+      ["/v1/models/chat", u.key],
+      ["/api/v1/user/quota", u.session],
+      ["/api/v1/user/quota-resets", u.session],
+      ["/api/v1/user/requests", u.session],
+    ] as const) {
+      expect((await call(gw, "GET", route, headers)).status, route).toBe(200);
+    }
+    expect(await resets(u)).toMatchObject({ weekly_left: WEEKLY, uses: [] });
+  });
+});
+
+describe("racing at the threshold", () => {
+  it("50 requests over two gateways, 60 units left and two resets: exactly one reset, never more admitted than one restoration allows", async () => {
+    const u = await newUser(true);
+    await spendTo(u, 60);
+    const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => chat(u, { on: i % 2 === 0 ? gw : other })));
+    expect(answers.map((a) => a.status).filter((s) => s !== 200)).toEqual([]);
+    await gw.services.ledger.flush();
+    await other.services.ledger.flush();
+    const after = await resets(u);
+    expect(after.weekly_left).toBe(WEEKLY - 1);
+    expect(after.uses).toHaveLength(1);
+    expect(await resetHolds(u.id)).toBe(1);
+    const q = await settledQuota(u);
+    expect(q.used).toBeLessThanOrEqual(q.allowance + q.restored);
+    expect(await reconcileLedger(db.pool)).toEqual([]);
+  });
+
+  it("a manual use racing the automatic one: one reset", async () => {
+    const u = await newUser(true);
+    await spendTo(u, 60);
+    const [manual, ...served] = await Promise.all([
+      call(other, "POST", "/api/v1/user/quota-resets/use", u.session),
+      ...Array.from({ length: 6 }, (_, i) => chat(u, { on: i % 2 === 0 ? gw : other })),
+    ]);
+    expect(served.map((a) => a.status)).toEqual(Array<number>(6).fill(200));
+    expect([200, 409]).toContain(manual!.status);
+    const after = await resets(u);
+    expect(after.uses).toHaveLength(1);
+    expect(after.uses[0]!.trigger).toBe(manual!.status === 200 ? "manual" : "automatic");
+    expect(after.weekly_left).toBe(WEEKLY - 1);
+  });
+});
