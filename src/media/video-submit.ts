@@ -59,6 +59,7 @@ export async function submitVideo(
   let amount: bigint;
   let rate: ReturnType<typeof perSecondRate>;
   let dailyTokens: number;
+  let weeklyResets: number;
   try {
     const model = servingTargets(resolveModel(deps.catalog, config, key, request.model, "video"), VIDEO_PROTOCOLS, VIDEO_ROUTE, false);
     const price = model.config.video_price!;
@@ -75,6 +76,7 @@ export async function submitVideo(
     const plan = Object.hasOwn(config.plans, key.plan) ? config.plans[key.plan] : undefined;
     if (!plan) throw errors.forbidden(`The plan '${key.plan}' of this account no longer exists; contact the operator.`, "plan_missing");
     dailyTokens = plan.daily_tokens;
+    weeklyResets = plan.weekly_resets;
     rate = perSecondRate({
       unitsPerSecond: price.units_per_second,
       tokenMultiplier: model.config.token_multiplier,
@@ -97,6 +99,7 @@ export async function submitVideo(
     amount,
     reference: `video:${jobId}`,
     expiresAt: new Date(now.getTime() + video.hold_expiry_seconds * 1000),
+    weeklyResets: BigInt(weeklyResets),
   });
   if (!held.ok) return refuse(accountTerms.daily_allowance.refused(held, amount, now));
 

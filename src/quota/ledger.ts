@@ -10,7 +10,7 @@ import { createEscrow, type Escrow } from "./escrow.js";
 import { expireRows } from "./expire-sql.js";
 import { leaseDirectPost, leaseSync, type Journal } from "./lease-sql.js";
 import { creditResellerRow } from "./reseller.js";
-import { AUTO_RESET_THRESHOLD } from "./auto-reset.js";
+import { AUTO_RESET_THRESHOLD, autoResetUseId } from "./auto-reset.js";
 import type { AutoResetRequest, Lease } from "./lease.js";
 import { grantResetsRow, readResetsRows, useResetRows, type AutoResetOutcome } from "./resets-sql.js";
 import { earlierRestoration, restoreRow } from "./restore-sql.js";
@@ -76,14 +76,14 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
   const unsynced = { count: 0 };
   health.watch("settlements_waiting", () => unsynced.count);
   let givingUp = false;
-  // An automatic use on the lease's own day (its period), under the day's lock like a manual one.
-  const autoReset = async (lease: Lease, r: AutoResetRequest): Promise<AutoResetOutcome> => {
+  // An automatic use on an account's day (its period), under the day's lock like a manual one.
+  const autoResetOn = async (userId: string, day: string, r: AutoResetRequest): Promise<AutoResetOutcome> => {
     const week = isoWeek(clock.now());
-    await ensureAccount(pool, { userId: lease.userId, kind: "weekly_resets", period: week }, r.weeklyBase);
+    await ensureAccount(pool, { userId, kind: "weekly_resets", period: week }, r.weeklyBase);
     return useResetRows(pool, {
-      userId: lease.userId,
+      userId,
       id: r.id,
-      day: lease.period,
+      day,
       week,
       weeklyBase: r.weeklyBase,
       nowIso: clock.now().toISOString(),
@@ -91,6 +91,7 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
       automatic: { ownFree: r.ownFree, need: r.need, threshold: AUTO_RESET_THRESHOLD },
     });
   };
+  const autoReset = (lease: Lease, r: AutoResetRequest) => autoResetOn(lease.userId, lease.period, r);
   const escrows = new Map<AccountKind, Escrow>();
   if (opts.instance) {
     for (const kind of accountKinds.filter((k) => kindSpec(k).leased)) {
@@ -187,6 +188,12 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
       reference: input.reference,
       expiresAt: input.expiresAt,
     };
+    if (input.weeklyResets != null && input.amount > 0n && kindSpec(input.kind).resettable) {
+      // Before the hold, as a request's in admission; its id is the hold's, so a retried reservation is the same use.
+      await ensureAccount(pool, key, base);
+      const request = { id: autoResetUseId(input.id, 0), weeklyBase: input.weeklyResets, ownFree: 0n, need: input.amount };
+      await autoResetOn(key.userId, key.period, request);
+    }
     let row = await reserveDurableRow(pool, args);
     if (row.account === "missing") {
       await ensureAccount(pool, key, base);

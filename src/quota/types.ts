@@ -78,6 +78,8 @@ export interface DurableHoldInput extends AccountRef {
   reference: string;
   /** After this (by the ledger's clock) the expiry sweep voids it as expired; a later post still posts. */
   expiresAt: Date;
+  /** As a request's (ReserveInput): the plan's weekly resets when the hold may use a reset automatically. */
+  weeklyResets?: bigint | null;
 }
 
 export type DurableStatus = "pending" | "posted" | "voided" | "expired";

@@ -109,10 +109,20 @@ beforeAll(async () => {
   mock = await startMockUpstream();
   clock = new ManualClock("2026-11-26T12:00:00Z");
   const config = {
-    providers: { mock: { protocol: "openai" as const, base_url: mock.baseUrl } },
+    providers: {
+      mock: { protocol: "openai" as const, base_url: mock.baseUrl },
+      vid: { protocol: "video" as const, base_url: mock.baseUrl },
+    },
     models: {
       chat: { kind: "chat" as const, upstream: UPSTREAM, targets: ["mock"], completion_ratio: 1 },
       "free-chat": { kind: "chat" as const, upstream: UPSTREAM, targets: ["mock"], token_multiplier: 0 },
+      // 100 units a second: a 2-second video holds 200.
+      video: {
+        kind: "video" as const,
+        upstream: "mock-video",
+        targets: ["vid"],
+        video_price: { units_per_second: 100, default_seconds: 2, max_seconds: 4 },
+      },
     },
     plans: { std: { daily_tokens: DAILY, weekly_resets: WEEKLY, context_limit: 128_000 } },
     default_plan: "std",
@@ -189,6 +199,19 @@ describe("the automatic reset", () => {
     const after = await resets(u);
     expect(after.gifted_left).toBe(0);
     expect(after.uses.map((x) => x.kind)).toEqual(["gifted", "weekly", "weekly"]);
+  });
+
+  it("is used by a video submission too (a durable hold), once", async () => {
+    const u = await newUser(true);
+    await spendTo(u, 80);
+    const submit = () => call(gw, "POST", "/v1/video/generations", u.key, { model: "video", prompt: "a cat surfing" });
+    const res = await submit();
+    expect(res.status).toBeLessThan(300);
+    const after = await resets(u);
+    expect(after.uses).toMatchObject([{ trigger: "automatic", restored: DAILY - 80 }]);
+    // Now far above the threshold: the next submission uses none.
+    expect((await submit()).status).toBeLessThan(300);
+    expect((await resets(u)).uses).toHaveLength(1);
   });
 
   it("is not used when even the restored allowance could not hold the request", async () => {
