@@ -16,6 +16,17 @@ const quotaSchema = z.object({
   reserved: z.int().meta({ description: "Held by requests in flight." }),
   remaining: z.int(),
   resets_at: z.iso.datetime().meta({ description: "When the next UTC day's allowance starts." }),
+  request_packs: z
+    .array(
+      z.object({
+        model: z.string(),
+        allowance: z.int().meta({ description: "Requests of this model the plan gives per UTC day." }),
+        used: z.int(),
+        reserved: z.int().meta({ description: "Held by requests in flight." }),
+        remaining: z.int(),
+      }),
+    )
+    .meta({ description: 'The plan\'s fixed-quota request packs today (docs/billing.md, "Request packs"); empty without any.' }),
 });
 
 /**
@@ -29,6 +40,15 @@ export function userQuotaRoutes(deps: { ledger: QuotaLedger; config: Config; rea
       (Object.hasOwn(deps.config.plans, session.plan) ? deps.config.plans[session.plan]!.daily_tokens : undefined) ?? 0,
     );
     const balance = await deps.read(() => deps.ledger.balance({ kind: "daily_allowance", userId: session.userId, base: allowance }));
+    const packs = (Object.hasOwn(deps.config.plans, session.plan) && deps.config.plans[session.plan]!.request_packs) || {};
+    const requestPacks = await Promise.all(
+      Object.entries(packs).map(async ([model, count]) => {
+        const pack = await deps.read(() =>
+          deps.ledger.balance({ kind: "request_pack", userId: session.userId, base: BigInt(count), scope: model }),
+        );
+        return { model, allowance: count, used: Number(pack.used), reserved: Number(pack.reserved), remaining: Number(pack.remaining) };
+      }),
+    );
     const quota: z.infer<typeof quotaSchema> = {
       plan: session.plan,
       day: balance.period,
@@ -38,6 +58,7 @@ export function userQuotaRoutes(deps: { ledger: QuotaLedger; config: Config; rea
       reserved: Number(balance.reserved),
       remaining: Number(balance.remaining),
       resets_at: balance.resetsAt!.toISOString(),
+      request_packs: requestPacks,
     };
     return c.json(quota);
   });

@@ -123,6 +123,11 @@ const planSchema = z.strictObject({
   context_limit: z.int().positive(),
   /** Public model IDs this plan may use; absent = every model. */
   models: z.array(id).optional(),
+  /**
+   * Fixed-quota request packs (docs/billing.md, "Request packs"): public model ID -> requests per UTC day. A
+   * subscription request to such a model counts one request on the pack, not tokens on the daily allowance.
+   */
+  request_packs: z.record(id, z.int().positive().max(1_000_000_000)).optional(),
 });
 
 /**
@@ -458,6 +463,18 @@ export const configSchema = z
       });
     }
     for (const [planId, plan] of Object.entries(cfg.plans)) {
+      for (const model of Object.keys(plan.request_packs ?? {})) {
+        if (!Object.hasOwn(cfg.models, model)) {
+          ctx.addIssue({ code: "custom", path: ["plans", planId, "request_packs", model], message: `unknown model "${model}"` });
+        } else if (cfg.models[model]!.kind === "video") {
+          // A video job is held and settled later (a durable hold on the day's allowance), never per request.
+          ctx.addIssue({
+            code: "custom",
+            path: ["plans", planId, "request_packs", model],
+            message: "video models cannot be request packs",
+          });
+        }
+      }
       plan.models?.forEach((model, i) => {
         if (!cfg.models[model]) {
           ctx.addIssue({ code: "custom", path: ["plans", planId, "models", i], message: `unknown model "${model}"` });

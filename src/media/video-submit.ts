@@ -101,7 +101,7 @@ export async function submitVideo(
     expiresAt: new Date(now.getTime() + video.hold_expiry_seconds * 1000),
     weeklyResets: BigInt(weeklyResets),
   });
-  if (!held.ok) return refuse(accountTerms.daily_allowance.refused(held, amount, now));
+  if (!held.ok) return refuse(accountTerms.daily_allowance.refused(held, amount, now, undefined));
 
   let accepted: { target: Target; report: VideoJobReport } | undefined;
   const fallbackPath: string[] = [];

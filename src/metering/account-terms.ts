@@ -8,14 +8,21 @@ import { meteringErrors } from "./errors.js";
 // every kind, so a new kind cannot be added without saying both.
 
 export interface AccountTerms {
-  base(plan: PlanConfig): bigint | null;
-  refused(refusal: Refusal, amount: bigint, now: Date): GatewayError;
+  /** `scope`: the account of several a request draws on (a pack's model). */
+  base(plan: PlanConfig, scope: string | undefined): bigint | null;
+  refused(refusal: Refusal, amount: bigint, now: Date, scope: string | undefined): GatewayError;
 }
 
 export const accountTerms: Record<MeteredKind, AccountTerms> = {
   daily_allowance: {
     base: (plan) => BigInt(plan.daily_tokens),
     refused: (r, _amount, now) => meteringErrors.quotaExceeded(r.used + r.reserved, r.allowance, r.resetsAt ?? now, now),
+  },
+  request_pack: {
+    base: (plan, model) =>
+      BigInt((model !== undefined && plan.request_packs && Object.hasOwn(plan.request_packs, model) && plan.request_packs[model]) || 0),
+    refused: (r, _amount, now, model) =>
+      meteringErrors.packExhausted(model ?? "", r.used + r.reserved, r.allowance, r.resetsAt ?? now, now),
   },
   reseller_usd: {
     base: () => null,

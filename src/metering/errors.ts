@@ -74,6 +74,13 @@ export const meteringErrors = {
       code: "insufficient_quota",
       headers: { "Retry-After": String(Math.max(1, Math.ceil((resetsAt.getTime() - now.getTime()) / 1000))) },
     }),
+  /** A model's request pack spent for the day (docs/billing.md, "Request packs"). */
+  packExhausted: (model: string, used: bigint, allowance: bigint, resetsAt: Date, now: Date) =>
+    new GatewayError({
+      message: `Request pack exhausted: ${used} of ${allowance} requests of the model '${model}' used today; it renews at ${resetsAt.toISOString()} (00:00 UTC).`,
+      code: "insufficient_quota",
+      headers: { "Retry-After": String(Math.max(1, Math.ceil((resetsAt.getTime() - now.getTime()) / 1000))) },
+    }),
   /** A reseller balance that cannot hold a request; it does not reset, so no Retry-After. */
   balanceExhausted: (availableNano: bigint, neededNano: bigint) =>
     new GatewayError({

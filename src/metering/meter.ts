@@ -343,7 +343,8 @@ export function createMetering(deps: MeteringDeps): Metering {
       reserved = await ledger.reserve({
         kind,
         userId: start.key.userId,
-        base: terms.base(plan!),
+        base: terms.base(plan!, start.pricing.scope),
+        scope: start.pricing.scope,
         amount,
         requestId: start.requestId,
         // A free model's request (a hold of 0) never uses a reset: docs/billing.md, "Automatic resets".
@@ -354,7 +355,7 @@ export function createMetering(deps: MeteringDeps): Metering {
       logRejected(start, err);
       throw err;
     }
-    if (!reserved.ok) reject(terms.refused(reserved, amount, deps.clock.now()));
+    if (!reserved.ok) reject(terms.refused(reserved, amount, deps.clock.now(), start.pricing.scope));
     return new Meter(deps, inflight, start, (reserved as { hold: Hold }).hold);
   }
 

@@ -14,6 +14,8 @@ import type { ApiKeyPrincipal } from "../auth/principals.js";
 
 export interface Pricing {
   account: MeteredKind;
+  /** Which account of the kind pays, where a user has several (a request pack's model). */
+  scope?: string;
   /** The charge of a usage in the account's unit: the hold prices the admission estimate, settlement the real usage. */
   charge(usage: UsageReport): bigint;
   /** The estimated upstream cost in USD (exact decimal text) of a usage on the target that answered; null when unknown. */
@@ -118,6 +120,20 @@ export const systemOnePricing: PricingFor = (model, key, config, byok) => {
   };
   return { account: "daily_allowance", charge: (usage) => systemOneQuota(usage.promptTokens, rates), upstreamCost };
 };
+
+const oneRequest = () => 1n;
+
+/**
+ * A request that would pay with the day's allowance, to a model its plan has a request pack for (docs/billing.md,
+ * "Request packs"), pays one request of the pack instead, whatever its tokens; the upstream cost estimate stays the
+ * route's. Not with the client's own upstream key (that request pays the byok share of its tokens, or nothing).
+ */
+export function withRequestPack(pricing: Pricing, model: CatalogModel, key: ApiKeyPrincipal, config: Config, byok: boolean): Pricing {
+  if (byok || pricing.account !== "daily_allowance") return pricing;
+  const packs = Object.hasOwn(config.plans, key.plan) ? config.plans[key.plan]!.request_packs : undefined;
+  if (!packs || !Object.hasOwn(packs, model.id)) return pricing;
+  return { account: "request_pack", scope: model.id, hold: 1n, charge: oneRequest, upstreamCost: pricing.upstreamCost };
+}
 
 /** Evaluation models whose upstream (on some target) no rate card prices: their upstream cost is logged as unknown. */
 export function unpricedEvaluators(catalog: Catalog, config: Config): { model: string; upstream: string }[] {

@@ -71,7 +71,8 @@ export function requestRow(start: RowStart, o: RowOutcome): RequestLogRow {
     inputTokens: o.usage?.promptTokens ?? 0,
     outputTokens: o.usage?.completionTokens ?? 0,
     cachedTokens: o.usage?.cachedTokens ?? 0,
-    quotaCharged: paysInUsd ? 0n : o.charged,
+    // The day's quota units only: a pack's request (one request on its pack) and a reseller's USD are not.
+    quotaCharged: o.pricing?.account === "request_pack" || paysInUsd ? 0n : o.charged,
     costUsd: paysInUsd && o.source !== "none" ? formatUsd(o.charged) : null,
     upstreamCostUsd: upstreamCost(o),
     usageSource: o.source,

@@ -5,7 +5,7 @@ import type { Config, ModelConfig, ProviderConfig } from "../config/schema.js";
 import { GatewayError } from "../errors.js";
 import { resolveModel, servingTargets } from "./access.js";
 import type { Meter, Metering } from "./meter.js";
-import { chatPricing, type Pricing, type PricingFor } from "./pricing.js";
+import { chatPricing, withRequestPack, type Pricing, type PricingFor } from "./pricing.js";
 import type { Providers } from "../providers/registry.js";
 import type { SafeDownloader } from "../providers/safe-download.js";
 import type { CallOptions, EventStream, JsonResult, ProviderAdapter, StreamEvent, StreamResult, Target } from "../providers/types.js";
@@ -151,7 +151,13 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
       base.modelId = request.modelId;
       const byok = upstreamKey !== undefined;
       model = servingTargets(resolveModel(catalog, config, key, request.modelId, spec.kind), spec.protocols, spec.route, byok);
-      pricing = spec.pricing ? spec.pricing(model, key, config, byok, body) : chatPricing(model, key, config, byok);
+      pricing = withRequestPack(
+        spec.pricing ? spec.pricing(model, key, config, byok, body) : chatPricing(model, key, config, byok),
+        model,
+        key,
+        config,
+        byok,
+      );
       await spec.admit?.(body, model);
     } catch (err) {
       // Refusals before metering still get their row, so the user can find the request by its id.

@@ -3,12 +3,12 @@ import { isoWeek, nextWeekAt } from "./week.js";
 
 // Every balance the ledger keeps is an account kind (DESIGN.md §5): one row per owner, kind and period, with
 // base credits, restorations, posted and pending debits, reserved and settled through the same leases, holds
-// and durable holds. A new kind (request packs, reset stocks) is one entry here; nothing else in the ledger
+// and durable holds. A new kind is one entry here; nothing else in the ledger
 // switches on the kind.
 
 export interface AccountKindSpec {
-  /** The period of the account an operation at `now` draws on. */
-  period(now: Date): string;
+  /** The period of the account an operation at `now` draws on; `scope` names one of several (a pack's model). */
+  period(now: Date, scope?: string): string;
   /** When that account stops applying (a refusal's Retry-After); null for a perpetual balance. */
   periodEnd(now: Date): Date | null;
   /**
@@ -18,7 +18,7 @@ export interface AccountKindSpec {
    */
   base: "caller" | "ledger";
   /** What one unit is, for the documentation and messages. */
-  unit: "quota units" | "nano-dollars" | "resets";
+  unit: "quota units" | "nano-dollars" | "resets" | "requests";
   /** Whether requests reserve on it through the processes' leases; a reset stock is only posted by a use (resets-sql.ts). */
   leased: boolean;
   /** Whether reserve resets restore it (and its requests may use one automatically: auto-reset.ts). */
@@ -34,6 +34,18 @@ const ACCOUNT_KINDS = {
   daily_allowance: { period: utcDay, periodEnd: nextResetAt, base: "caller", unit: "quota units", leased: true, resettable: true },
   /** A reseller's pay-as-you-go balance in nano-dollars (one perpetual period). */
   reseller_usd: { period: () => PERPETUAL, periodEnd: () => null, base: "ledger", unit: "nano-dollars", leased: true, resettable: false },
+  /**
+   * A fixed-quota request pack: the requests a plan gives per UTC day for one model (period: the UTC day and the
+   * model, `2026-11-26/<model id>`); the base is the plan's count, stated by the caller.
+   */
+  request_pack: {
+    period: (now: Date, scope?: string) => `${utcDay(now)}/${scope ?? ""}`,
+    periodEnd: nextResetAt,
+    base: "caller",
+    unit: "requests",
+    leased: true,
+    resettable: false,
+  },
   /**
    * The week's reserve resets (period: the ISO week in UTC, YYYY-Www, renewing Monday 00:00 UTC); the base is the
    * plan's `weekly_resets`, stated by the caller, so what is left unused never carries over.
@@ -68,8 +80,11 @@ export function kindSpec(kind: AccountKind): AccountKindSpec {
 }
 
 /** The account of `ref` at `now`: its period, and the base credits to state (null: keep the account's own). */
-export function accountAt(ref: { kind: AccountKind; base: bigint | null }, now: Date): { period: string; base: bigint | null } {
+export function accountAt(
+  ref: { kind: AccountKind; base: bigint | null; scope?: string },
+  now: Date,
+): { period: string; base: bigint | null } {
   const spec = kindSpec(ref.kind);
   if (spec.base === "caller" && ref.base === null) throw new TypeError(`an account of kind ${ref.kind} needs its base credits`);
-  return { period: spec.period(now), base: spec.base === "caller" ? ref.base : null };
+  return { period: spec.period(now, ref.scope), base: spec.base === "caller" ? ref.base : null };
 }

@@ -147,7 +147,7 @@ export function createEscrow(opts: EscrowOptions): Escrow {
       opts.health.failed(err, "settlements waiting");
       return Promise.reject(err);
     }
-    const lease = leaseFor(input.userId, base, spec.period(now), nowMs);
+    const lease = leaseFor(input.userId, base, spec.period(now, input.scope), nowMs);
     if (lease.base === base && lease.tryTake(input.amount, nowMs, input.weeklyResets != null)) {
       metrics.held();
       return Promise.resolve({ ok: true, hold: record(lease, input, now) });

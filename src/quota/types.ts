@@ -20,6 +20,8 @@ export interface AccountRef {
    * at once); null for kinds whose credits the ledger keeps (a reseller balance).
    */
   base: bigint | null;
+  /** Which account of a kind that has several per user and period (a request pack's model). */
+  scope?: string;
 }
 
 export interface Hold {
