@@ -27,7 +27,7 @@ interface Resets {
   auto_reset_enabled: boolean;
   weekly_left: number;
   gifted_left: number;
-  uses: { kind: string; restored: number; trigger: string }[];
+  uses: { kind: string; restored: number; trigger: string; day: string }[];
 }
 
 interface Quota {
@@ -277,5 +277,66 @@ describe("racing at the threshold", () => {
     expect(after.uses).toHaveLength(1);
     expect(after.uses[0]!.trigger).toBe(manual!.status === 200 ? "manual" : "automatic");
     expect(after.weekly_left).toBe(WEEKLY - 1);
+  });
+});
+
+describe("the reconciliation", () => {
+  it("allowance + restored − posted − pending = remaining after any sequence of requests, charges and uses", async () => {
+    const u = await newUser(true);
+    await gw.services.resets.grant(u.id, { count: 30 }, "cli");
+    // A fixed pseudo-random sequence: the same every run.
+    let seed = 2026;
+    // The high bits: the low bits of this generator repeat with a short period.
+    const next = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), Math.floor(seed / 2 ** 16) % n);
+    for (let step = 0; step < 40; step++) {
+      const op = next(5);
+      const before = await settledQuota(u);
+      if (op === 0 && before.remaining > 0) await spendTo(u, next(before.remaining));
+      else if (op === 1) expect([200, 409, 429]).toContain((await call(other, "POST", "/api/v1/user/quota-resets/use", u.session)).status);
+      else if (op === 2) {
+        const flag = next(4) > 0;
+        expect((await call(gw, "PUT", "/api/v1/user/quota-resets", u.session, { auto_reset_enabled: flag })).status).toBe(200);
+      } else expect([200, 429]).toContain((await chat(u, { maxTokens: 1 + next(60), on: next(2) === 0 ? gw : other })).status);
+      const q = await settledQuota(u);
+      expect(q.allowance + q.restored - q.used - q.reserved, `step ${step}`).toBe(q.remaining);
+      const { rows } = await db.pool.query<{ restorations: string; uses: string; restored: string }>(
+        `select (select coalesce(sum(amount), 0) from quota_restorations r where r.account_id = a.id)::text as restorations,
+                (select coalesce(sum(restored), 0) from quota_reset_uses x where x.user_id = a.user_id and x.day = a.period)::text as uses,
+                a.restored::text
+           from quota_accounts a where a.user_id = $1 and a.kind = 'daily_allowance'`,
+        [u.id],
+      );
+      // No account before the day's first charge.
+      const day = rows[0] ?? { restorations: "0", uses: "0", restored: "0" };
+      expect(day.restorations, `step ${step}`).toBe(day.restored);
+      expect(day.uses, `step ${step}`).toBe(day.restored);
+    }
+    expect((await resets(u)).uses.some((x) => x.trigger === "automatic")).toBe(true);
+    expect(await reconcileLedger(db.pool)).toEqual([]);
+  });
+});
+
+// Last: it moves the shared clock forward.
+describe("day and week boundaries", () => {
+  it("a new day starts whole (no reset used); a new week renews the weekly resets the automatic reset uses", async () => {
+    const u = await newUser(true);
+    for (let i = 0; i < WEEKLY; i++) {
+      await spendTo(u, 50);
+      expect((await chat(u)).status).toBe(200);
+    }
+    expect((await resets(u)).weekly_left).toBe(0);
+    await spendTo(u, 50);
+    // Thursday -> Friday 00:00 UTC: the day is whole again, the request uses nothing.
+    clock.set("2026-11-27T00:00:00Z");
+    expect((await quota(u)).remaining).toBe(DAILY);
+    expect((await chat(u)).status).toBe(200);
+    expect((await resets(u)).uses).toHaveLength(WEEKLY);
+    // Monday: the week's two again, and the flag is still on.
+    clock.set("2026-11-30T00:00:01Z");
+    await spendTo(u, 50);
+    expect((await chat(u, { maxTokens: 60 })).status).toBe(200);
+    const after = await resets(u);
+    expect(after).toMatchObject({ auto_reset_enabled: true, weekly_left: WEEKLY - 1 });
+    expect(after.uses[0]).toMatchObject({ kind: "weekly", trigger: "automatic", day: "2026-11-30" });
   });
 });
