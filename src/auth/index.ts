@@ -34,16 +34,17 @@ export async function createAuthServices(opts: AuthServiceOptions): Promise<Auth
   const { log_n: logN, concurrency } = config.auth.password_hash;
   if (logN < 17) logger.warn({ log_n: logN }, "auth.password_hash.log_n is below 17: weak password hashes, for tests only");
   const hasher = createPasswordHasher({ logN, concurrency });
-  const users = createUserService(db, config, hasher);
   const cookieWarning = opts.listen ? insecureCookieWarning(config) : null;
   if (cookieWarning) logger.warn(cookieWarning);
   const botToken = env.SUPPORT_BOT_TOKEN || undefined;
   if (botToken && botToken.length < 32) logger.warn("SUPPORT_BOT_TOKEN is shorter than 32 characters; use a long random token");
   const keyAuth = await createApiKeyAuthenticator({ pool, config, logger, listen: opts.listen, health: opts.health });
+  const forget = (hash: string) => keyAuth.forget(hash);
+  const users = createUserService(db, config, hasher, forget);
   return {
     users,
-    userAccess: createUserAccessService({ db, onKeyChanged: (hash) => keyAuth.forget(hash) }),
-    apiKeys: createApiKeyService({ db, config, users, onChanged: (hash) => keyAuth.forget(hash) }),
+    userAccess: createUserAccessService({ db, onKeyChanged: forget }),
+    apiKeys: createApiKeyService({ db, config, users, onChanged: forget }),
     sessions: createSessionService({
       db,
       config,

@@ -1,8 +1,8 @@
 import { eq, sql } from "drizzle-orm";
 import type { NodePgDatabase } from "drizzle-orm/node-postgres";
 import { errors } from "../errors.js";
-import { API_KEY_CHANNEL } from "./api-keys.js";
-import { apiKeys, sessions, users } from "./schema.js";
+import { notifyUserKeys } from "./key-notify.js";
+import { sessions, users } from "./schema.js";
 import type { AdminUser, UserAccessService } from "./types.js";
 import { driverError, toAdminUser, userMatching, type UserRow } from "./users.js";
 
@@ -33,9 +33,7 @@ export function createUserAccessService({ db, onKeyChanged }: UserAccessDeps): U
           .update(sessions)
           .set({ revokedAt: sql`now()` })
           .where(sql`${sessions.userId} = ${updated.id} and ${sessions.revokedAt} is null`);
-        const keys = await tx.select({ hash: apiKeys.secretHash }).from(apiKeys).where(eq(apiKeys.userId, updated.id));
-        for (const { hash } of keys) await tx.execute(sql`select pg_notify(${API_KEY_CHANNEL}, ${hash})`);
-        return { row: updated, hashes: keys.map((k) => k.hash) };
+        return { row: updated, hashes: await notifyUserKeys(tx, updated.id) };
       })
       .catch((err: unknown) => {
         throw driverError(err);

@@ -7,6 +7,7 @@ import { errors } from "../errors.js";
 import { normaliseEmail } from "./email.js";
 import type { PasswordHasher } from "./passwords.js";
 import { passwordProblem } from "./password-policy.js";
+import { notifyUserKeys } from "./key-notify.js";
 import { users } from "./schema.js";
 import { extended } from "../objects.js";
 import type { AdminUser, CreateUserInput, PublicUser, UserService } from "./types.js";
@@ -39,7 +40,13 @@ export function driverError(err: unknown): unknown {
 
 const isUniqueViolation = (err: unknown) => (err as { code?: unknown }).code === "23505";
 
-export function createUserService(db: NodePgDatabase, config: Config, hasher: PasswordHasher): UserService {
+/** `onKeyChanged`: this process's key cache, told of the keys a plan change NOTIFYed. */
+export function createUserService(
+  db: NodePgDatabase,
+  config: Config,
+  hasher: PasswordHasher,
+  onKeyChanged: (secretHash: string) => void,
+): UserService {
   async function create(input: CreateUserInput): Promise<AdminUser> {
     const email = typeof input.email === "string" ? normaliseEmail(input.email) : "";
     if (!emailSchema.safeParse(email).success) throw errors.badRequest("email must be a valid email address.", "email");
@@ -75,15 +82,19 @@ export function createUserService(db: NodePgDatabase, config: Config, hasher: Pa
     return row ? toAdminUser(row) : null;
   }
 
-  // The plan applies at once: sessions read it on every request, and the ledger takes the plan's allowance and
-  // weekly resets as each reservation or reset use states them.
+  // The plan applies at once: sessions read it on every request, keys' cached principals are NOTIFYed away in the
+  // same transaction, and the ledger takes the plan's allowance and weekly resets as each reservation states them.
   async function setPlan(idOrEmail: string, plan: string): Promise<AdminUser> {
     if (!Object.hasOwn(config.plans, plan)) {
       throw errors.badRequest(`unknown plan "${plan}"; configured plans: ${Object.keys(config.plans).join(", ")}.`, "plan");
     }
-    const [row] = await db.update(users).set({ plan }).where(userMatching(idOrEmail)).returning();
-    if (!row) throw errors.notFound(`no user ${idOrEmail}`, "user_not_found");
-    return toAdminUser(row);
+    const changed = await db.transaction(async (tx) => {
+      const [row] = await tx.update(users).set({ plan }).where(userMatching(idOrEmail)).returning();
+      return row && { row, hashes: await notifyUserKeys(tx, row.id) };
+    });
+    if (!changed) throw errors.notFound(`no user ${idOrEmail}`, "user_not_found");
+    for (const hash of changed.hashes) onKeyChanged(hash);
+    return toAdminUser(changed.row);
   }
 
   return { create, list, find, setPlan };

@@ -1,0 +1,15 @@
+import { eq, sql } from "drizzle-orm";
+import type { NodePgDatabase } from "drizzle-orm/node-postgres";
+import { API_KEY_CHANNEL } from "./api-keys.js";
+import { apiKeys } from "./schema.js";
+
+/**
+ * A change to a user that their keys' principals carry (disabled, another plan): every key of the user is
+ * NOTIFYed like a revocation, in the caller's transaction, so no process keeps serving the old principal from
+ * its cache. Returns the hashes, for this process's own cache.
+ */
+export async function notifyUserKeys(tx: Pick<NodePgDatabase, "select" | "execute">, userId: string): Promise<string[]> {
+  const keys = await tx.select({ hash: apiKeys.secretHash }).from(apiKeys).where(eq(apiKeys.userId, userId));
+  for (const { hash } of keys) await tx.execute(sql`select pg_notify(${API_KEY_CHANNEL}, ${hash})`);
+  return keys.map((k) => k.hash);
+}
