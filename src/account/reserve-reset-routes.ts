@@ -75,7 +75,8 @@ export const reserveResetOperations: OperationDescription[] = [
     path: "/api/v1/user/quota-resets",
     operationId: "setQuotaResetSettings",
     summary: "Saves whether reserve resets are used automatically",
-    description: "Spends nothing; the flag outlives every daily and weekly renewal. Any other field is a 400 naming it.",
+    description:
+      "Spends nothing; the flag outlives every daily and weekly renewal. Any other field is a 400 naming it. With the flag on, the first quota-billed request that finds fewer than 100 units of the day left uses one reset (the week's first, then the gift expiring first) and proceeds on the restored allowance; free models, request packs, reseller pay-as-you-go and read-only requests never do, nor does a request the restored allowance could not hold.",
     tag: "Account",
     access: "session",
     body: ours("QuotaResetSettings", settingsBody),

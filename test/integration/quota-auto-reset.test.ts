@@ -237,6 +237,7 @@ describe("the automatic reset", () => {
     for (const [route, headers] of [
       ["/v1/models", u.key],
       ["/v1/models/chat", u.key],
+      ["/native/v1/models", u.key],
       ["/api/v1/user/quota", u.session],
       ["/api/v1/user/quota-resets", u.session],
       ["/api/v1/user/requests", u.session],
