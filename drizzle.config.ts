@@ -10,6 +10,7 @@ export default defineConfig({
     "./src/media/schema.ts",
     "./src/support/schema.ts",
     "./src/catalog/schema.ts",
+    "./src/transfers/schema.ts",
   ],
   out: "./migrations",
 });

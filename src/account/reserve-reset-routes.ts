@@ -1,9 +1,9 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import type { RequestRead } from "../db/faults.js";
-import { errors } from "../errors.js";
 import { ours, type OperationDescription } from "../server/api-description.js";
-import { readValidJson, validate } from "../server/body.js";
+import { readValidJson } from "../server/body.js";
+import { anyObject, strictly } from "../server/strict-body.js";
 import type { BodyCaps } from "../server/body-rules.js";
 import type { AppEnv } from "../server/context.js";
 import { quotaResetsSchema, resetUsedSchema, type ReserveResets } from "./reserve-resets.js";
@@ -24,15 +24,6 @@ const grantBody = z.strictObject({
     .meta({ description: "A date (YYYY-MM-DD, valid through that UTC day) or an ISO 8601 instant; absent: never expires." }),
   note: z.string().optional().meta({ description: "Why, kept with the grant (at most 500 characters)." }),
 });
-
-const anyObject = z.record(z.string(), z.unknown());
-
-/** A strict body whose unknown field is named in `param`, not only in the message. */
-function strictly<S extends z.ZodObject>(schema: S, value: Record<string, unknown>): z.infer<S> {
-  const unknown = Object.keys(value).find((k) => !Object.hasOwn(schema.shape, k));
-  if (unknown !== undefined) throw errors.badRequest(`Unknown field ${unknown}.`, unknown, "invalid_value");
-  return validate(schema, value);
-}
 
 /** Mounted under /api/v1/user (session). */
 export function reserveResetUserRoutes(deps: { resets: ReserveResets; bodies: BodyCaps; read: RequestRead }) {

@@ -3,14 +3,12 @@ import type { NodePgDatabase } from "drizzle-orm/node-postgres";
 import { isPricingGroupName, type Config } from "../config/schema.js";
 import { errors } from "../errors.js";
 import { generateApiKey } from "./api-key-secret.js";
+import { notifyKey as notify } from "./key-notify.js";
 import { apiKeys } from "./schema.js";
 import type { ApiKeyService, CreateKeyInput, PublicApiKey, UserService } from "./types.js";
 import { isUuid } from "../ids.js";
 import { driverError } from "./users.js";
 import { extended } from "../objects.js";
-
-/** Every process's key cache listens here; the payload is the secret hash to drop. */
-export const API_KEY_CHANNEL = "gateway_api_keys";
 
 const MAX_NAME = 200;
 
@@ -54,8 +52,6 @@ export interface ApiKeyServiceDeps {
 }
 
 export function createApiKeyService({ db, config, users, onChanged }: ApiKeyServiceDeps): ApiKeyService {
-  const notify = (tx: Pick<NodePgDatabase, "execute">, hash: string) => tx.execute(sql`select pg_notify(${API_KEY_CHANNEL}, ${hash})`);
-
   async function userIdOf(idOrEmail: string): Promise<string> {
     const user = await users.find(idOrEmail);
     if (!user) throw errors.notFound(`no user ${idOrEmail}`, "user_not_found");

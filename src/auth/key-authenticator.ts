@@ -6,7 +6,7 @@ import type { DatabaseHealth } from "../db/health.js";
 import type { Pool } from "../db/pool.js";
 import type { ApiKeyPrincipal } from "./principals.js";
 import { keyLookup, toKeyPrincipal, type KeyRow } from "./key-principal.js";
-import { API_KEY_CHANNEL } from "./api-keys.js";
+import { API_KEY_CHANNEL } from "./key-notify.js";
 import { hashApiKey, looksLikeApiKey } from "./api-key-secret.js";
 import type { ApiKeyAuthenticator } from "./types.js";
 import { extended } from "../objects.js";

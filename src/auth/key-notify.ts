@@ -1,7 +1,13 @@
 import { eq, sql } from "drizzle-orm";
 import type { NodePgDatabase } from "drizzle-orm/node-postgres";
-import { API_KEY_CHANNEL } from "./api-keys.js";
 import { apiKeys } from "./schema.js";
+
+/** Every process's key cache listens here; the payload is the secret hash to drop. */
+export const API_KEY_CHANNEL = "gateway_api_keys";
+
+/** Tells every process's key cache to drop one key, when the caller's transaction commits. */
+export const notifyKey = (tx: Pick<NodePgDatabase, "execute">, hash: string) =>
+  tx.execute(sql`select pg_notify(${API_KEY_CHANNEL}, ${hash})`);
 
 /**
  * A change to a user that their keys' principals carry (disabled, another plan): every key of the user is
@@ -10,6 +16,6 @@ import { apiKeys } from "./schema.js";
  */
 export async function notifyUserKeys(tx: Pick<NodePgDatabase, "select" | "execute">, userId: string): Promise<string[]> {
   const keys = await tx.select({ hash: apiKeys.secretHash }).from(apiKeys).where(eq(apiKeys.userId, userId));
-  for (const { hash } of keys) await tx.execute(sql`select pg_notify(${API_KEY_CHANNEL}, ${hash})`);
+  for (const { hash } of keys) await notifyKey(tx, hash);
   return keys.map((k) => k.hash);
 }

@@ -16,6 +16,8 @@ export const users = pgTable(
     disabledAt: timestamp("disabled_at", { withTimezone: true }),
     // PUT /api/v1/user/quota-resets: a setting of the user, so it outlives every daily and weekly renewal.
     autoResetEnabled: boolean("auto_reset_enabled").notNull().default(false),
+    // PATCH /api/v1/user/token-transfers/preferences: refuses transfers to this user.
+    transfersReceiveDisabled: boolean("transfers_receive_disabled").notNull().default(false),
   },
   (t) => [uniqueIndex("users_email_key").on(t.email)],
 );

@@ -372,6 +372,21 @@ export const configSchema = z
         batch_rows: z.int().positive().max(100_000).default(5000),
       })
       .prefault({}),
+    /**
+     * Daily token transfers (docs/billing.md, "Token transfers"): the policy's defaults, until an admin saves one
+     * (`PUT /api/v1/admin/token-transfers/policy`, `gateway transfers policy set`), and the preview's rate.
+     */
+    transfers: z
+      .strictObject({
+        enabled: z.boolean().default(true),
+        min_amount: z.int().positive().max(Number.MAX_SAFE_INTEGER).default(1),
+        send_daily_limit: z.int().nonnegative().max(Number.MAX_SAFE_INTEGER).default(100_000),
+        receive_daily_limit: z.int().nonnegative().max(Number.MAX_SAFE_INTEGER).default(100_000),
+        service_daily_limit: z.int().nonnegative().max(Number.MAX_SAFE_INTEGER).default(10_000_000),
+        /** Previews a user may ask for per minute (over every process). */
+        preview_per_minute: z.int().positive().max(10_000).default(20),
+      })
+      .prefault({}),
     analytics: z
       .strictObject({
         batch_size: z.int().positive().max(5000).default(500),

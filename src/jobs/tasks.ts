@@ -9,6 +9,7 @@ import { pollVideoJob, type VideoPollDeps } from "../media/video-poll.js";
 import { pruneLedger, type QuotaLedger } from "../quota/index.js";
 import { scanIncidents } from "../support/incidents.js";
 import { sweepSupportJobs } from "../support/sweep.js";
+import type { Transfers } from "../transfers/transfers.js";
 
 export interface JobDeps {
   sessions: SessionService;
@@ -17,6 +18,8 @@ export interface JobDeps {
   retention: RetentionConfig;
   /** What the video poll needs: the upstreams, the ledger and the job rows. */
   video: VideoPollDeps;
+  /** Completes token transfers (src/transfers). */
+  transfers: Pick<Transfers, "complete">;
 }
 
 /** Payload type of every task, declared once per task name. */
@@ -27,6 +30,7 @@ export interface TaskPayloads {
   poll_video: { job_id: string };
   support_sweep: Record<string, unknown>;
   support_incidents: Record<string, unknown>;
+  complete_transfer: { id: string };
 }
 
 // Delivery is at least once: every task must be safe to run twice.
@@ -108,6 +112,20 @@ function supportIncidents(deps: JobDeps): Task {
   };
 }
 
+// Completes one token transfer (src/transfers/transfers-sql.ts): it locks the transfer's record first and acts only
+// on a pending one, so a second run, or a run on another process, finds it ended and changes nothing.
+function completeTransfer(deps: JobDeps): Task {
+  return async (payload, helpers) => {
+    const id = (payload as Partial<TaskPayloads["complete_transfer"]> | null)?.id;
+    if (typeof id !== "string" || !isUuid(id)) {
+      helpers.logger.error("complete_transfer: payload without a transfer id, dropped");
+      return;
+    }
+    const transfer = await deps.transfers.complete(id);
+    if (transfer) helpers.logger.info(`transfer ${id}: ${transfer.status}${transfer.reason ? ` (${transfer.reason})` : ""}`);
+  };
+}
+
 export function taskList(deps: JobDeps): TaskList & Record<keyof TaskPayloads, Task> {
   return {
     prune_auth: pruneAuth(deps),
@@ -116,6 +134,7 @@ export function taskList(deps: JobDeps): TaskList & Record<keyof TaskPayloads, T
     poll_video: pollVideo(deps),
     support_sweep: supportSweep(deps),
     support_incidents: supportIncidents(deps),
+    complete_transfer: completeTransfer(deps),
   };
 }
 

@@ -1,3 +1,4 @@
+import type pg from "pg";
 import type { Pool } from "../db/pool.js";
 import type { AccountKey } from "./account-sql.js";
 import type { DurableStatus } from "./types.js";
@@ -70,7 +71,8 @@ export interface DurableReserve extends AccountKey {
 export type ReserveRow =
   { account: "missing" } | { account: "found"; accountId: string; inserted: boolean; allowance: bigint; posted: bigint; pending: bigint };
 
-export async function reserveDurableRow(pool: Pool, r: DurableReserve): Promise<ReserveRow> {
+/** On a transaction's client, it commits with the transaction (a token transfer's send, src/transfers). */
+export async function reserveDurableRow(pool: Pool | pg.PoolClient, r: DurableReserve): Promise<ReserveRow> {
   const { rows } = await pool.query<{ account_id: string; inserted: boolean; allowance: string; posted: string; pending: string }>({
     name: "quota_durable_reserve",
     text: RESERVE,
@@ -121,7 +123,7 @@ const toRow = (row: RawRow | undefined): DurableRow | undefined =>
   };
 
 /** Posts `charged` or voids (null); undefined when there is no such durable hold. */
-export async function resolveDurableRow(pool: Pool, id: string, charged: bigint | null): Promise<DurableRow | undefined> {
+export async function resolveDurableRow(pool: Pool | pg.PoolClient, id: string, charged: bigint | null): Promise<DurableRow | undefined> {
   const { rows } = await pool.query<RawRow>({
     name: "quota_durable_resolve",
     text: RESOLVE,

@@ -5,6 +5,7 @@ import { z } from "zod";
 import { resellerOperations } from "../account/reseller-routes.js";
 import { userQuotaOperations } from "../account/quota-route.js";
 import { reserveResetOperations } from "../account/reserve-reset-routes.js";
+import { transferOperations } from "../transfers/routes.js";
 import { userRequestOperations } from "../analytics/routes.js";
 import { authOperations } from "../auth/routes.js";
 import { inferenceOperations } from "../inference/operations.js";
@@ -70,6 +71,7 @@ export function apiOperations(): OperationDescription[] {
     ...userQuotaOperations,
     ...resellerOperations,
     ...reserveResetOperations,
+    ...transferOperations,
     ...supportUserOperations,
     ...supportStaffOperations,
     ...supportIncidentOperations,

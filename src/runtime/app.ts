@@ -31,6 +31,8 @@ import type { ResellerAccounts } from "../account/reseller-accounts.js";
 import { resellerAdminRoutes, resellerUserRoutes } from "../account/reseller-routes.js";
 import { reserveResetAdminRoutes, reserveResetUserRoutes } from "../account/reserve-reset-routes.js";
 import type { ReserveResets } from "../account/reserve-resets.js";
+import type { Transfers } from "../transfers/transfers.js";
+import { transferAdminRoutes, transferUserRoutes } from "../transfers/routes.js";
 import type { Clock } from "../quota/clock.js";
 import type { QuotaLedger } from "../quota/types.js";
 import { supportIncidentRoutes } from "../support/incident-routes.js";
@@ -70,6 +72,7 @@ export interface AppDeps {
   requestBodyBudget: BodyBudget;
   resellers: ResellerAccounts;
   resets: ReserveResets;
+  transfers: Transfers;
   /** The instance's recorders; `exposition` null when metrics are off. */
   metrics: Metrics;
   /** The clock of every rule that reads the date (the ledger's): a video job's hold expiry and deadline. */
@@ -167,12 +170,14 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route("/api/v1/user", userQuotaRoutes({ ledger: deps.ledger, config, read }));
   app.route("/api/v1/user", resellerUserRoutes({ accounts: deps.resellers, read }));
   app.route("/api/v1/user", reserveResetUserRoutes({ resets: deps.resets, bodies, read }));
+  app.route("/api/v1/user", transferUserRoutes({ transfers: deps.transfers, bodies, read }));
   app.route("/api/v1/user/assistant", supportUserRoutes({ pool: deps.pool, read, bodies }));
   app.route("/api/v1/assistant", supportStaffRoutes({ pool: deps.pool, read, bodies }));
   app.route("/api/v1/assistant", supportIncidentRoutes({ pool: deps.pool, read, bodies }));
   app.route("/api/v1/admin", adminRoutes({ users: auth.users, apiKeys: auth.apiKeys, bodies, read }));
   app.route("/api/v1/admin", resellerAdminRoutes({ accounts: deps.resellers, bodies, read }));
   app.route("/api/v1/admin", reserveResetAdminRoutes({ resets: deps.resets, bodies, read }));
+  app.route("/api/v1/admin", transferAdminRoutes({ transfers: deps.transfers, bodies, read }));
   app.route("/api/v1/internal", internalRoutes());
   app.route("/api/v1/internal/support/assistant", supportWorkerRoutes({ pool: deps.pool, bodies }));
   // GET /metrics (docs/api.md, "Metrics"): here, behind its token, unless it has an address of its own.

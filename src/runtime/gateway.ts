@@ -67,6 +67,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
           pool: db.pool,
           retention: config.retention,
           video: videoPollDeps(services),
+          transfers: services.transfers,
         },
       });
       cleanups.push(() => worker!.stop());

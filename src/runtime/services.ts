@@ -19,6 +19,7 @@ import { createSafeDownloader } from "../providers/safe-download.js";
 import { systemClock, type Clock } from "../quota/clock.js";
 import { createQuotaLedger } from "../quota/ledger.js";
 import { createReserveResets } from "../account/reserve-resets.js";
+import { createTransfers } from "../transfers/transfers.js";
 import { registerInstance } from "../quota/instances.js";
 import { createDatabaseHealth } from "../db/health.js";
 import { createBodyBudget } from "../server/body-budget.js";
@@ -128,6 +129,7 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
     requestBodyBudget: createBodyBudget(config.server.body_budget_bytes),
     resellers: createResellerAccounts({ ledger, users: auth.users }),
     resets: createReserveResets({ ledger, pool, users: auth.users, config, clock }),
+    transfers: createTransfers({ pool, config, clock }),
     metrics,
     clock,
     async close() {

@@ -71,5 +71,6 @@ export function gatewayTasks(gw: TestGateway) {
     pool: gw.db.pool,
     retention: s.config.retention,
     video: videoPollDeps(s),
+    transfers: s.transfers,
   });
 }

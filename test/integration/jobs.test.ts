@@ -15,6 +15,7 @@ describe("background jobs", () => {
       pool: gw.db.pool,
       retention: gw.services.config.retention,
       video: videoPollDeps(gw.services),
+      transfers: gw.services.transfers,
     };
   });
   afterAll(() => gw.close());

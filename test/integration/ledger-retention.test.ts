@@ -474,6 +474,7 @@ describe("retention of the ledger and the request log", () => {
         pool: db.pool,
         retention: services.config.retention,
         video: videoPollDeps(services),
+        transfers: services.transfers,
       });
       await quickAddJob({ pgPool: db.pool }, "ledger_retention", {});
       await runOnce({ pgPool: db.pool, taskList: tasks, logger });

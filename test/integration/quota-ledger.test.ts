@@ -268,6 +268,7 @@ describe("quota ledger", () => {
         pool: db.pool,
         retention: services.config.retention,
         video: videoPollDeps(services),
+        transfers: services.transfers,
       });
       await quickAddJob({ pgPool: db.pool }, "expire_ledger", {});
       await runOnce({ pgPool: db.pool, taskList: tasks });

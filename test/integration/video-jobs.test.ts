@@ -106,6 +106,7 @@ async function runDuePolls(pool: Pool) {
       pool,
       retention: gw.services.config.retention,
       video: deps(),
+      transfers: gw.services.transfers,
     }),
   });
 }

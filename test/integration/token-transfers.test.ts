@@ -1,0 +1,337 @@
+import { runOnce } from "graphile-worker";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ManualClock } from "../../src/quota/clock.js";
+import { reconcileLedger } from "../../src/quota/index.js";
+import type { Services } from "../../src/runtime/services.js";
+import { transferRecord, transfersAnswer } from "../../src/transfers/wire.js";
+import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
+import { gatewayTasks, startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
+import { logIn } from "../helpers/login.js";
+
+// Daily token transfers (docs/billing.md, "Token transfers") through HTTP with real sessions, two gateways on one
+// database, graphile-worker completing them, and an injected clock for the day's end.
+
+const PASSWORD = "password-123-transfer";
+const DAILY = 1000;
+
+let db: TestDatabase;
+let gw: TestGateway;
+let other: TestGateway;
+let clock: ManualClock;
+let users = 0;
+
+interface User {
+  id: string;
+  email: string;
+  /** Bearer and CSRF headers of a session. */
+  headers: Record<string, string>;
+}
+
+interface Record_ {
+  id: string;
+  direction: string;
+  counterparty: string;
+  amount: number;
+  status: string;
+  reason: string | null;
+  applied: number | null;
+  returned: number | null;
+  day: string;
+}
+
+async function newUser(role: "user" | "admin" = "user"): Promise<User> {
+  const email = `transfer-${++users}@example.test`;
+  const user = await gw.services.auth.users.create({ email, password: PASSWORD, role, plan: "std" });
+  const { headers } = await logIn(gw.url, email, PASSWORD);
+  return { id: user.id, email, headers };
+}
+
+function call(method: string, route: string, headers: Record<string, string>, body?: unknown, on: TestGateway = gw) {
+  const init: RequestInit = { method, headers: { ...headers, "content-type": "application/json" } };
+  if (body !== undefined) init.body = typeof body === "string" ? body : JSON.stringify(body);
+  return fetch(`${on.url}${route}`, init);
+}
+
+let keys = 0;
+const send = (from: User, to: string, amount: unknown, key = `key-${++keys}`, on: TestGateway = gw) =>
+  call("POST", "/api/v1/user/token-transfers", from.headers, { recipient: to, amount, idempotency_key: key }, on);
+
+async function sent(from: User, to: string, amount: number, key?: string) {
+  const res = await send(from, to, amount, key);
+  expect(res.status, await res.clone().text()).toBe(202);
+  return transferRecord.parse(await res.json()) as Record_;
+}
+
+/** Lets graphile-worker run the queued completions. */
+async function complete() {
+  await runOnce({ pgPool: db.pool, taskList: gatewayTasks(gw) });
+}
+
+const quota = async (u: User) =>
+  (await (await call("GET", "/api/v1/user/quota", u.headers)).json()) as {
+    restored: number;
+    used: number;
+    reserved: number;
+    remaining: number;
+  };
+const listOf = async (u: User, query = "") => {
+  const res = await call("GET", `/api/v1/user/token-transfers${query}`, u.headers);
+  expect(res.status).toBe(200);
+  return transfersAnswer.parse(await res.json());
+};
+
+/** Spends `amount` of today's allowance, as a settled request would. */
+async function spend(u: User, amount: number, s: Services = gw.services) {
+  const held = await s.ledger.reserve({ kind: "daily_allowance", userId: u.id, base: BigInt(DAILY), amount: 0n, requestId: "spend" });
+  if (!held.ok) throw new Error("refused");
+  await s.ledger.settle(held.hold.id, BigInt(amount));
+  await s.ledger.flush();
+}
+
+const errorOf = async (res: Response) =>
+  ((await res.json()) as { error: { code: string; param: string | null; message: string; request_id: string | null } }).error;
+
+async function setPolicy(admin: User, change: Record<string, unknown>) {
+  const now = (await (await call("GET", "/api/v1/admin/token-transfers/policy", admin.headers)).json()) as Record<string, unknown>;
+  const body = { ...now, ...change };
+  delete body.updated_by;
+  delete body.updated_at;
+  const res = await call("PUT", "/api/v1/admin/token-transfers/policy", admin.headers, body);
+  expect(res.status, await res.clone().text()).toBe(200);
+}
+
+let admin: User;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  clock = new ManualClock("2026-11-26T12:00:00Z");
+  const config = {
+    plans: { std: { daily_tokens: DAILY, weekly_resets: 2, context_limit: 128_000 } },
+    default_plan: "std",
+    transfers: { send_daily_limit: 600, receive_daily_limit: 700, service_daily_limit: 1_000_000, preview_per_minute: 5 },
+  };
+  gw = await startTestGateway({ db, clock, config });
+  other = await startTestGateway({ db, clock, config });
+  admin = await newUser("admin");
+});
+
+afterAll(async () => {
+  await other?.close();
+  await gw?.close();
+  await db?.drop();
+});
+
+describe("a transfer", () => {
+  it("is pending (202), then completed by graphile-worker: the recipient's spent units refilled, the sender charged", async () => {
+    const [a, b] = [await newUser(), await newUser()];
+    await spend(b, 500);
+    const t = await sent(a, b.email, 200, "first");
+    expect(t).toMatchObject({ direction: "sent", amount: 200, status: "pending", applied: null, day: "2026-11-26" });
+    expect(t.counterparty).toBe("tr***@example.test");
+    // Held on the sender's day while pending.
+    expect(await quota(a)).toMatchObject({ used: 0, reserved: 200, remaining: 800 });
+
+    await complete();
+    const again = await send(a, b.email, 200, "first");
+    expect(again.status).toBe(200);
+    expect(await again.json()).toMatchObject({ id: t.id, status: "completed", applied: 200, returned: 0 });
+    expect(await quota(a)).toMatchObject({ used: 200, reserved: 0, remaining: 800 });
+    expect(await quota(b)).toMatchObject({ restored: 200, used: 500, remaining: 700 });
+    // The recipient sees it received, by the sender's masked email.
+    expect((await listOf(b)).transfers[0]).toMatchObject({ id: t.id, direction: "received", status: "completed" });
+    expect(await reconcileLedger(db.pool)).toEqual([]);
+  });
+
+  it("places only what the recipient spent, giving the rest back to the sender; nothing spent: refused, nothing moved", async () => {
+    const [a, b, c] = [await newUser(), await newUser(), await newUser()];
+    await spend(b, 100);
+    const partial = await sent(a, b.email, 300);
+    const none = await sent(a, c.id, 50);
+    await complete();
+    const { transfers } = await listOf(a);
+    expect(transfers.find((x) => x.id === partial.id)).toMatchObject({ status: "completed", applied: 100, returned: 200 });
+    expect(transfers.find((x) => x.id === none.id)).toMatchObject({
+      status: "refused",
+      reason: "nothing_to_refill",
+      applied: 0,
+      returned: 50,
+    });
+    expect(await quota(a)).toMatchObject({ used: 100, reserved: 0 });
+    expect(await quota(b)).toMatchObject({ remaining: DAILY });
+    expect(await quota(c)).toMatchObject({ remaining: DAILY, restored: 0 });
+    // What was given back counts against no limit: 600 a day, 100 of it used.
+    expect((await listOf(a)).limits.sending_left).toBe(500);
+  });
+
+  it("refuses bad input with 400 naming the field; an unknown recipient reads like one who accepts none", async () => {
+    const [a, b] = [await newUser(), await newUser()];
+    await call("PATCH", "/api/v1/user/token-transfers/preferences", b.headers, { receive_disabled: true });
+    const cases: [unknown, string][] = [
+      [{ recipient: b.email, amount: 0, idempotency_key: "k" }, "amount"],
+      [{ recipient: b.email, amount: -5, idempotency_key: "k" }, "amount"],
+      [{ recipient: b.email, amount: 1.5, idempotency_key: "k" }, "amount"],
+      [{ recipient: b.email, amount: "5", idempotency_key: "k" }, "amount"],
+      [{ recipient: b.email, idempotency_key: "k" }, "amount"],
+      [{ recipient: b.email, amount: 5, idempotency_key: "" }, "idempotency_key"],
+      [{ recipient: b.email, amount: 5, idempotency_key: "k".repeat(256) }, "idempotency_key"],
+      [{ recipient: b.email, amount: 5, idempotency_key: "a\nb" }, "idempotency_key"],
+      [{ recipient: b.email, amount: 5, idempotency_key: "k", sender: a.id }, "sender"],
+      [{ recipient: a.email, amount: 5, idempotency_key: "k" }, "recipient"],
+    ];
+    for (const [body, param] of cases) {
+      const res = await call("POST", "/api/v1/user/token-transfers", a.headers, body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect((await errorOf(res)).param, JSON.stringify(body)).toBe(param);
+    }
+    const unknown = await errorOf(await send(a, "nobody@example.test", 5));
+    const refusing = await errorOf(await send(a, b.email, 5));
+    expect({ ...refusing, request_id: null }).toEqual({ ...unknown, request_id: null });
+    expect(unknown.param).toBe("recipient");
+    expect((await call("POST", "/api/v1/user/token-transfers", a.headers, "{not json")).status).toBe(400);
+  });
+
+  it("the same key: 50 at once are one transfer and 50 identical answers; another payload is 422", async () => {
+    const [a, b] = [await newUser(), await newUser()];
+    await spend(b, 300);
+    const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => send(a, b.email, 40, "same", i % 2 ? gw : other)));
+    expect(new Set(answers.map((r) => r.status))).toEqual(new Set([202]));
+    const bodies = await Promise.all(answers.map((r) => r.text()));
+    expect(new Set(bodies).size).toBe(1);
+    const { rows } = await db.pool.query("select count(*)::int as n from token_transfers where sender_id = $1", [a.id]);
+    expect(rows[0].n).toBe(1);
+    expect(await quota(a)).toMatchObject({ reserved: 40 });
+    const other_ = await send(a, b.email, 41, "same");
+    expect(other_.status).toBe(422);
+    expect(await errorOf(other_)).toMatchObject({ code: "idempotency_key_reused", param: "idempotency_key" });
+  });
+
+  it("cannot forward what was received today, nor send more than remains after holds in flight", async () => {
+    const [a, b, c] = [await newUser(), await newUser(), await newUser()];
+    await spend(b, 600);
+    await sent(a, b.email, 300);
+    await complete();
+    // b: 1000 - 600 + 300 = 700 remaining, 300 of it received today: 400 transferable.
+    expect((await listOf(b)).limits.transferable).toBe(400);
+    await spend(c, 500);
+    const tooMuch = await send(b, c.email, 401);
+    expect(tooMuch.status).toBe(409);
+    expect(await errorOf(tooMuch)).toMatchObject({ code: "insufficient_transferable", param: "amount" });
+    expect((await send(b, c.email, 400)).status).toBe(202);
+  });
+});
+
+describe("limits", () => {
+  it("are never exceeded by sends racing over two gateways, pending ones counted", async () => {
+    const sender = await newUser();
+    const recipients = [await newUser(), await newUser(), await newUser()];
+    for (const r of recipients) await spend(r, 900);
+    // Send limit 600: 20 sends of 100 at once, 6 go through.
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => send(sender, recipients[i % 3]!.email, 100, `race-${i}`, i % 2 ? gw : other)),
+    );
+    expect(answers.filter((r) => r.status === 202)).toHaveLength(6);
+    const refused = answers.filter((r) => r.status !== 202);
+    expect(new Set(refused.map((r) => r.status))).toEqual(new Set([409]));
+    expect((await listOf(sender)).limits).toMatchObject({ sending_left: 0 });
+
+    // Receive limit 700: eight senders give one recipient 100 each at once; 7 go through.
+    const target = await newUser();
+    await spend(target, 900);
+    const senders = await Promise.all(Array.from({ length: 8 }, () => newUser()));
+    const received = await Promise.all(senders.map((s, i) => send(s, target.email, 100, "to-target", i % 2 ? gw : other)));
+    expect(received.filter((r) => r.status === 202)).toHaveLength(7);
+    await complete();
+    expect((await listOf(target)).limits.receiving_left).toBe(0);
+    expect(await reconcileLedger(db.pool)).toEqual([]);
+  });
+
+  it("service-wide, and the policy's switch and minimum, saved with an optimistic revision", async () => {
+    const [a, b] = [await newUser(), await newUser()];
+    await spend(b, 800);
+    const before = (await (await call("GET", "/api/v1/admin/token-transfers/policy", admin.headers)).json()) as { revision: number };
+    const stale = { revision: before.revision, enabled: true, min_amount: 10, send_daily_limit: 600, receive_daily_limit: 700 };
+    const { limits } = await listOf(a);
+    // Only 150 more today over every user.
+    const service = 1_000_000 - limits.service_left + 150;
+    const first = await call("PUT", "/api/v1/admin/token-transfers/policy", admin.headers, { ...stale, service_daily_limit: service });
+    expect(first.status).toBe(200);
+    expect(((await first.json()) as { revision: number }).revision).toBe(before.revision + 1);
+    // The same revision again is stale: 409, nothing changed.
+    const again = await call("PUT", "/api/v1/admin/token-transfers/policy", admin.headers, { ...stale, service_daily_limit: 1 });
+    expect(again.status).toBe(409);
+    expect(
+      ((await (await call("GET", "/api/v1/admin/token-transfers/policy", admin.headers)).json()) as { service_daily_limit: number })
+        .service_daily_limit,
+    ).toBe(service);
+
+    expect((await errorOf(await send(a, b.email, 5))).param).toBe("amount");
+    expect((await send(a, b.email, 151)).status).toBe(409);
+    expect((await send(a, b.email, 150)).status).toBe(202);
+    expect((await listOf(a)).limits.service_left).toBe(0);
+    await setPolicy(admin, { enabled: false, service_daily_limit: 1_000_000, min_amount: 1 });
+    const off = await send(a, b.email, 1);
+    expect(off.status).toBe(403);
+    expect((await errorOf(off)).code).toBe("transfers_disabled");
+    await setPolicy(admin, { enabled: true });
+  });
+});
+
+describe("who sees what", () => {
+  it("another user's transfers are invisible; admin routes refuse a user session (403) and a PUT without CSRF (403)", async () => {
+    const [a, b, stranger] = [await newUser(), await newUser(), await newUser()];
+    await spend(b, 100);
+    const t = await sent(a, b.email, 10);
+    expect((await listOf(stranger)).transfers.map((x) => x.id)).not.toContain(t.id);
+    expect((await call("GET", "/api/v1/admin/token-transfers", stranger.headers)).status).toBe(403);
+    expect((await call("GET", "/api/v1/admin/token-transfers/policy", stranger.headers)).status).toBe(403);
+    const noCsrf = { authorization: admin.headers.authorization! };
+    expect((await call("PUT", "/api/v1/admin/token-transfers/policy", noCsrf, { revision: 0 })).status).toBe(403);
+    const latest = (await (await call("GET", `/api/v1/admin/token-transfers?user_id=${a.id}`, admin.headers)).json()) as {
+      transfers: { id: string; sender_email: string }[];
+    };
+    expect(latest.transfers.map((x) => x.id)).toContain(t.id);
+    expect(latest.transfers.every((x) => x.sender_email === a.email || x.id !== t.id)).toBe(true);
+    expect((await call("GET", "/api/v1/admin/token-transfers?user_id=nope", admin.headers)).status).toBe(400);
+  });
+
+  it("the preview masks the recipient, answers alike for an unknown one and one who accepts none, moves nothing, and is rate-limited", async () => {
+    const [a, b, closed] = [await newUser(), await newUser(), await newUser()];
+    await call("PATCH", "/api/v1/user/token-transfers/preferences", closed.headers, { receive_disabled: true });
+    const preview = async (recipient: string, amount = 10) => {
+      const res = await call("POST", "/api/v1/user/token-transfers/preview", a.headers, { recipient, amount });
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    };
+    expect((await preview(b.email)).body).toEqual({ recipient: "tr***@example.test", amount: 10, allowed: true, reason: null });
+    const unknown = await preview("ghost@example.test");
+    expect(unknown.body).toEqual(await preview(closed.email).then((p) => p.body));
+    expect(unknown.body).toEqual({ recipient: null, amount: 10, allowed: false, reason: "recipient_unavailable" });
+    expect((await preview(b.id, 5000)).body).toMatchObject({ allowed: false, reason: "send_limit" });
+    expect(await quota(a)).toMatchObject({ reserved: 0, used: 0 });
+    // preview_per_minute: 5, and four were asked for.
+    expect((await preview(b.email)).status).toBe(200);
+    const sixth = await preview(b.email);
+    expect(sixth.status).toBe(429);
+  });
+});
+
+// Last: it moves the shared clock.
+describe("the day's end", () => {
+  it("a pending transfer of a past day ends with no effect; limits renew and received units become forwardable", async () => {
+    const [a, b, c] = [await newUser(), await newUser(), await newUser()];
+    await spend(b, 700);
+    const late = await sent(a, b.email, 100);
+    await sent(c, b.email, 50);
+    clock.set("2026-11-27T00:00:05Z");
+    await complete();
+    const { transfers, limits } = await listOf(a);
+    expect(transfers.find((x) => x.id === late.id)).toMatchObject({ status: "refused", reason: "day_ended", applied: 0 });
+    expect(limits).toMatchObject({ day: "2026-11-27", sending_left: 600, transferable: DAILY });
+    // Nothing moved on either day: the hold on the sender's 26th was voided.
+    const { rows } = await db.pool.query(
+      "select period, debits_posted::text, debits_pending::text from quota_accounts where user_id = $1 and kind = 'daily_allowance' order by period",
+      [a.id],
+    );
+    expect(rows).toEqual([{ period: "2026-11-26", debits_posted: "0", debits_pending: "0" }]);
+    expect(await reconcileLedger(db.pool)).toEqual([]);
+  });
+});
