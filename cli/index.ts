@@ -11,6 +11,7 @@ import { mockUpstreamCommand } from "./mock-upstream.js";
 import { openapiCommand } from "./openapi.js";
 import { resellerCommand } from "./reseller.js";
 import { resetsCommand } from "./resets.js";
+import { transfersCommand } from "./transfers.js";
 import { serveCommand } from "./serve.js";
 import { supportCommand } from "./support.js";
 import { usersCommand } from "./users.js";
@@ -31,6 +32,7 @@ const program = new Command("gateway")
   .addCommand(keysCommand())
   .addCommand(resellerCommand())
   .addCommand(resetsCommand())
+  .addCommand(transfersCommand())
   .addCommand(casesCommand())
   .addCommand(incidentsCommand())
   .addCommand(supportCommand())
