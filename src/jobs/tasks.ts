@@ -10,6 +10,7 @@ import { pruneLedger, type QuotaLedger } from "../quota/index.js";
 import { scanIncidents } from "../support/incidents.js";
 import { sweepSupportJobs } from "../support/sweep.js";
 import type { Transfers } from "../transfers/transfers.js";
+import { prunePreviews } from "../transfers/transfers-sql.js";
 
 export interface JobDeps {
   sessions: SessionService;
@@ -35,7 +36,7 @@ export interface TaskPayloads {
 
 // Delivery is at least once: every task must be safe to run twice.
 
-// Expired and revoked sessions, and login-attempt windows that have ended.
+// Expired and revoked sessions, and login-attempt and transfer-preview windows that have ended.
 function pruneAuth(deps: JobDeps): Task {
   return async (_payload, helpers) => {
     const now = new Date();
@@ -43,6 +44,8 @@ function pruneAuth(deps: JobDeps): Task {
     if (removed > 0) helpers.logger.info(`pruned ${removed} expired or revoked sessions`);
     const windows = await deps.sessions.pruneLoginAttempts(now);
     if (windows > 0) helpers.logger.info(`pruned ${windows} ended login-attempt windows`);
+    const previews = await prunePreviews(deps.pool, now);
+    if (previews > 0) helpers.logger.info(`pruned ${previews} ended transfer-preview windows`);
   };
 }
 

@@ -387,6 +387,12 @@ insert into token_transfer_previews (user_id, window_start, count) values ($1::u
 on conflict (user_id, window_start) do update set count = token_transfer_previews.count + 1
 returning count`;
 
+/** Windows of the preview's rate that have ended (the auth prune runs it every 15 minutes). */
+export async function prunePreviews(pool: Pool, before: Date): Promise<number> {
+  const result = await pool.query(`delete from token_transfer_previews where window_start < date_trunc('minute', $1::timestamptz)`, [before]);
+  return result.rowCount ?? 0;
+}
+
 export async function countPreview(pool: Pool, userId: string, now: Date): Promise<number> {
   return (await pool.query<{ count: number }>(COUNT_PREVIEW, [userId, now])).rows[0]!.count;
 }

@@ -248,12 +248,13 @@ export function createTransfers(deps: { pool: Pool; config: Config; clock: Clock
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     const flag = (await pool.query<{ transfers_receive_disabled: boolean }>(RECEIVE_FLAG, [user.userId])).rows[0];
-    return {
+    const answer: z.infer<typeof transfersAnswer> = {
       receive_disabled: flag?.transfers_receive_disabled ?? false,
       limits: (await limitsOf(user)).limits,
       transfers: page.map((t) => toRecord(t, user.userId)),
-      ...(rows.length > limit && last ? { next_cursor: `${last.createdAt.toISOString()}|${last.id}` } : {}),
     };
+    if (rows.length > limit && last) answer.next_cursor = `${last.createdAt.toISOString()}|${last.id}`;
+    return answer;
   }
 
   async function policy(): Promise<PublicPolicy> {

@@ -314,6 +314,63 @@ describe("who sees what", () => {
   });
 });
 
+describe("history", () => {
+  it("pages with a cursor, newest first, and refuses a cursor it did not give", async () => {
+    const [a, b] = [await newUser(), await newUser()];
+    await spend(b, 500);
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await sent(a, b.email, 10 + i)).id);
+    const first = await listOf(a, "?limit=2");
+    expect(first.transfers.map((t) => t.id)).toEqual([ids[4], ids[3]]);
+    const second = await listOf(a, `?limit=2&cursor=${encodeURIComponent(first.next_cursor!)}`);
+    expect(second.transfers.map((t) => t.id)).toEqual([ids[2], ids[1]]);
+    const third = await listOf(a, `?limit=2&cursor=${encodeURIComponent(second.next_cursor!)}`);
+    expect(third.transfers.map((t) => t.id)).toEqual([ids[0]]);
+    expect(third.next_cursor).toBeUndefined();
+    for (const bad of ["?cursor=nope", "?limit=0", "?limit=101"]) {
+      expect((await call("GET", `/api/v1/user/token-transfers${bad}`, a.headers)).status, bad).toBe(400);
+    }
+  });
+});
+
+describe("conservation", () => {
+  it("over a random sequence of sends, completions, requests, resets and day changes, every account reconciles", async () => {
+    const people = await Promise.all(Array.from({ length: 4 }, () => newUser()));
+    let seed = 77;
+    const next = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), Math.floor(seed / 2 ** 16) % n);
+    let day = Date.parse("2026-11-26T12:00:00Z");
+    for (let step = 0; step < 60; step++) {
+      const op = next(10);
+      const [from, to] = [people[next(4)]!, people[next(4)]!];
+      if (op < 4) {
+        if (from !== to) expect([202, 409, 400]).toContain((await send(from, to.email, 1 + next(300))).status);
+      } else if (op < 6) await complete();
+      else if (op < 8) {
+        const q = await quota(from);
+        if (q.remaining > 0) await spend(from, 1 + next(q.remaining));
+      } else if (op === 8) expect([200, 409, 429]).toContain((await call("POST", "/api/v1/user/quota-resets/use", from.headers)).status);
+      else if (next(3) === 0) {
+        day += 86_400_000;
+        clock.set(new Date(day));
+      }
+      expect(await reconcileLedger(db.pool), `step ${step}`).toEqual([]);
+    }
+    await complete();
+    // Every unit a recipient received is one a sender was charged for, transfer by transfer.
+    const { rows } = await db.pool.query<{ id: string; applied: string; restored: string; charged: string }>(
+      `select t.id::text, coalesce(t.applied, 0)::text as applied,
+              coalesce((select sum(amount) from quota_restorations r where r.source = 'token_transfer' and r.reference = t.id::text), 0)::text as restored,
+              coalesce((select charged from quota_holds h where h.id = t.hold_id and h.status = 'posted'), 0)::text as charged
+         from token_transfers t where t.sender_id = any($1::uuid[])`,
+      [people.map((p) => p.id)],
+    );
+    expect(rows.length).toBeGreaterThan(0);
+    for (const r of rows) expect([r.restored, r.charged], r.id).toEqual([r.applied, r.applied]);
+    expect(rows.some((r) => r.applied !== "0")).toBe(true);
+    clock.set("2026-11-26T12:00:00Z");
+  });
+});
+
 // Last: it moves the shared clock.
 describe("the day's end", () => {
   it("a pending transfer of a past day ends with no effect; limits renew and received units become forwardable", async () => {
