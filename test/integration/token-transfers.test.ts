@@ -220,6 +220,22 @@ describe("a transfer", () => {
   });
 });
 
+describe("completion", () => {
+  it("run many times at once, on two processes, completes a transfer once", async () => {
+    const [a, b] = [await newUser(), await newUser()];
+    await spend(b, 400);
+    const t = await sent(a, b.email, 150);
+    const runs = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? other : gw).services.transfers.complete(t.id)));
+    expect(runs.every((r) => r?.status === "completed" && r.applied === 150n)).toBe(true);
+    await complete();
+    const { rows } = await db.pool.query("select count(*)::int as n from quota_restorations where reference = $1", [t.id]);
+    expect(rows[0].n).toBe(1);
+    expect(await quota(b)).toMatchObject({ restored: 150 });
+    expect(await quota(a)).toMatchObject({ used: 150, reserved: 0 });
+    expect(await gw.services.transfers.complete("00000000-0000-4000-8000-000000000000")).toBeUndefined();
+  });
+});
+
 describe("limits", () => {
   it("are never exceeded by sends racing over two gateways, pending ones counted", async () => {
     const sender = await newUser();
@@ -243,6 +259,18 @@ describe("limits", () => {
     await complete();
     expect((await listOf(target)).limits.receiving_left).toBe(0);
     expect(await reconcileLedger(db.pool)).toEqual([]);
+  });
+
+  it("do not renew when a reserve reset restores the allowance", async () => {
+    const [a, b] = [await newUser(), await newUser()];
+    await spend(b, 900);
+    await sent(a, b.email, 500);
+    await complete();
+    await spend(a, 300);
+    expect((await call("POST", "/api/v1/user/quota-resets/use", a.headers)).status).toBe(200);
+    const { limits } = await listOf(a);
+    expect(limits).toMatchObject({ sending_left: 100, transferable: DAILY });
+    expect((await send(a, b.email, 101)).status).toBe(409);
   });
 
   it("service-wide, and the policy's switch and minimum, saved with an optimistic revision", async () => {
@@ -376,14 +404,20 @@ describe("the day's end", () => {
   it("a pending transfer of a past day ends with no effect; limits renew and received units become forwardable", async () => {
     const [a, b, c] = [await newUser(), await newUser(), await newUser()];
     await spend(b, 700);
-    const late = await sent(a, b.email, 100);
     await sent(c, b.email, 50);
+    await complete();
+    // Received today: not forwardable today (300 left of b's own, 50 received).
+    expect((await listOf(b)).limits).toMatchObject({ transferable: 300, receiving_left: 650 });
+    const late = await sent(a, b.email, 100);
     clock.set("2026-11-27T00:00:05Z");
     await complete();
     const { transfers, limits } = await listOf(a);
     expect(transfers.find((x) => x.id === late.id)).toMatchObject({ status: "refused", reason: "day_ended", applied: 0 });
     expect(limits).toMatchObject({ day: "2026-11-27", sending_left: 600, transferable: DAILY });
-    // Nothing moved on either day: the hold on the sender's 26th was voided.
+    // The refill ended at 00:00 UTC with the 26th; the 27th starts whole, its limits too.
+    expect((await listOf(b)).limits).toMatchObject({ receiving_left: 700, transferable: DAILY });
+    expect(await quota(b)).toMatchObject({ restored: 0, used: 0, remaining: DAILY });
+    // Nothing moved by the late one: the hold on the sender's 26th was voided.
     const { rows } = await db.pool.query(
       "select period, debits_posted::text, debits_pending::text from quota_accounts where user_id = $1 and kind = 'daily_allowance' order by period",
       [a.id],
