@@ -1,12 +1,16 @@
 import { runOnce } from "graphile-worker";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setTimeout as sleep } from "node:timers/promises";
+import { createPool } from "../../src/db/pool.js";
 import { ManualClock } from "../../src/quota/clock.js";
 import { reconcileLedger } from "../../src/quota/index.js";
 import type { Services } from "../../src/runtime/services.js";
+import { completeRows } from "../../src/transfers/transfers-sql.js";
 import { transferRecord, transfersAnswer } from "../../src/transfers/wire.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { gatewayTasks, startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { logIn } from "../helpers/login.js";
+import { startPgFaultProxy } from "../helpers/pg-fault-proxy.js";
 
 // Daily token transfers (docs/billing.md, "Token transfers") through HTTP with real sessions, two gateways on one
 // database, graphile-worker completing them, and an injected clock for the day's end.
@@ -233,6 +237,43 @@ describe("completion", () => {
     expect(await quota(b)).toMatchObject({ restored: 150 });
     expect(await quota(a)).toMatchObject({ used: 150, reserved: 0 });
     expect(await gw.services.transfers.complete("00000000-0000-4000-8000-000000000000")).toBeUndefined();
+  });
+
+  it("cut off midway (its connection dropped while it waits on the recipient's day), leaves nothing, and completes once later", async () => {
+    const [a, b] = [await newUser(), await newUser()];
+    await spend(b, 400);
+    const t = await sent(a, b.email, 120);
+    const proxy = await startPgFaultProxy(db.url);
+    const cutPool = createPool(proxy.url, 1, () => {});
+    const blocker = await db.pool.connect();
+    try {
+      await blocker.query("begin");
+      await blocker.query("select 1 from quota_accounts where user_id = $1 and kind = 'daily_allowance' for update", [b.id]);
+      const midway = completeRows(cutPool, t.id, { today: "2026-11-26", baseOf: () => BigInt(DAILY) }).then(
+        () => "completed",
+        () => "failed",
+      );
+      // It has locked the transfer and the sender's hold, and waits for the recipient's day.
+      for (let waiting = 0; waiting === 0; await sleep(20)) {
+        const { rows } = await db.pool.query<{ n: number }>(
+          "select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%quota_accounts%'",
+        );
+        waiting = rows[0]!.n;
+      }
+      proxy.cut();
+      await blocker.query("rollback");
+      expect(await midway).toBe("failed");
+    } finally {
+      blocker.release();
+      await cutPool.end().catch(() => {});
+      await proxy.close();
+    }
+    const { rows } = await db.pool.query("select status from token_transfers where id = $1", [t.id]);
+    expect(rows[0].status).toBe("pending");
+    await complete();
+    expect((await listOf(a)).transfers[0]).toMatchObject({ id: t.id, status: "completed", applied: 120 });
+    expect(await quota(b)).toMatchObject({ restored: 120 });
+    expect(await reconcileLedger(db.pool)).toEqual([]);
   });
 });
 
