@@ -389,7 +389,9 @@ returning count`;
 
 /** Windows of the preview's rate that have ended (the auth prune runs it every 15 minutes). */
 export async function prunePreviews(pool: Pool, before: Date): Promise<number> {
-  const result = await pool.query(`delete from token_transfer_previews where window_start < date_trunc('minute', $1::timestamptz)`, [before]);
+  const result = await pool.query(`delete from token_transfer_previews where window_start < date_trunc('minute', $1::timestamptz)`, [
+    before,
+  ]);
   return result.rowCount ?? 0;
 }
 

@@ -54,21 +54,22 @@ export function maskEmail(email: string): string {
   return `${local.slice(0, local.length > 2 ? 2 : 1)}***${at < 0 ? "" : email.slice(at)}`;
 }
 
+/** What a user's record and an admin's row both show of a transfer. */
+const outcomeOf = (t: TransferRow) => ({
+  amount: Number(t.amount),
+  status: t.status,
+  reason: t.reason,
+  applied: t.applied === null ? null : Number(t.applied),
+  returned: t.returned === null ? null : Number(t.returned),
+  day: t.day,
+  created_at: t.createdAt.toISOString(),
+  completed_at: t.completedAt?.toISOString() ?? null,
+});
+
 const toRecord = (t: TransferRow, viewer: string): TransferRecord => {
   const sent = t.senderId === viewer;
-  return {
-    id: t.id,
-    direction: sent ? "sent" : "received",
-    counterparty: maskEmail(sent ? t.recipientEmail : t.senderEmail),
-    amount: Number(t.amount),
-    status: t.status,
-    reason: t.reason,
-    applied: t.applied === null ? null : Number(t.applied),
-    returned: t.returned === null ? null : Number(t.returned),
-    day: t.day,
-    created_at: t.createdAt.toISOString(),
-    completed_at: t.completedAt?.toISOString() ?? null,
-  };
+  const counterparty = maskEmail(sent ? t.recipientEmail : t.senderEmail);
+  return { id: t.id, direction: sent ? "sent" : "received", counterparty, ...outcomeOf(t) };
 };
 
 const RECIPIENT = `select id::text, email, (disabled_at is not null or transfers_receive_disabled) as unavailable from users where `;
@@ -304,14 +305,7 @@ export function createTransfers(deps: { pool: Pool; config: Config; clock: Clock
         sender_email: t.senderEmail,
         recipient_id: t.recipientId,
         recipient_email: t.recipientEmail,
-        amount: Number(t.amount),
-        status: t.status,
-        reason: t.reason,
-        applied: t.applied === null ? null : Number(t.applied),
-        returned: t.returned === null ? null : Number(t.returned),
-        day: t.day,
-        created_at: t.createdAt.toISOString(),
-        completed_at: t.completedAt?.toISOString() ?? null,
+        ...outcomeOf(t),
       })),
     };
   }

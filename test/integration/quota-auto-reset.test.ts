@@ -3,10 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
 import { ManualClock } from "../../src/quota/clock.js";
 import { reconcileLedger } from "../../src/quota/index.js";
-import type { Services } from "../../src/runtime/services.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { logIn } from "../helpers/login.js";
+import { spendDay } from "../helpers/spend.js";
 
 // Automatic reserve resets (docs/billing.md, "Automatic resets") through HTTP: real sessions set the flag, real
 // API keys send chat requests through two gateways sharing one database, against the mock upstream.
@@ -84,12 +84,9 @@ const chat = (u: User, opts: { model?: string; maxTokens?: number; on?: TestGate
   });
 
 /** Spends today's allowance down to `remaining` (posted through the ledger, as settled requests are). */
-async function spendTo(u: User, remaining: number, s: Services = gw.services) {
+async function spendTo(u: User, remaining: number) {
   const q = await settledQuota(u);
-  const held = await s.ledger.reserve({ kind: "daily_allowance", userId: u.id, base: BigInt(DAILY), amount: 0n, requestId: "spend" });
-  if (!held.ok) throw new Error("refused");
-  await s.ledger.settle(held.hold.id, BigInt(q.remaining - remaining));
-  await s.ledger.flush();
+  await spendDay(gw.services, u.id, DAILY, q.remaining - remaining);
   expect((await quota(u)).remaining).toBe(remaining);
 }
 

@@ -2,11 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/load.js";
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
 import { reconcileLedger } from "../../src/quota/index.js";
-import type { Services } from "../../src/runtime/services.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { logIn } from "../helpers/login.js";
+import { spendDay } from "../helpers/spend.js";
 import { evaluate, evaluation, evaluator, judge } from "../helpers/systemone.js";
 
 // Fixed-quota request packs (docs/billing.md, "Request packs") and the traffic that never uses a reserve reset
@@ -61,12 +61,7 @@ const resetUses = async (session: Record<string, string>) =>
   ((await (await fetch(`${gw.url}/api/v1/user/quota-resets`, { headers: session })).json()) as { uses: unknown[] }).uses;
 
 /** Spends today's allowance down to `remaining`, as settled requests would. */
-async function spendTo(userId: string, remaining: number, s: Services = gw.services) {
-  const held = await s.ledger.reserve({ kind: "daily_allowance", userId, base: BigInt(DAILY), amount: 0n, requestId: "spend" });
-  if (!held.ok) throw new Error("refused");
-  await s.ledger.settle(held.hold.id, BigInt(DAILY - remaining));
-  await s.ledger.flush();
-}
+const spendTo = (userId: string, remaining: number) => spendDay(gw.services, userId, DAILY, DAILY - remaining);
 
 beforeAll(async () => {
   db = await createTestDatabase();

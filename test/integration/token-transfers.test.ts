@@ -4,12 +4,12 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { createPool } from "../../src/db/pool.js";
 import { ManualClock } from "../../src/quota/clock.js";
 import { reconcileLedger } from "../../src/quota/index.js";
-import type { Services } from "../../src/runtime/services.js";
 import { completeRows } from "../../src/transfers/transfers-sql.js";
 import { transferRecord, transfersAnswer } from "../../src/transfers/wire.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { gatewayTasks, startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { logIn } from "../helpers/login.js";
+import { spendDay } from "../helpers/spend.js";
 import { startPgFaultProxy } from "../helpers/pg-fault-proxy.js";
 
 // Daily token transfers (docs/billing.md, "Token transfers") through HTTP with real sessions, two gateways on one
@@ -85,12 +85,7 @@ const listOf = async (u: User, query = "") => {
 };
 
 /** Spends `amount` of today's allowance, as a settled request would. */
-async function spend(u: User, amount: number, s: Services = gw.services) {
-  const held = await s.ledger.reserve({ kind: "daily_allowance", userId: u.id, base: BigInt(DAILY), amount: 0n, requestId: "spend" });
-  if (!held.ok) throw new Error("refused");
-  await s.ledger.settle(held.hold.id, BigInt(amount));
-  await s.ledger.flush();
-}
+const spend = (u: User, amount: number) => spendDay(gw.services, u.id, DAILY, amount);
 
 const errorOf = async (res: Response) =>
   ((await res.json()) as { error: { code: string; param: string | null; message: string; request_id: string | null } }).error;
