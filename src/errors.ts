@@ -85,7 +85,7 @@ export const ERROR_CODES = {
   transfer_limit_exceeded: { status: 409, type: "conflict_error", class: "invalid_request" },
   insufficient_transferable: { status: 409, type: "conflict_error", class: "invalid_request" },
   idempotency_key_reused: invalid(422),
-  transfer_preview_rate_limited: { status: 429, type: "rate_limit_error", class: "rate_limited" },
+  transfer_rate_limited: { status: 429, type: "rate_limit_error", class: "rate_limited" },
   request_too_large: invalid(413),
   unsupported_media_type: invalid(415),
   token_limit_exceeded: invalid(422),

@@ -383,8 +383,11 @@ export const configSchema = z
         send_daily_limit: z.int().nonnegative().max(Number.MAX_SAFE_INTEGER).default(100_000),
         receive_daily_limit: z.int().nonnegative().max(Number.MAX_SAFE_INTEGER).default(100_000),
         service_daily_limit: z.int().nonnegative().max(Number.MAX_SAFE_INTEGER).default(10_000_000),
-        /** Previews a user may ask for per minute (over every process). */
-        preview_per_minute: z.int().positive().max(10_000).default(20),
+        /**
+         * Recipient lookups a user may make per minute, over every process: previews, and sends naming no one who
+         * accepts transfers (docs/api.md, "Token transfers").
+         */
+        lookups_per_minute: z.int().positive().max(10_000).default(20),
       })
       .prefault({}),
     analytics: z

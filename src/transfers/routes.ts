@@ -101,7 +101,13 @@ export const transferOperations: OperationDescription[] = [
       schema: record,
     },
     otherResponses: [{ status: 200, description: "The transfer of an earlier send with this key, completed or refused.", schema: record }],
-    errors: ["transfers_disabled", "transfer_limit_exceeded", "insufficient_transferable", "idempotency_key_reused"],
+    errors: [
+      "transfers_disabled",
+      "transfer_limit_exceeded",
+      "insufficient_transferable",
+      "idempotency_key_reused",
+      "transfer_rate_limited",
+    ],
   },
   {
     method: "post",
@@ -109,12 +115,12 @@ export const transferOperations: OperationDescription[] = [
     operationId: "previewTokenTransfer",
     summary: "Confirms the recipient and whether a send would be accepted now, moving nothing",
     description:
-      "The recipient as a masked email; an unknown recipient and one who does not accept transfers answer alike (`recipient: null`, `recipient_unavailable`). Rate-limited per user.",
+      "The recipient as a masked email; an unknown recipient and one who does not accept transfers answer alike (`recipient: null`, `recipient_unavailable`). Counted per user and minute with the sends that name no one who accepts transfers (`transfers.lookups_per_minute`).",
     tag: "Account",
     access: "session",
     body: ours("TokenTransferPreview", previewBody),
     ok: { status: 200, description: "The preview.", schema: ours("TokenTransferPreviewed", previewAnswer) },
-    errors: ["transfer_preview_rate_limited"],
+    errors: ["transfer_rate_limited"],
   },
   {
     method: "patch",

@@ -197,6 +197,12 @@ for no key update`;
 
 const EARLIER = `select ${COLUMNS} from ${FROM} where t.sender_id = $1::uuid and t.idempotency_key = $2::text`;
 
+/** The transfer a sender made with this idempotency key, if any. */
+export async function earlierTransfer(pool: Pool, senderId: string, key: string): Promise<TransferRow | undefined> {
+  const row = (await pool.query<RawTransfer>(EARLIER, [senderId, key])).rows[0];
+  return row && toTransfer(row);
+}
+
 const INSERT = `
 insert into token_transfers (id, sender_id, recipient_id, idempotency_key, amount, day, status, hold_id)
 values ($1::uuid, $2::uuid, $3::uuid, $4::text, $5::bigint, $6::text, 'pending', $7::uuid)`;
@@ -381,13 +387,14 @@ export async function setReceiveDisabled(pool: Pool, userId: string, disabled: b
   return (await pool.query<{ transfers_receive_disabled: boolean }>(RECEIVE_FLAG, [userId, disabled])).rows[0]!.transfers_receive_disabled;
 }
 
-// Previews per user and minute: one statement that counts this one and answers the count.
-const COUNT_PREVIEW = `
+// Recipient lookups per user and minute (previews, and sends naming no one who accepts transfers): one statement
+// that counts this one and answers the count.
+const COUNT_LOOKUP = `
 insert into token_transfer_previews (user_id, window_start, count) values ($1::uuid, date_trunc('minute', $2::timestamptz), 1)
 on conflict (user_id, window_start) do update set count = token_transfer_previews.count + 1
 returning count`;
 
-/** Windows of the preview's rate that have ended (the auth prune runs it every 15 minutes). */
+/** Windows of the lookups' rate that have ended (the auth prune runs it every 15 minutes). */
 export async function prunePreviews(pool: Pool, before: Date): Promise<number> {
   const result = await pool.query(`delete from token_transfer_previews where window_start < date_trunc('minute', $1::timestamptz)`, [
     before,
@@ -395,6 +402,12 @@ export async function prunePreviews(pool: Pool, before: Date): Promise<number> {
   return result.rowCount ?? 0;
 }
 
-export async function countPreview(pool: Pool, userId: string, now: Date): Promise<number> {
-  return (await pool.query<{ count: number }>(COUNT_PREVIEW, [userId, now])).rows[0]!.count;
+const READ_LOOKUPS = `select count from token_transfer_previews where user_id = $1::uuid and window_start = date_trunc('minute', $2::timestamptz)`;
+
+export async function countLookup(pool: Pool, userId: string, now: Date): Promise<number> {
+  return (await pool.query<{ count: number }>(COUNT_LOOKUP, [userId, now])).rows[0]!.count;
+}
+
+export async function lookupsThisMinute(pool: Pool, userId: string, now: Date): Promise<number> {
+  return (await pool.query<{ count: number }>(READ_LOOKUPS, [userId, now])).rows[0]?.count ?? 0;
 }

@@ -10,10 +10,12 @@ import type { Clock } from "../quota/clock.js";
 import { nextResetAt, utcDay } from "../quota/day.js";
 import {
   completeRows,
-  countPreview,
+  countLookup,
   dayTotals,
+  earlierTransfer,
   historyRows,
   latestRows,
+  lookupsThisMinute,
   readPolicyRow,
   savePolicyRow,
   sendRows,
@@ -139,10 +141,41 @@ export function createTransfers(deps: { pool: Pool; config: Config; clock: Clock
     }
   }
 
+  const keyReused = () =>
+    new GatewayError({
+      code: "idempotency_key_reused",
+      param: "idempotency_key",
+      message: "This idempotency key was used for another transfer (another recipient or amount); use a new key.",
+    });
+
+  const rateLimited = () =>
+    new GatewayError({
+      code: "transfer_rate_limited",
+      message: `At most ${defaults.lookups_per_minute} previews, and sends to no one who accepts transfers, a minute; try again in a minute.`,
+      headers: { "Retry-After": "60" },
+    });
+
+  /** Whether a send names the recipient of an earlier transfer, as an email (any spelling) or an ID. */
+  const names = (named: string, t: TransferRow) => {
+    const needle = named.trim();
+    return isUuid(needle) ? needle.toLowerCase() === t.recipientId : normaliseEmail(needle) === t.recipientEmail;
+  };
+
   async function send(sender: { userId: string; plan: string }, input: SendInput) {
+    // A replay is answered whatever happened since (the recipient turned receiving off, the lookup budget ran out).
+    const earlier = await earlierTransfer(pool, sender.userId, input.idempotency_key);
+    if (earlier) {
+      if (!names(input.recipient, earlier) || earlier.amount !== BigInt(input.amount)) throw keyReused();
+      return { pending: earlier.status === "pending", transfer: toRecord(earlier, sender.userId) };
+    }
+    // The lookup budget: past it, no send learns whether a recipient exists (docs/api.md, "Token transfers").
+    if ((await lookupsThisMinute(pool, sender.userId, clock.now())) >= defaults.lookups_per_minute) throw rateLimited();
     const recipient = await recipientOf(input.recipient);
     if (recipient?.id === sender.userId) throw ownAccount();
-    if (!recipient) throw unavailable();
+    if (!recipient) {
+      await countLookup(pool, sender.userId, clock.now());
+      throw unavailable();
+    }
     const now = clock.now();
     const outcome = await sendRows(
       pool,
@@ -160,13 +193,7 @@ export function createTransfers(deps: { pool: Pool; config: Config; clock: Clock
       },
       policyValues,
     );
-    if (outcome.outcome === "key_reused") {
-      throw new GatewayError({
-        code: "idempotency_key_reused",
-        param: "idempotency_key",
-        message: "This idempotency key was used for another transfer (another recipient or amount); use a new key.",
-      });
-    }
+    if (outcome.outcome === "key_reused") throw keyReused();
     if (outcome.outcome === "refused") throw refusal(outcome, input.amount);
     return { pending: outcome.transfer.status === "pending", transfer: toRecord(outcome.transfer, sender.userId) };
   }
@@ -207,14 +234,7 @@ export function createTransfers(deps: { pool: Pool; config: Config; clock: Clock
   }
 
   async function preview(sender: { userId: string; plan: string }, input: { recipient: string; amount: number }) {
-    const count = await countPreview(pool, sender.userId, clock.now());
-    if (count > defaults.preview_per_minute) {
-      throw new GatewayError({
-        code: "transfer_preview_rate_limited",
-        message: `At most ${defaults.preview_per_minute} previews a minute; try again in a minute.`,
-        headers: { "Retry-After": "60" },
-      });
-    }
+    if ((await countLookup(pool, sender.userId, clock.now())) > defaults.lookups_per_minute) throw rateLimited();
     const recipient = await recipientOf(input.recipient);
     const answer = (reason: z.infer<typeof previewAnswer>["reason"], shown: string | null) => ({
       recipient: shown,

@@ -107,7 +107,7 @@ beforeAll(async () => {
   const config = {
     plans: { std: { daily_tokens: DAILY, weekly_resets: 2, context_limit: 128_000 } },
     default_plan: "std",
-    transfers: { send_daily_limit: 600, receive_daily_limit: 700, service_daily_limit: 1_000_000, preview_per_minute: 5 },
+    transfers: { send_daily_limit: 600, receive_daily_limit: 700, service_daily_limit: 1_000_000, lookups_per_minute: 5 },
   };
   gw = await startTestGateway({ db, clock, config });
   other = await startTestGateway({ db, clock, config });
@@ -358,6 +358,28 @@ describe("who sees what", () => {
     expect((await call("GET", "/api/v1/admin/token-transfers?user_id=nope", admin.headers)).status).toBe(400);
   });
 
+  it("sends cannot probe for users either: past the lookup budget every new send is 429, a replay is still answered", async () => {
+    const [a, b] = [await newUser(), await newUser()];
+    await spend(b, 500);
+    const first = await sent(a, b.email, 10, "before-probing");
+    for (let i = 0; i < 5; i++) expect((await send(a, `ghost-${i}@example.test`, 1)).status).toBe(400);
+    // The budget (5) is spent: a send to a real recipient answers like one to nobody.
+    const real = await send(a, b.email, 1);
+    expect(real.status).toBe(429);
+    expect((await errorOf(real)).code).toBe("transfer_rate_limited");
+    expect(real.headers.get("retry-after")).toBe("60");
+    expect((await send(a, "ghost-9@example.test", 1)).status).toBe(429);
+    // A replay, even after the recipient stopped accepting transfers, answers the transfer.
+    await call("PATCH", "/api/v1/user/token-transfers/preferences", b.headers, { receive_disabled: true });
+    const replay = await send(a, b.email.toUpperCase(), 10, "before-probing");
+    expect(replay.status).toBe(202);
+    expect(((await replay.json()) as { id: string }).id).toBe(first.id);
+    expect((await send(a, b.id, 10, "before-probing")).status).toBe(202);
+    // The next minute, a new budget.
+    clock.advance(60_000);
+    expect((await send(a, "ghost-10@example.test", 1)).status).toBe(400);
+  });
+
   it("the preview masks the recipient, answers alike for an unknown one and one who accepts none, moves nothing, and is rate-limited", async () => {
     const [a, b, closed] = [await newUser(), await newUser(), await newUser()];
     await call("PATCH", "/api/v1/user/token-transfers/preferences", closed.headers, { receive_disabled: true });
@@ -371,7 +393,7 @@ describe("who sees what", () => {
     expect(unknown.body).toEqual({ recipient: null, amount: 10, allowed: false, reason: "recipient_unavailable" });
     expect((await preview(b.id, 5000)).body).toMatchObject({ allowed: false, reason: "send_limit" });
     expect(await quota(a)).toMatchObject({ reserved: 0, used: 0 });
-    // preview_per_minute: 5, and four were asked for.
+    // lookups_per_minute: 5, and four were asked for.
     expect((await preview(b.email)).status).toBe(200);
     const sixth = await preview(b.email);
     expect(sixth.status).toBe(429);
