@@ -179,6 +179,59 @@ describe("real answers of the gateway's own routes match the description", () =>
     await expectDescribed("POST", "/api/v1/admin/reseller-balances/{user}/credits", credit, 201);
   });
 
+  it("reserve resets and token transfers, the user's and the admin's", async () => {
+    const json = (token: string, csrf?: string) =>
+      bearer(token, { "content-type": "application/json", ...(csrf ? { "x-csrf-token": csrf } : {}) });
+    const user = json(session.token);
+    const call = (method: string, path: string, headers: Record<string, string>, body?: unknown) =>
+      fetch(`${gw.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    await expectDescribed("GET", "/api/v1/user/quota-resets", await call("GET", "/api/v1/user/quota-resets", user), 200);
+    const flag = await call("PUT", "/api/v1/user/quota-resets", user, { auto_reset_enabled: true });
+    await expectDescribed("PUT", "/api/v1/user/quota-resets", flag, 200);
+    await expectDescribed("POST", "/api/v1/user/quota-resets/use", await call("POST", "/api/v1/user/quota-resets/use", user), 409);
+
+    const prefs = await call("PATCH", "/api/v1/user/token-transfers/preferences", user, { receive_disabled: false });
+    await expectDescribed("PATCH", "/api/v1/user/token-transfers/preferences", prefs, 200);
+    const preview = await call("POST", "/api/v1/user/token-transfers/preview", user, { recipient: "admin@example.test", amount: 3 });
+    expect(await expectDescribed("POST", "/api/v1/user/token-transfers/preview", preview, 200)).toMatchObject({ allowed: true });
+    const send = { recipient: "admin@example.test", amount: 3, idempotency_key: "described" };
+    await expectDescribed("POST", "/api/v1/user/token-transfers", await call("POST", "/api/v1/user/token-transfers", user, send), 202);
+    await expectDescribed("POST", "/api/v1/user/token-transfers", await call("POST", "/api/v1/user/token-transfers", user, send), 202);
+    const reused = await call("POST", "/api/v1/user/token-transfers", user, { ...send, amount: 4 });
+    await expectDescribed("POST", "/api/v1/user/token-transfers", reused, 422);
+    const list = await call("GET", "/api/v1/user/token-transfers?limit=1", user);
+    expect(await expectDescribed("GET", "/api/v1/user/token-transfers", list, 200)).toMatchObject({ transfers: [{ status: "pending" }] });
+
+    const admin = json(adminSession.token, adminSession.csrf_token);
+    const policy = (await expectDescribed(
+      "GET",
+      "/api/v1/admin/token-transfers/policy",
+      await call("GET", "/api/v1/admin/token-transfers/policy", admin),
+      200,
+    )) as { revision: number };
+    const change = {
+      revision: policy.revision,
+      enabled: true,
+      min_amount: 1,
+      send_daily_limit: 10,
+      receive_daily_limit: 10,
+      service_daily_limit: 100,
+    };
+    await expectDescribed(
+      "PUT",
+      "/api/v1/admin/token-transfers/policy",
+      await call("PUT", "/api/v1/admin/token-transfers/policy", admin, change),
+      200,
+    );
+    await expectDescribed(
+      "PUT",
+      "/api/v1/admin/token-transfers/policy",
+      await call("PUT", "/api/v1/admin/token-transfers/policy", admin, change),
+      409,
+    );
+    await expectDescribed("GET", "/api/v1/admin/token-transfers", await call("GET", "/api/v1/admin/token-transfers", admin), 200);
+  });
+
   it("error envelopes, with the statuses the description gives them", async () => {
     const noSession = await fetch(`${gw.url}/api/v1/user/quota`);
     await expectDescribed("GET", "/api/v1/user/quota", noSession, 401);
