@@ -3,6 +3,7 @@ import type { Pool } from "../db/pool.js";
 import { inTransaction } from "../db/transaction.js";
 import { reserveDurableRow, resolveDurableRow } from "../quota/durable-sql.js";
 import { restoreRow } from "../quota/restore-sql.js";
+import { refusalOf, transferableOf, type DayTotals, type PolicyValues, type SendRefusal } from "./rules.js";
 
 // A token transfer on the ledger (docs/billing.md, "Token transfers"): the send takes a durable hold on the
 // sender's day and writes the pending record, in one transaction; the completion (graphile-worker's
@@ -17,14 +18,6 @@ export const COMPLETE_TRANSFER_TASK = "complete_transfer";
 // service's, each a sum over the day's records) are read and the new record written by one send at a time,
 // across every process. Sends are rare next to requests, and a send holds it for a few statements.
 const SEND_LOCK = `select pg_advisory_xact_lock(7210022)`;
-
-export interface PolicyValues {
-  enabled: boolean;
-  minAmount: bigint;
-  sendDailyLimit: bigint;
-  receiveDailyLimit: bigint;
-  serviceDailyLimit: bigint;
-}
 
 export interface PolicyRow extends PolicyValues {
   revision: number;
@@ -163,17 +156,6 @@ select
   (select coalesce(sum(applied), 0)::text from token_transfers where day = $1::text and recipient_id = $2::uuid and status = 'completed')
     as received_by_sender`;
 
-export interface DayTotals {
-  /** Sent by the user today, pending included. */
-  sent: bigint;
-  /** Received by the recipient today, pending included. */
-  received: bigint;
-  /** Every transfer today, pending included. */
-  service: bigint;
-  /** What the user received today (applied): not forwardable today. */
-  receivedBySender: bigint;
-}
-
 export async function dayTotals(pool: Pool | pg.PoolClient, day: string, userId: string, recipientId: string): Promise<DayTotals> {
   const row = (
     await pool.query<{ sent: string; received: string; service: string; received_by_sender: string }>(LIMITS, [day, userId, recipientId])
@@ -223,21 +205,11 @@ export interface SendRow {
   holdExpiresAt: Date;
 }
 
-export type SendRefusal =
-  | { refused: "disabled" }
-  | { refused: "below_minimum"; minimum: bigint }
-  | { refused: "send_limit"; left: bigint }
-  | { refused: "receive_limit" }
-  | { refused: "service_limit"; left: bigint }
-  | { refused: "insufficient"; transferable: bigint };
-
 export type SendOutcome =
   | { outcome: "created"; transfer: TransferRow }
   | { outcome: "earlier"; transfer: TransferRow }
   | { outcome: "key_reused" }
   | ({ outcome: "refused" } & SendRefusal);
-
-const clamp = (n: bigint) => (n > 0n ? n : 0n);
 
 /**
  * One send, in one transaction under the send lock: the same key again returns the first transfer (or
@@ -253,21 +225,13 @@ export function sendRows(pool: Pool, s: SendRow, policy: (client: pg.PoolClient)
       return same ? { outcome: "earlier", transfer: toTransfer(earlier) } : { outcome: "key_reused" };
     }
     const p = await policy(client);
-    if (!p.enabled) return { outcome: "refused", refused: "disabled" };
-    if (s.amount < p.minAmount) return { outcome: "refused", refused: "below_minimum", minimum: p.minAmount };
     const totals = await dayTotals(client, s.day, s.senderId, s.recipientId);
-    if (totals.sent + s.amount > p.sendDailyLimit)
-      return { outcome: "refused", refused: "send_limit", left: clamp(p.sendDailyLimit - totals.sent) };
-    if (totals.received + s.amount > p.receiveDailyLimit) return { outcome: "refused", refused: "receive_limit" };
-    if (totals.service + s.amount > p.serviceDailyLimit) {
-      return { outcome: "refused", refused: "service_limit", left: clamp(p.serviceDailyLimit - totals.service) };
-    }
     await client.query(ENSURE_DAY, [s.senderId, s.day, String(s.senderBase)]);
     const day = (await client.query<{ restored: string; debits_posted: string; debits_pending: string }>(LOCK_DAY, [s.senderId, s.day]))
       .rows[0]!;
     const remaining = s.senderBase + BigInt(day.restored) - BigInt(day.debits_posted) - BigInt(day.debits_pending);
-    const transferable = clamp(remaining - totals.receivedBySender);
-    if (s.amount > transferable) return { outcome: "refused", refused: "insufficient", transferable };
+    const refused = refusalOf(p, totals, s.amount, transferableOf(remaining, totals));
+    if (refused) return { outcome: "refused", ...refused };
     const held = await reserveDurableRow(client, {
       id: s.holdId,
       userId: s.senderId,

@@ -20,10 +20,9 @@ import {
   savePolicyRow,
   sendRows,
   setReceiveDisabled,
-  type PolicyValues,
-  type SendRefusal,
   type TransferRow,
 } from "./transfers-sql.js";
+import { refusalOf, transferableOf, type DayTotals, type PolicyValues, type SendRefusal } from "./rules.js";
 import type { adminTransfersAnswer, PolicyBody, previewAnswer, PublicPolicy, TransferRecord, transfersAnswer } from "./wire.js";
 
 // Daily token transfers (docs/billing.md, "Token transfers"): the rules around transfers-sql.ts. The sender is
@@ -198,11 +197,8 @@ export function createTransfers(deps: { pool: Pool; config: Config; clock: Clock
     return { pending: outcome.transfer.status === "pending", transfer: toRecord(outcome.transfer, sender.userId) };
   }
 
-  async function limitsOf(user: { userId: string; plan: string }) {
-    const now = clock.now();
-    const day = utcDay(now);
-    const p = await policyValues(pool);
-    const totals = await dayTotals(pool, day, user.userId, user.userId);
+  /** The user's remaining units today (allowance + restored − used − held), as the send reads them. */
+  async function remainingOf(user: { userId: string; plan: string }, day: string): Promise<bigint> {
     const account = (
       await pool.query<{ restored: string; debits_posted: string; debits_pending: string }>(
         `select restored::text, debits_posted::text, debits_pending::text from quota_accounts
@@ -210,26 +206,26 @@ export function createTransfers(deps: { pool: Pool; config: Config; clock: Clock
         [user.userId, day],
       )
     ).rows[0];
-    const remaining =
-      baseOf(user.plan) + BigInt(account?.restored ?? 0) - BigInt(account?.debits_posted ?? 0) - BigInt(account?.debits_pending ?? 0);
+    return baseOf(user.plan) + BigInt(account?.restored ?? 0) - BigInt(account?.debits_posted ?? 0) - BigInt(account?.debits_pending ?? 0);
+  }
+
+  async function limitsOf(user: { userId: string; plan: string }) {
+    const now = clock.now();
+    const day = utcDay(now);
+    const p = await policyValues(pool);
+    const totals: DayTotals = await dayTotals(pool, day, user.userId, user.userId);
     const left = (limit: bigint, used: bigint) => Number(limit > used ? limit - used : 0n);
-    const transferable = remaining - totals.receivedBySender;
     return {
-      p,
-      totals,
-      transferable: transferable > 0n ? transferable : 0n,
-      limits: {
-        enabled: p.enabled,
-        min_amount: Number(p.minAmount),
-        send_daily_limit: Number(p.sendDailyLimit),
-        sending_left: left(p.sendDailyLimit, totals.sent),
-        receive_daily_limit: Number(p.receiveDailyLimit),
-        receiving_left: left(p.receiveDailyLimit, totals.received),
-        service_left: left(p.serviceDailyLimit, totals.service),
-        transferable: Number(transferable > 0n ? transferable : 0n),
-        day,
-        renews_at: nextResetAt(now).toISOString(),
-      },
+      enabled: p.enabled,
+      min_amount: Number(p.minAmount),
+      send_daily_limit: Number(p.sendDailyLimit),
+      sending_left: left(p.sendDailyLimit, totals.sent),
+      receive_daily_limit: Number(p.receiveDailyLimit),
+      receiving_left: left(p.receiveDailyLimit, totals.received),
+      service_left: left(p.serviceDailyLimit, totals.service),
+      transferable: Number(transferableOf(await remainingOf(user, day), totals)),
+      day,
+      renews_at: nextResetAt(now).toISOString(),
     };
   }
 
@@ -246,16 +242,10 @@ export function createTransfers(deps: { pool: Pool; config: Config; clock: Clock
     if (!recipient) return answer("recipient_unavailable", null);
     if (recipient.id === sender.userId) return answer("own_account", null);
     const shown = maskEmail(recipient.email);
-    const { p, transferable } = await limitsOf(sender);
-    const amount = BigInt(input.amount);
-    const theirs = await dayTotals(pool, utcDay(clock.now()), sender.userId, recipient.id);
-    if (!p.enabled) return answer("disabled", shown);
-    if (amount < p.minAmount) return answer("below_minimum", shown);
-    if (theirs.sent + amount > p.sendDailyLimit) return answer("send_limit", shown);
-    if (theirs.received + amount > p.receiveDailyLimit) return answer("receive_limit", shown);
-    if (theirs.service + amount > p.serviceDailyLimit) return answer("service_limit", shown);
-    if (amount > transferable) return answer("insufficient", shown);
-    return answer(null, shown);
+    const day = utcDay(clock.now());
+    const totals = await dayTotals(pool, day, sender.userId, recipient.id);
+    const transferable = transferableOf(await remainingOf(sender, day), totals);
+    return answer(refusalOf(await policyValues(pool), totals, BigInt(input.amount), transferable)?.refused ?? null, shown);
   }
 
   async function list(user: { userId: string; plan: string }, cursor: string | undefined, limit: number) {
@@ -271,7 +261,7 @@ export function createTransfers(deps: { pool: Pool; config: Config; clock: Clock
     const flag = (await pool.query<{ transfers_receive_disabled: boolean }>(RECEIVE_FLAG, [user.userId])).rows[0];
     const answer: z.infer<typeof transfersAnswer> = {
       receive_disabled: flag?.transfers_receive_disabled ?? false,
-      limits: (await limitsOf(user)).limits,
+      limits: await limitsOf(user),
       transfers: page.map((t) => toRecord(t, user.userId)),
     };
     if (rows.length > limit && last) answer.next_cursor = `${last.createdAt.toISOString()}|${last.id}`;
