@@ -89,8 +89,10 @@ describe("gateway support (the terminal UI)", () => {
     expect(job?.status).toBe("completed");
 
     // The case: the published answer is in the transcript; take it over, reply in $EDITOR, resume.
+    // The queue's footer, not the model's name: the job screen shows that too, and an Enter sent while the
+    // queue is still loading opens nothing (CI once sent it then).
     await term.keys("1");
-    await term.waitFor(/m1/);
+    await term.waitFor(/page 1 · 1 case/);
     await term.keys("Enter");
     await term.waitFor(/upstream_error/);
     // The transcript is below the facts and the card: a page down brings it up.
@@ -111,10 +113,12 @@ describe("gateway support (the terminal UI)", () => {
     await fits(80);
 
     // The incidents view, then a bigger terminal: the UI lays itself out again.
+    // The screen's own text, not the help bar's "2 incidents", which every screen shows.
+    const incidentsShown = /No candidate or confirmed incidents|Incidents \(\d+\)/;
     await term.keys("2");
-    await term.waitFor(/incident/i);
+    await term.waitFor(incidentsShown);
     await term.resize(100, 30);
-    await term.waitFor(/incident/i);
+    await term.waitFor(incidentsShown);
     expect(await term.screen()).toHaveLength(30);
     await fits(100);
 
