@@ -1,12 +1,13 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { interpolate } from "../../src/config/interpolate.js";
 import { ConfigError, loadConfigFile, parseConfig } from "../../src/config/load.js";
 import { maskSecrets } from "../../src/config/mask.js";
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "gateway-config-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const file = (name: string, text: string) => {
   const p = path.join(dir, name);
   writeFileSync(p, text);
