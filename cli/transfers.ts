@@ -98,12 +98,9 @@ export function transfersCommand(): Command {
     .option("--user <email|id>", "only this user's, sent or received")
     .action(
       action(async (opts: CommonOptions & { user?: string }) => {
-        const list = await withServices(opts, async (s) => {
-          if (opts.user === undefined) return s.transfers.latest(null);
-          const user = await s.auth.users.find(opts.user);
-          if (!user) throw errors.notFound(`no user ${opts.user}`, "user_not_found");
-          return s.transfers.latest(user.id);
-        });
+        const list = await withServices(opts, async (s) =>
+          s.transfers.latest(opts.user === undefined ? null : (await s.auth.users.get(opts.user)).id),
+        );
         printList(list, opts);
       }),
     );

@@ -37,11 +37,7 @@ const toPublic = (userId: string, b: AccountBalance): PublicResellerBalance => (
 });
 
 export function createResellerAccounts(deps: { ledger: QuotaLedger; users: UserService }): ResellerAccounts {
-  async function userIdOf(idOrEmail: string): Promise<string> {
-    const user = await deps.users.find(idOrEmail);
-    if (!user) throw errors.notFound(`no user ${idOrEmail}`, "user_not_found");
-    return user.id;
-  }
+  const userIdOf = async (idOrEmail: string): Promise<string> => (await deps.users.get(idOrEmail)).id;
   return {
     async credit(user, usd, note = "") {
       const amount = parseUsd(usd);

@@ -100,11 +100,7 @@ export function createReserveResets(deps: {
   const plans = deps.config.plans;
   const planOf = (plan: string) => (Object.hasOwn(plans, plan) ? plans[plan] : undefined);
 
-  async function userIdOf(idOrEmail: string): Promise<string> {
-    const user = await deps.users.find(idOrEmail);
-    if (!user) throw errors.notFound(`no user ${idOrEmail}`, "user_not_found");
-    return user.id;
-  }
+  const userIdOf = async (idOrEmail: string): Promise<string> => (await deps.users.get(idOrEmail)).id;
 
   async function account(userId: string): Promise<{ plan: string; auto: boolean }> {
     const row = (await deps.pool.query<{ plan: string; auto_reset_enabled: boolean }>(FLAG, [userId])).rows[0];

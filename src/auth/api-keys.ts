@@ -52,11 +52,7 @@ export interface ApiKeyServiceDeps {
 }
 
 export function createApiKeyService({ db, config, users, onChanged }: ApiKeyServiceDeps): ApiKeyService {
-  async function userIdOf(idOrEmail: string): Promise<string> {
-    const user = await users.find(idOrEmail);
-    if (!user) throw errors.notFound(`no user ${idOrEmail}`, "user_not_found");
-    return user.id;
-  }
+  const userIdOf = async (idOrEmail: string): Promise<string> => (await users.get(idOrEmail)).id;
 
   async function create(input: CreateKeyInput): Promise<PublicApiKey & { key: string }> {
     const kind = input.kind ?? "inference";

@@ -58,6 +58,8 @@ export interface UserService {
   list(): Promise<AdminUser[]>;
   /** By id or email; null when absent. */
   find(idOrEmail: string): Promise<AdminUser | null>;
+  /** By id or email; an unknown one is 404 user_not_found. */
+  get(idOrEmail: string): Promise<AdminUser>;
   /** Moves the user to another configured plan (unknown plan → 400, unknown user → user_not_found). */
   setPlan(idOrEmail: string, plan: string): Promise<AdminUser>;
 }

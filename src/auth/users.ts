@@ -81,6 +81,11 @@ export function createUserService(
     const [row] = await db.select().from(users).where(userMatching(idOrEmail)).limit(1);
     return row ? toAdminUser(row) : null;
   }
+  async function get(idOrEmail: string): Promise<AdminUser> {
+    const user = await find(idOrEmail);
+    if (!user) throw errors.notFound(`no user ${idOrEmail}`, "user_not_found");
+    return user;
+  }
 
   // The plan applies at once: sessions read it on every request, keys' cached principals are NOTIFYed away in the
   // same transaction, and the ledger takes the plan's allowance and weekly resets as each reservation states them.
@@ -97,5 +102,5 @@ export function createUserService(
     return toAdminUser(changed.row);
   }
 
-  return { create, list, find, setPlan };
+  return { create, list, find, get, setPlan };
 }
