@@ -1,3 +1,4 @@
+import type pg from "pg";
 import type { Pool } from "../db/pool.js";
 
 // The account row outside of leases: made sure of before a statement that needs it, and read.
@@ -27,7 +28,8 @@ export interface AccountRow {
   pending: bigint;
 }
 
-export async function ensureAccount(pool: Pool, key: AccountKey, base: bigint | null): Promise<string> {
+/** On a transaction's client too (a token transfer creates the days it touches as a lease would). */
+export async function ensureAccount(pool: Pool | pg.PoolClient, key: AccountKey, base: bigint | null): Promise<string> {
   const { rows } = await pool.query<{ id: string }>({
     name: "quota_ensure_account",
     text: ENSURE,

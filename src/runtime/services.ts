@@ -129,7 +129,7 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
     requestBodyBudget: createBodyBudget(config.server.body_budget_bytes),
     resellers: createResellerAccounts({ ledger, users: auth.users }),
     resets: createReserveResets({ ledger, pool, users: auth.users, config, clock }),
-    transfers: createTransfers({ pool, config, clock }),
+    transfers: createTransfers({ pool, config, clock, ledger }),
     metrics,
     clock,
     async close() {

@@ -1,6 +1,7 @@
 import type pg from "pg";
 import type { Pool } from "../db/pool.js";
 import { inTransaction } from "../db/transaction.js";
+import { ensureAccount } from "../quota/account-sql.js";
 import { reserveDurableRow, resolveDurableRow } from "../quota/durable-sql.js";
 import { restoreRow } from "../quota/restore-sql.js";
 import { refusalOf, transferableOf, type DayTotals, type PolicyValues, type SendRefusal } from "./rules.js";
@@ -168,10 +169,7 @@ export async function dayTotals(pool: Pool | pg.PoolClient, day: string, userId:
   };
 }
 
-// The sender's day, created as a lease would create it, then locked: its remaining decides the send.
-const ENSURE_DAY = `
-insert into quota_accounts (user_id, kind, period, credits) values ($1::uuid, 'daily_allowance', $2::text, $3::bigint)
-on conflict (user_id, kind, period) do nothing`;
+// The sender's day (created as a lease would, ensureAccount), locked: its remaining decides the send.
 const LOCK_DAY = `
 select restored::text, debits_posted::text, debits_pending::text from quota_accounts
 where user_id = $1::uuid and kind = 'daily_allowance' and period = $2::text
@@ -226,7 +224,7 @@ export function sendRows(pool: Pool, s: SendRow, policy: (client: pg.PoolClient)
     }
     const p = await policy(client);
     const totals = await dayTotals(client, s.day, s.senderId, s.recipientId);
-    await client.query(ENSURE_DAY, [s.senderId, s.day, String(s.senderBase)]);
+    await ensureAccount(client, { userId: s.senderId, kind: "daily_allowance", period: s.day }, s.senderBase);
     const day = (await client.query<{ restored: string; debits_posted: string; debits_pending: string }>(LOCK_DAY, [s.senderId, s.day]))
       .rows[0]!;
     const remaining = s.senderBase + BigInt(day.restored) - BigInt(day.debits_posted) - BigInt(day.debits_pending);
@@ -297,7 +295,7 @@ export function completeRows(pool: Pool, id: string, ctx: CompleteContext): Prom
     if (t.day !== ctx.today) return refuse("day_ended");
     if (t.unavailable) return refuse("recipient_unavailable");
     await client.query(LOCK_HOLD, [t.hold_id]);
-    await client.query(ENSURE_DAY, [t.recipient_id, t.day, String(ctx.baseOf(t.plan))]);
+    await ensureAccount(client, { userId: t.recipient_id, kind: "daily_allowance", period: t.day }, ctx.baseOf(t.plan));
     // The recipient's spent units, never above them: the day's remaining goes back at most to its allowance.
     const restored = await restoreRow(client, {
       userId: t.recipient_id,

@@ -7,6 +7,7 @@ import type { Pool } from "../db/pool.js";
 import { errors, GatewayError } from "../errors.js";
 import { isUuid } from "../ids.js";
 import type { Clock } from "../quota/clock.js";
+import type { QuotaLedger } from "../quota/types.js";
 import { nextResetAt, utcDay } from "../quota/day.js";
 import {
   completeRows,
@@ -80,8 +81,8 @@ const RECEIVE_FLAG = `select transfers_receive_disabled from users where id = $1
 
 const CURSOR = /^(\d{4}-\d{2}-\d{2}T[\d:.]+Z)\|([0-9a-f-]{36})$/;
 
-export function createTransfers(deps: { pool: Pool; config: Config; clock: Clock }): Transfers {
-  const { pool, config, clock } = deps;
+export function createTransfers(deps: { pool: Pool; config: Config; clock: Clock; ledger: QuotaLedger }): Transfers {
+  const { pool, config, clock, ledger } = deps;
   const defaults = config.transfers;
   const baseOf = (plan: string) => BigInt(Object.hasOwn(config.plans, plan) ? config.plans[plan]!.daily_tokens : 0);
 
@@ -198,16 +199,8 @@ export function createTransfers(deps: { pool: Pool; config: Config; clock: Clock
   }
 
   /** The user's remaining units today (allowance + restored − used − held), as the send reads them. */
-  async function remainingOf(user: { userId: string; plan: string }, day: string): Promise<bigint> {
-    const account = (
-      await pool.query<{ restored: string; debits_posted: string; debits_pending: string }>(
-        `select restored::text, debits_posted::text, debits_pending::text from quota_accounts
-          where user_id = $1::uuid and kind = 'daily_allowance' and period = $2::text`,
-        [user.userId, day],
-      )
-    ).rows[0];
-    return baseOf(user.plan) + BigInt(account?.restored ?? 0) - BigInt(account?.debits_posted ?? 0) - BigInt(account?.debits_pending ?? 0);
-  }
+  const remainingOf = async (user: { userId: string; plan: string }) =>
+    (await ledger.balance({ kind: "daily_allowance", userId: user.userId, base: baseOf(user.plan) })).remaining;
 
   async function limitsOf(user: { userId: string; plan: string }) {
     const now = clock.now();
@@ -223,7 +216,7 @@ export function createTransfers(deps: { pool: Pool; config: Config; clock: Clock
       receive_daily_limit: Number(p.receiveDailyLimit),
       receiving_left: left(p.receiveDailyLimit, totals.received),
       service_left: left(p.serviceDailyLimit, totals.service),
-      transferable: Number(transferableOf(await remainingOf(user, day), totals)),
+      transferable: Number(transferableOf(await remainingOf(user), totals)),
       day,
       renews_at: nextResetAt(now).toISOString(),
     };
@@ -244,7 +237,7 @@ export function createTransfers(deps: { pool: Pool; config: Config; clock: Clock
     const shown = maskEmail(recipient.email);
     const day = utcDay(clock.now());
     const totals = await dayTotals(pool, day, sender.userId, recipient.id);
-    const transferable = transferableOf(await remainingOf(sender, day), totals);
+    const transferable = transferableOf(await remainingOf(sender), totals);
     return answer(refusalOf(await policyValues(pool), totals, BigInt(input.amount), transferable)?.refused ?? null, shown);
   }
 
