@@ -1,3 +1,4 @@
+import type { DrizzleTransaction } from "../db/transaction.js";
 import { asc, eq, sql } from "drizzle-orm";
 import type { NodePgDatabase } from "drizzle-orm/node-postgres";
 import { isPricingGroupName, type Config } from "../config/schema.js";
@@ -45,13 +46,14 @@ function checkModels(models: unknown, config: Config): string[] | null {
 
 export interface ApiKeyServiceDeps {
   db: NodePgDatabase;
+  transaction: DrizzleTransaction;
   config: Config;
   users: UserService;
   /** Called after a key changes, for this process's own cache; other processes learn through NOTIFY. */
   onChanged: (secretHash: string) => void;
 }
 
-export function createApiKeyService({ db, config, users, onChanged }: ApiKeyServiceDeps): ApiKeyService {
+export function createApiKeyService({ db, transaction, config, users, onChanged }: ApiKeyServiceDeps): ApiKeyService {
   const userIdOf = async (idOrEmail: string): Promise<string> => (await users.get(idOrEmail)).id;
 
   async function create(input: CreateKeyInput): Promise<PublicApiKey & { key: string }> {
@@ -72,7 +74,7 @@ export function createApiKeyService({ db, config, users, onChanged }: ApiKeyServ
     const userId = await userIdOf(input.user);
     const secret = generateApiKey();
     try {
-      const row = await db.transaction(async (tx) => {
+      const row = await transaction(async (tx) => {
         const [inserted] = await tx
           .insert(apiKeys)
           .values({ userId, name, kind, secretHash: secret.hash, prefix: secret.prefix, models, pricingGroup })
@@ -99,7 +101,7 @@ export function createApiKeyService({ db, config, users, onChanged }: ApiKeyServ
   async function revoke(id: string): Promise<PublicApiKey> {
     // Not echoed: an operator may paste the key's secret here by mistake.
     if (!isUuid(id)) throw errors.notFound("no such key; key ids are UUIDs (the secret is not accepted here).", "key_not_found");
-    const row = await db.transaction(async (tx) => {
+    const row = await transaction(async (tx) => {
       // coalesce keeps the first revocation time, so revoking twice is harmless and reports the original.
       const [updated] = await tx
         .update(apiKeys)

@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config/schema.js";
 import { requestRead } from "../db/faults.js";
 import type { Pool } from "../db/pool.js";
+import { drizzleTransactions } from "../db/transaction.js";
 import { createApiKeyService } from "./api-keys.js";
 import { insecureCookieWarning } from "./cookie.js";
 import { createEmbedTokens } from "./embed-tokens.js";
@@ -29,6 +30,7 @@ export async function createAuthServices(opts: AuthServiceOptions): Promise<Auth
   const { pool, config, env } = opts;
   const logger = opts.logger.child({ component: "auth" });
   const db = drizzle(pool);
+  const transaction = drizzleTransactions(pool);
   const secret = await loadJwtSecret({ config, env, pool });
   const previousSecret = loadPreviousJwtSecret(config);
   const { log_n: logN, concurrency } = config.auth.password_hash;
@@ -40,11 +42,11 @@ export async function createAuthServices(opts: AuthServiceOptions): Promise<Auth
   if (botToken && botToken.length < 32) logger.warn("SUPPORT_BOT_TOKEN is shorter than 32 characters; use a long random token");
   const keyAuth = await createApiKeyAuthenticator({ pool, config, logger, listen: opts.listen, health: opts.health });
   const forget = (hash: string) => keyAuth.forget(hash);
-  const users = createUserService(db, config, hasher, forget);
+  const users = createUserService(db, transaction, config, hasher, forget);
   return {
     users,
-    userAccess: createUserAccessService({ db, onKeyChanged: forget }),
-    apiKeys: createApiKeyService({ db, config, users, onChanged: forget }),
+    userAccess: createUserAccessService({ db, transaction, onKeyChanged: forget }),
+    apiKeys: createApiKeyService({ db, transaction, config, users, onChanged: forget }),
     sessions: createSessionService({
       db,
       config,

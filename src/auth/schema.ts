@@ -11,6 +11,9 @@ export const users = pgTable(
       .notNull()
       .default("user"),
     plan: text("plan").notNull(),
+    // Raised by every plan change: the revision of the user's side of the ledger's base credits (a key cache that
+    // missed the change states an older one, which never overwrites the newer: src/quota/account-kinds.ts).
+    planRevision: integer("plan_revision").notNull().default(0),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     // Set by `gateway users disable`: the user cannot log in, and their sessions and keys are refused.
     disabledAt: timestamp("disabled_at", { withTimezone: true }),

@@ -1,3 +1,4 @@
+import type { DrizzleTransaction } from "../db/transaction.js";
 import { eq, sql } from "drizzle-orm";
 import type { NodePgDatabase } from "drizzle-orm/node-postgres";
 import { errors } from "../errors.js";
@@ -8,6 +9,7 @@ import { driverError, toAdminUser, userMatching, type UserRow } from "./users.js
 
 export interface UserAccessDeps {
   db: NodePgDatabase;
+  transaction: DrizzleTransaction;
   /** This process's key cache; other processes learn through the NOTIFY sent in the same transaction. */
   onKeyChanged: (secretHash: string) => void;
 }
@@ -19,25 +21,23 @@ const notFound = (idOrEmail: string) => errors.notFound(`no user ${idOrEmail}`, 
  * (key-principal.ts, sessions.ts), so enabling again restores the keys as they were. What must happen at once
  * is that no process keeps serving a key from its cache: every key of the user is NOTIFYed like a revocation.
  */
-export function createUserAccessService({ db, onKeyChanged }: UserAccessDeps): UserAccessService {
+export function createUserAccessService({ db, transaction, onKeyChanged }: UserAccessDeps): UserAccessService {
   async function disable(idOrEmail: string): Promise<AdminUser> {
-    const { row, hashes } = await db
-      .transaction(async (tx) => {
-        const [updated] = await tx
-          .update(users)
-          .set({ disabledAt: sql`coalesce(${users.disabledAt}, now())` })
-          .where(userMatching(idOrEmail))
-          .returning();
-        if (!updated) return { row: undefined, hashes: [] };
-        await tx
-          .update(sessions)
-          .set({ revokedAt: sql`now()` })
-          .where(sql`${sessions.userId} = ${updated.id} and ${sessions.revokedAt} is null`);
-        return { row: updated, hashes: await notifyUserKeys(tx, updated.id) };
-      })
-      .catch((err: unknown) => {
-        throw driverError(err);
-      });
+    const { row, hashes } = await transaction(async (tx) => {
+      const [updated] = await tx
+        .update(users)
+        .set({ disabledAt: sql`coalesce(${users.disabledAt}, now())` })
+        .where(userMatching(idOrEmail))
+        .returning();
+      if (!updated) return { row: undefined, hashes: [] };
+      await tx
+        .update(sessions)
+        .set({ revokedAt: sql`now()` })
+        .where(sql`${sessions.userId} = ${updated.id} and ${sessions.revokedAt} is null`);
+      return { row: updated, hashes: await notifyUserKeys(tx, updated.id) };
+    }).catch((err: unknown) => {
+      throw driverError(err);
+    });
     if (!row) throw notFound(idOrEmail);
     for (const hash of hashes) onKeyChanged(hash);
     return toAdminUser(row);
@@ -50,7 +50,7 @@ export function createUserAccessService({ db, onKeyChanged }: UserAccessDeps): U
   }
 
   async function remove(idOrEmail: string): Promise<AdminUser> {
-    const row: UserRow | undefined = await db.transaction(async (tx) => {
+    const row: UserRow | undefined = await transaction(async (tx) => {
       const [found] = await tx.select().from(users).where(userMatching(idOrEmail)).limit(1).for("update");
       if (!found) return undefined;
       // Two steps on purpose: a delete cannot be undone, and the disable already ended every session and key.

@@ -1,3 +1,4 @@
+import type { DrizzleTransaction } from "../db/transaction.js";
 import { isUuid } from "../ids.js";
 import { asc, eq } from "drizzle-orm";
 import type { NodePgDatabase } from "drizzle-orm/node-postgres";
@@ -43,6 +44,7 @@ const isUniqueViolation = (err: unknown) => (err as { code?: unknown }).code ===
 /** `onKeyChanged`: this process's key cache, told of the keys a plan change NOTIFYed. */
 export function createUserService(
   db: NodePgDatabase,
+  transaction: DrizzleTransaction,
   config: Config,
   hasher: PasswordHasher,
   onKeyChanged: (secretHash: string) => void,
@@ -93,7 +95,7 @@ export function createUserService(
     if (!Object.hasOwn(config.plans, plan)) {
       throw errors.badRequest(`unknown plan "${plan}"; configured plans: ${Object.keys(config.plans).join(", ")}.`, "plan");
     }
-    const changed = await db.transaction(async (tx) => {
+    const changed = await transaction(async (tx) => {
       const [row] = await tx.update(users).set({ plan }).where(userMatching(idOrEmail)).returning();
       return row && { row, hashes: await notifyUserKeys(tx, row.id) };
     });

@@ -1,13 +1,23 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import pg from "pg";
 import { GatewayError } from "../errors.js";
 import type { Pool } from "./pool.js";
 
-// Which database errors are transient: the database, or the road to it, failed, and the same statement may
-// succeed on a fresh connection in a moment (docs/architecture.md, "Database faults"). Everything else is an
-// answer: a constraint, a data error, a bug in a statement; repeating it would fail the same way.
+// Which database errors are transient: judged by what a retry can change (docs/architecture.md, "Database faults").
+// The database, or the road to it, is in a state that passes (a failover, a restart, a timeout, a lock held by a
+// migration, a full disk or memory), and the same statement may succeed in a moment. Everything else is an
+// answer tied to the statement or its payload (a constraint, a data error, a bug in a statement): repeating it
+// would fail the same way.
 
-/** SQLSTATEs that say nothing about the statement: connection exceptions, shutdowns, overload, lost races. */
-const TRANSIENT_STATES = /^(08|57P0[123]|53300|40001|40P01)/;
+/**
+ * SQLSTATEs a retry can outlive: connection exceptions (08), a read-only transaction (25006: a failover pointed
+ * the connection at a standby) and an idle session ended by the server (25P03, 57P05), serialization failures and
+ * deadlocks (40001, 40P01), insufficient resources (53: disk full, out of memory, too many connections), a lock
+ * timeout (55P03: a migration's lock_timeout), a cancelled statement (57014: statement_timeout or
+ * pg_cancel_backend; the gateway never cancels a statement of its own), shutdowns (57P01-57P03) and system or I/O
+ * errors (58000, 58030).
+ */
+const TRANSIENT_STATES = /^(08|25006|25P03|40001|40P01|53|55P03|57014|57P0[1235]|58000|58030)/;
 /** Socket errors of a dead or unreachable server, and of a connection cut in the middle. */
 const TRANSIENT_ERRNOS = new Set([
   "ECONNREFUSED",
@@ -53,6 +63,15 @@ export function isTransientDbError(error: unknown): boolean {
 export function faultCode(error: unknown): string {
   const err = driverError(error) as { code?: unknown; name?: unknown } | null;
   return String(err?.code ?? err?.name ?? "unknown");
+}
+
+/**
+ * Whether the database itself answered the statement with an error, so that it certainly did not commit (a single
+ * statement outside a transaction is rolled back by the error). Anything else (a cut connection, a statement
+ * abandoned by the client-side timeout) leaves the outcome unknown: the statement may have committed.
+ */
+export function answeredByServer(error: unknown): boolean {
+  return driverError(error) instanceof pg.DatabaseError;
 }
 
 /** SQLSTATE classes 22 (data exception) and 23 (constraint violation): the same statement would fail again. */

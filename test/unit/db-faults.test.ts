@@ -1,7 +1,9 @@
 import { Writable } from "node:stream";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import pg from "pg";
 import {
+  answeredByServer,
   DatabaseUnavailableError,
   isDataError,
   isTransientDbError,
@@ -35,6 +37,16 @@ describe("isTransientDbError", () => {
     ["53300 too many connections", pgError("53300")],
     ["40001 serialization failure", pgError("40001")],
     ["40P01 deadlock", pgError("40P01")],
+    ["25006 read-only transaction (a failover to a standby)", pgError("25006")],
+    ["25P03 idle-in-transaction session ended", pgError("25P03")],
+    ["57014 statement cancelled (statement_timeout, pg_cancel_backend)", pgError("57014")],
+    ["55P03 lock not available (a migration's lock_timeout)", pgError("55P03")],
+    ["53100 disk full", pgError("53100")],
+    ["53200 out of memory", pgError("53200")],
+    ["57P02 crash shutdown", pgError("57P02")],
+    ["57P05 idle session timeout", pgError("57P05")],
+    ["58030 I/O error", pgError("58030")],
+    ["58000 system error", pgError("58000")],
     ["ECONNREFUSED", pgError("ECONNREFUSED")],
     ["ECONNRESET", pgError("ECONNRESET")],
     ["a connection ended by node-postgres", new Error("Connection terminated unexpectedly")],
@@ -54,7 +66,9 @@ describe("isTransientDbError", () => {
     ["22P02 invalid text representation", pgError("22P02")],
     ["23505 unique violation", pgError("23505")],
     ["42P01 undefined table", pgError("42P01")],
-    ["57014 statement cancelled by the server", pgError("57014")],
+    ["25001 active transaction (a bug, not a state)", pgError("25001")],
+    ["55000 object not in prerequisite state", pgError("55000")],
+    ["57P04 database dropped", pgError("57P04")],
     ["28P01 wrong password", pgError("28P01")],
     ["a TypeError", new TypeError("x is undefined")],
     ["a string", "Connection terminated"],
@@ -62,6 +76,18 @@ describe("isTransientDbError", () => {
     ["a data error wrapped by drizzle", Object.assign(new Error("Failed query: insert"), { cause: pgError("23505") })],
   ])("%s is definitive", (_name, err) => {
     expect(isTransientDbError(err)).toBe(false);
+  });
+
+  it("only an error the server answered says the statement did not commit", () => {
+    const server = Object.assign(new pg.DatabaseError("cannot execute UPDATE in a read-only transaction", 0, "error"), { code: "25006" });
+    expect(answeredByServer(server)).toBe(true);
+    expect(answeredByServer(Object.assign(new Error("Failed query"), { cause: server }))).toBe(true);
+    // A cut or an abandoned statement may have committed.
+    expect(answeredByServer(pgError("ECONNRESET"))).toBe(false);
+    expect(answeredByServer(new Error("Query read timeout"))).toBe(false);
+    expect(answeredByServer(new Error("Connection terminated unexpectedly"))).toBe(false);
+    // A plain object with a SQLSTATE is not the server's answer.
+    expect(answeredByServer(pgError("25006"))).toBe(false);
   });
 
   it("data errors are classes 22 and 23 only", () => {
