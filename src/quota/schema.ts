@@ -17,6 +17,11 @@ export const quotaAccounts = pgTable(
     kind: text("kind").notNull(),
     period: text("period").notNull(),
     credits: bigint("credits", { mode: "bigint" }).notNull(),
+    // The revision of the view of the plan that set `credits` (account-kinds.ts, baseRevision): a process with an
+    // older view never overwrites a newer one.
+    creditsRevision: bigint("credits_revision", { mode: "bigint" })
+      .notNull()
+      .default(sql`0`),
     restored: bigint("restored", { mode: "bigint" })
       .notNull()
       .default(sql`0`),
@@ -130,11 +135,14 @@ export const quotaHoldRollups = pgTable(
   (t) => [check("quota_hold_rollups_nonnegative", sql`${t.holds} >= 0 and ${t.charged} >= 0`)],
 );
 
-// Live gateway processes, known by their heartbeat; the pending lease of a silent process is expired.
+// Live gateway processes, known by their heartbeat. A process silent too long is fenced (`fenced_at`, set under
+// the row's lock after reading its heartbeat again): its leases are expired, and it never admits on this id again
+// (instances.ts, "Fencing").
 export const gatewayInstances = pgTable("gateway_instances", {
   id: uuid("id").primaryKey().defaultRandom(),
   startedAt: timestamp("started_at", { withTimezone: true }).notNull().defaultNow(),
   lastSeenAt: timestamp("last_seen_at", { withTimezone: true }).notNull().defaultNow(),
+  fencedAt: timestamp("fenced_at", { withTimezone: true }),
 });
 
 // Every credit an operator gave a reseller balance (nano-dollars), written in the statement that adds it to the
