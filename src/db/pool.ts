@@ -5,6 +5,9 @@ import pg from "pg";
 
 export type Pool = pg.Pool;
 
+/** Where a statement runs: the pool (a statement of its own), or a transaction's client (it commits with the transaction). */
+export type Queryable = pg.Pool | pg.PoolClient;
+
 /**
  * A statement with its own answer timeout (node-postgres reads `query_timeout` per query): past it the statement
  * is abandoned on this side and its connection dropped, so a stalled network is noticed.

@@ -1,5 +1,4 @@
-import type pg from "pg";
-import type { Pool } from "../db/pool.js";
+import type { Pool, Queryable } from "../db/pool.js";
 
 // The account row outside of leases: made sure of before a statement that needs it, and read.
 
@@ -29,7 +28,7 @@ export interface AccountRow {
 }
 
 /** On a transaction's client too (a token transfer creates the days it touches as a lease would). */
-export async function ensureAccount(pool: Pool | pg.PoolClient, key: AccountKey, base: bigint | null): Promise<string> {
+export async function ensureAccount(pool: Queryable, key: AccountKey, base: bigint | null): Promise<string> {
   const { rows } = await pool.query<{ id: string }>({
     name: "quota_ensure_account",
     text: ENSURE,

@@ -1,6 +1,8 @@
 import { pino } from "pino";
 import { createDatabaseHealth, type DatabaseHealth } from "../db/health.js";
+import type pg from "pg";
 import type { Pool } from "../db/pool.js";
+import { inTransaction } from "../db/transaction.js";
 import { noMetrics, type LedgerMetrics } from "../metrics/recorders.js";
 import { accountAt, accountKinds, kindSpec } from "./account-kinds.js";
 import { ensureAccount, readAccount, type AccountKey, type AccountRow } from "./account-sql.js";
@@ -12,7 +14,7 @@ import { leaseDirectPost, leaseSync, type Journal } from "./lease-sql.js";
 import { creditResellerRow } from "./reseller.js";
 import { AUTO_RESET_THRESHOLD, autoResetUseId } from "./auto-reset.js";
 import type { AutoResetRequest, Lease } from "./lease.js";
-import { grantResetsRow, readResetsRows, useResetRows, type AutoResetOutcome } from "./resets-sql.js";
+import { grantResetsRow, readResetsRows, useResetIn, useResetRows, type AutoResetOutcome } from "./resets-sql.js";
 import { earlierRestoration, restoreRow } from "./restore-sql.js";
 import { isoWeek, nextWeekAt } from "./week.js";
 import {
@@ -282,24 +284,27 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
     voidDurable: (id) => resolveDurable(id, null),
     restore,
 
-    async useReset(input) {
+    async useReset(input, client) {
       const now = clock.now();
       const day = keyOf({ kind: "daily_allowance", userId: input.userId, base: input.dailyBase }, now);
       const week = keyOf({ kind: "weekly_resets", userId: input.userId, base: input.weeklyBase }, now);
-      await ensureAccount(pool, day.key, day.base);
-      await ensureAccount(pool, week.key, week.base);
-      return useResetRows(pool, {
-        userId: input.userId,
-        id: input.id,
-        day: day.key.period,
-        week: week.key.period,
-        weeklyBase: input.weeklyBase,
-        nowIso: now.toISOString(),
-        trigger: input.trigger,
-      });
+      const use = async (on: pg.PoolClient) => {
+        await ensureAccount(on, day.key, day.base);
+        await ensureAccount(on, week.key, week.base);
+        return useResetIn(on, {
+          userId: input.userId,
+          id: input.id,
+          day: day.key.period,
+          week: week.key.period,
+          weeklyBase: input.weeklyBase,
+          nowIso: now.toISOString(),
+          trigger: input.trigger,
+        });
+      };
+      return client ? use(client) : inTransaction(pool, use);
     },
 
-    grantResets: (input) => grantResetsRow(pool, input),
+    grantResets: (input, client) => grantResetsRow(client ?? pool, input),
 
     async resets(userId, weeklyBase) {
       const now = clock.now();
@@ -320,11 +325,11 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
       return toBalance(ref.kind, key.period, await readAccount(pool, key), base, now);
     },
 
-    async creditReseller(userId, amount, note) {
+    async creditReseller(userId, amount, note, client) {
       const now = clock.now();
       const kind: AccountKind = "reseller_usd";
       const period = kindSpec(kind).period(now);
-      return toBalance(kind, period, await creditResellerRow(pool, userId, amount, note, { kind, period }), null, now);
+      return toBalance(kind, period, await creditResellerRow(client ?? pool, userId, amount, note, { kind, period }), null, now);
     },
 
     flush: async () => {

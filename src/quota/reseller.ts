@@ -1,4 +1,4 @@
-import type { Pool } from "../db/pool.js";
+import type { Queryable } from "../db/pool.js";
 
 // The reseller USD balance: an account of kind `reseller_usd` (account-kinds.ts) whose credits only the operator
 // raises (leases keep them as they are; lease-sql.ts). Reserved, settled and released like the daily allowance,
@@ -23,7 +23,7 @@ export interface CreditedRow {
 }
 
 export async function creditResellerRow(
-  pool: Pool,
+  pool: Queryable,
   userId: string,
   amount: bigint,
   note: string,

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import type { Pool } from "../db/pool.js";
+import type { Pool, Queryable } from "../db/pool.js";
 import { inTransaction } from "../db/transaction.js";
 import { GIFT_PERPETUAL } from "./account-kinds.js";
 import { restoreRow } from "./restore-sql.js";
@@ -96,43 +96,53 @@ export type AutoResetOutcome =
 
 /**
  * Uses one reset for the user now, under the day's account lock (an automatic one from admission, with the
- * id of the lease sync it precedes). The day's and the week's accounts must exist (ensureAccount).
+ * id of the lease sync it precedes), in a transaction of its own. The day's and the week's accounts must exist
+ * (ensureAccount).
  */
 export function useResetRows(pool: Pool, r: UseResetRow & { automatic: AutomaticCheck }): Promise<AutoResetOutcome>;
 export function useResetRows(pool: Pool, r: UseResetRow & { automatic?: undefined }): Promise<UseResetOutcome>;
 export function useResetRows(pool: Pool, r: UseResetRow): Promise<AutoResetOutcome> {
-  return inTransaction(pool, async (client): Promise<AutoResetOutcome> => {
-    const day = (await client.query<DayRow>(LOCK_DAY, [r.userId, r.day])).rows[0];
-    if (!day) throw new Error(`the day's account of user ${r.userId} for ${r.day} is missing`);
-    const earlier = await earlierUse(client, r.id);
-    if (earlier) return earlier;
-    // Restored = the day's remaining back to the plan's allowance with the holds in flight still held: what was
-    // posted and not yet restored (an overshoot below zero included).
-    const spent = BigInt(day.debits_posted) - BigInt(day.restored);
-    if (r.automatic) {
-      const refused = automaticRefusal(day, spent, r.automatic);
-      if (refused) return refused;
-    }
-    if (spent <= 0n) return { outcome: "nothing_spent" };
-    await client.query(STATE_WEEK, [r.userId, r.week, String(r.weeklyBase)]);
-    const pick = (await client.query<{ id: string; kind: string }>(PICK, [r.userId, r.week, r.nowIso, GIFT_PERPETUAL])).rows[0];
-    if (!pick) return { outcome: "none_available" };
-    const kind: ResetKind = pick.kind === "weekly_resets" ? "weekly" : "gifted";
-    await client.query(POST_RESET, [pick.id, r.id]);
-    // The day's restoration, up to what was spent: the locked row's `posted - restored`, which is `spent`.
-    const restored = await restoreRow(client, {
-      userId: r.userId,
-      kind: "daily_allowance",
-      period: r.day,
-      amount: spent,
-      upToSpent: true,
-      source: RESET_SOURCE,
-      reference: r.id,
-    });
-    if (restored.account === "missing" || restored.applied !== spent) throw new Error(`the restoration of reset use ${r.id} did not apply`);
-    const recorded = await client.query<{ created_at: Date }>(RECORD_USE, [r.id, r.userId, pick.id, kind, r.day, String(spent), r.trigger]);
-    return { outcome: "used", duplicate: false, kind, day: r.day, restored: spent, createdAt: recorded.rows[0]!.created_at };
+  return inTransaction(pool, (client) => useResetIn(client, r));
+}
+
+/**
+ * useResetRows inside the caller's transaction (`client`), so that what the reset is for commits with it or not at
+ * all: the hold it lets in, or the record of an idempotent call.
+ */
+export function useResetIn(client: pg.PoolClient, r: UseResetRow & { automatic: AutomaticCheck }): Promise<AutoResetOutcome>;
+export function useResetIn(client: pg.PoolClient, r: UseResetRow & { automatic?: undefined }): Promise<UseResetOutcome>;
+export function useResetIn(client: pg.PoolClient, r: UseResetRow): Promise<AutoResetOutcome>;
+export async function useResetIn(client: pg.PoolClient, r: UseResetRow): Promise<AutoResetOutcome> {
+  const day = (await client.query<DayRow>(LOCK_DAY, [r.userId, r.day])).rows[0];
+  if (!day) throw new Error(`the day's account of user ${r.userId} for ${r.day} is missing`);
+  const earlier = await earlierUse(client, r.id);
+  if (earlier) return earlier;
+  // Restored = the day's remaining back to the plan's allowance with the holds in flight still held: what was
+  // posted and not yet restored (an overshoot below zero included).
+  const spent = BigInt(day.debits_posted) - BigInt(day.restored);
+  if (r.automatic) {
+    const refused = automaticRefusal(day, spent, r.automatic);
+    if (refused) return refused;
+  }
+  if (spent <= 0n) return { outcome: "nothing_spent" };
+  await client.query(STATE_WEEK, [r.userId, r.week, String(r.weeklyBase)]);
+  const pick = (await client.query<{ id: string; kind: string }>(PICK, [r.userId, r.week, r.nowIso, GIFT_PERPETUAL])).rows[0];
+  if (!pick) return { outcome: "none_available" };
+  const kind: ResetKind = pick.kind === "weekly_resets" ? "weekly" : "gifted";
+  await client.query(POST_RESET, [pick.id, r.id]);
+  // The day's restoration, up to what was spent: the locked row's `posted - restored`, which is `spent`.
+  const restored = await restoreRow(client, {
+    userId: r.userId,
+    kind: "daily_allowance",
+    period: r.day,
+    amount: spent,
+    upToSpent: true,
+    source: RESET_SOURCE,
+    reference: r.id,
   });
+  if (restored.account === "missing" || restored.applied !== spent) throw new Error(`the restoration of reset use ${r.id} did not apply`);
+  const recorded = await client.query<{ created_at: Date }>(RECORD_USE, [r.id, r.userId, pick.id, kind, r.day, String(spent), r.trigger]);
+  return { outcome: "used", duplicate: false, kind, day: r.day, restored: spent, createdAt: recorded.rows[0]!.created_at };
 }
 
 interface DayRow {
@@ -182,7 +192,7 @@ export interface GrantRow {
   grantedBy: string;
 }
 
-export async function grantResetsRow(pool: Pool, g: GrantRow): Promise<{ id: string; createdAt: Date }> {
+export async function grantResetsRow(pool: Queryable, g: GrantRow): Promise<{ id: string; createdAt: Date }> {
   if (!Number.isSafeInteger(g.count) || g.count <= 0) throw new RangeError(`a grant must be a positive count, got ${g.count}`);
   const period = g.expiresAt ? g.expiresAt.toISOString() : GIFT_PERPETUAL;
   const { rows } = await pool.query<{ id: string; created_at: Date }>(GRANT, [g.userId, period, g.count, g.expiresAt, g.note, g.grantedBy]);

@@ -5,6 +5,7 @@
 // it in memory; what is settled later than its request (a video job, a pending transfer) takes a durable hold,
 // a row of its own in PostgreSQL (docs/billing.md).
 
+import type pg from "pg";
 import type { LedgerStats } from "../metrics/recorders.js";
 import type { AccountKind } from "./account-kinds.js";
 import type { GrantRow, ResetsRows, ResetTrigger, UseResetOutcome } from "./resets-sql.js";
@@ -167,11 +168,11 @@ export interface QuotaLedger {
   /**
    * Uses one reserve reset now: posts one on the week's account, else on the gift that expires first, and restores
    * the day's allowance (to the plan's allowance, holds in flight still held), in one transaction under the day's
-   * account lock. Idempotent by `id`.
+   * account lock. Idempotent by `id`. With `client`, inside the caller's transaction (it commits with it).
    */
-  useReset(input: UseResetInput): Promise<UseResetOutcome>;
-  /** Credits gifted resets (perpetual, or until `expiresAt`), with the grant's record. */
-  grantResets(input: GrantResetsInput): Promise<{ id: string; createdAt: Date }>;
+  useReset(input: UseResetInput, client?: pg.PoolClient): Promise<UseResetOutcome>;
+  /** Credits gifted resets (perpetual, or until `expiresAt`), with the grant's record; with `client`, in the caller's transaction. */
+  grantResets(input: GrantResetsInput, client?: pg.PoolClient): Promise<{ id: string; createdAt: Date }>;
   /** The user's reserve resets now, with the latest grants and uses. */
   resets(userId: string, weeklyBase: bigint): Promise<ResetBalance>;
   /** The account in the current period (zeros, with the base credits, when nothing was used yet). */
@@ -187,8 +188,11 @@ export interface QuotaLedger {
   expire(): Promise<{ leases: number; durable: number }>;
   /** Runs the in-memory sweep now (idle leases give back, over-age reservations free their units); a timer runs it every second. */
   sweep(): void;
-  /** Adds `amount` nano-dollars to a user's reseller balance, with a record of the credit; returns the balance after it. */
-  creditReseller(userId: string, amount: bigint, note: string): Promise<AccountBalance>;
+  /**
+   * Adds `amount` nano-dollars to a user's reseller balance, with a record of the credit; returns the balance after
+   * it. With `client`, in the caller's transaction.
+   */
+  creditReseller(userId: string, amount: bigint, note: string, client?: pg.PoolClient): Promise<AccountBalance>;
   /** This process's leases, holds and unwritten settlements now, for the metrics. */
   stats(): LedgerStats;
 }
