@@ -106,6 +106,19 @@ from json_to_recordset(${param}) as t(request_id text, user_id uuid, key_id uuid
 on conflict (request_id) do nothing`;
 }
 
+/**
+ * Rewrites written rows as the encoded rows of the JSON array `param` say, in what a refund changes (the ledger's
+ * journal: a charge withdrawn after it had committed, src/quota/refund-sql.ts): the row becomes the 503 its client
+ * was answered, with nothing charged.
+ */
+export function rewriteRows(param: string): string {
+  return `update request_logs r set status = t.status, error_class = t.error_class, error_code = t.error_code,
+  quota_charged = t.quota_charged, cost_usd = t.cost_usd
+from json_to_recordset(${param}) as t(request_id text, status int2, error_class text, error_code text, quota_charged int8,
+  cost_usd numeric)
+where r.request_id = t.request_id`;
+}
+
 /** The writer's INSERT of one batch: $1 is the JSON array of encoded rows. */
 export const INSERT_ROWS = insertRows("$1::json");
 

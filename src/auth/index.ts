@@ -9,6 +9,7 @@ import { insecureCookieWarning } from "./cookie.js";
 import { createEmbedTokens } from "./embed-tokens.js";
 import { loadJwtSecret, loadPreviousJwtSecret } from "./jwt-secret.js";
 import type { DatabaseHealth } from "../db/health.js";
+import type { Listener } from "../db/listener.js";
 import { createApiKeyAuthenticator } from "./key-authenticator.js";
 import { createPasswordHasher } from "./passwords.js";
 import { createSessionService } from "./sessions.js";
@@ -21,8 +22,8 @@ export interface AuthServiceOptions {
   config: Config;
   logger: Logger;
   env: NodeJS.ProcessEnv;
-  /** False for admin commands: no LISTEN connection, and therefore no key cache. */
-  listen: boolean;
+  /** The serving process's LISTEN connection; admin commands have none, and therefore no key cache. */
+  listener?: Listener;
   health?: DatabaseHealth;
 }
 
@@ -36,11 +37,11 @@ export async function createAuthServices(opts: AuthServiceOptions): Promise<Auth
   const { log_n: logN, concurrency } = config.auth.password_hash;
   if (logN < 17) logger.warn({ log_n: logN }, "auth.password_hash.log_n is below 17: weak password hashes, for tests only");
   const hasher = createPasswordHasher({ logN, concurrency });
-  const cookieWarning = opts.listen ? insecureCookieWarning(config) : null;
+  const cookieWarning = opts.listener ? insecureCookieWarning(config) : null;
   if (cookieWarning) logger.warn(cookieWarning);
   const botToken = env.SUPPORT_BOT_TOKEN || undefined;
   if (botToken && botToken.length < 32) logger.warn("SUPPORT_BOT_TOKEN is shorter than 32 characters; use a long random token");
-  const keyAuth = await createApiKeyAuthenticator({ pool, config, logger, listen: opts.listen, health: opts.health });
+  const keyAuth = createApiKeyAuthenticator({ pool, config, logger, listener: opts.listener, health: opts.health });
   const forget = (hash: string) => keyAuth.forget(hash);
   const users = createUserService(db, transaction, config, hasher, forget);
   return {

@@ -1,8 +1,8 @@
-import pg from "pg";
 import type { Logger } from "pino";
 import type { Config } from "../config/schema.js";
 import { isTransientDbError, requestRead, type RequestRead } from "../db/faults.js";
 import type { DatabaseHealth } from "../db/health.js";
+import type { Listener } from "../db/listener.js";
 import type { Pool } from "../db/pool.js";
 import type { ApiKeyPrincipal } from "./principals.js";
 import { keyLookup, toKeyPrincipal, type KeyRow } from "./key-principal.js";
@@ -13,8 +13,6 @@ import { extended } from "../objects.js";
 
 const MAX_CACHED = 10_000;
 const TOUCH_INTERVAL_MS = 60_000;
-const RETRY_MIN_MS = 1_000;
-const RETRY_MAX_MS = 30_000;
 
 interface CacheEntry {
   principal: ApiKeyPrincipal;
@@ -27,9 +25,9 @@ export interface KeyAuthenticatorOptions {
   pool: Pool;
   config: Config;
   logger: Logger;
-  /** Without LISTEN nothing would tell this process about revocations, so the cache stays off. */
-  listen: boolean;
-  /** Where a lost LISTEN connection is reported when the database is away (one line per outage, not per retry). */
+  /** The process's LISTEN connection; without one nothing would tell this process about revocations, so the cache stays off. */
+  listener?: Listener;
+  /** Where failures to record a key's last use are reported when the database is away. */
   health?: DatabaseHealth;
 }
 
@@ -56,11 +54,7 @@ class CachedKeyAuthenticator implements LocalKeyCache {
   private readonly ttlMs: number;
   // Bumped on every invalidation; a lookup that raced with one does not cache what it read.
   private generation = 0;
-  private listener: pg.Client | null = null;
   private listening = false;
-  private retryMs = RETRY_MIN_MS;
-  private retryTimer: NodeJS.Timeout | undefined;
-  private closed = false;
   /** A lookup is a request's read: a dead pooled connection is retried, under database.request_timeout_ms. */
   private readonly read: RequestRead;
 
@@ -69,8 +63,18 @@ class CachedKeyAuthenticator implements LocalKeyCache {
     this.read = requestRead(opts.config.database.request_timeout_ms, (err) => opts.health?.failed(err, "api key lookup"));
   }
 
-  async start(): Promise<void> {
-    if (this.opts.listen && this.ttlMs > 0) await this.connect();
+  start(): void {
+    const { listener } = this.opts;
+    if (!listener || this.ttlMs <= 0) return;
+    listener.on(API_KEY_CHANNEL, (hash) => this.forget(hash));
+    listener.onState((up) => {
+      // Revocations while we were deaf were missed: nothing read before this point may be served from the cache.
+      if (up) this.invalidateAll();
+      // What is cached serves until its TTL; nothing new is cached until the connection is back.
+      else this.generation++;
+      this.listening = up;
+    });
+    this.listening = listener.listening();
   }
 
   async authenticate(secret: string): Promise<ApiKeyPrincipal | null> {
@@ -99,12 +103,8 @@ class CachedKeyAuthenticator implements LocalKeyCache {
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    clearTimeout(this.retryTimer);
-    const client = this.listener;
-    this.listener = null;
+    this.listening = false;
     this.invalidateAll();
-    await client?.end().catch(() => {});
   }
 
   forget(hash: string) {
@@ -133,55 +133,10 @@ class CachedKeyAuthenticator implements LocalKeyCache {
       else this.opts.logger.warn({ err, key_id: keyId }, "recording api key last use failed");
     });
   }
-
-  private async connect(): Promise<void> {
-    const client = new pg.Client(extended(this.opts.pool.options, { keepAlive: true }));
-    this.listener = client;
-    client.on("notification", (msg) => {
-      if (msg.channel === API_KEY_CHANNEL && msg.payload) this.forget(msg.payload);
-    });
-    client.on("error", (err) => this.lost(client, err));
-    client.on("end", () => this.lost(client, new Error("connection ended")));
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${API_KEY_CHANNEL}`);
-    } catch (err) {
-      this.lost(client, err as Error);
-      return;
-    }
-    if (this.listener !== client) {
-      // close() ran while we were connecting.
-      await client.end().catch(() => {});
-      return;
-    }
-    // Revocations while we were deaf were missed: nothing read before this point may be served from the cache.
-    this.invalidateAll();
-    this.listening = true;
-    this.retryMs = RETRY_MIN_MS;
-    this.opts.health?.ok();
-  }
-
-  private lost(client: pg.Client, err: Error) {
-    if (this.listener !== client) return;
-    this.listener = null;
-    // What is cached serves until its TTL; nothing new is cached until the connection is back (connect()).
-    this.listening = false;
-    this.generation++;
-    client.end().catch(() => {});
-    if (this.closed) return;
-    if (this.opts.health && isTransientDbError(err)) this.opts.health.failed(err, "api key cache LISTEN");
-    else
-      this.opts.logger.warn(
-        { err, retry_ms: this.retryMs },
-        "api key cache: LISTEN connection lost; nothing new is cached until it is back",
-      );
-    this.retryTimer = setTimeout(() => void this.connect(), this.retryMs);
-    this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
-  }
 }
 
-export async function createApiKeyAuthenticator(opts: KeyAuthenticatorOptions): Promise<LocalKeyCache> {
+export function createApiKeyAuthenticator(opts: KeyAuthenticatorOptions): LocalKeyCache {
   const authenticator = new CachedKeyAuthenticator(opts);
-  await authenticator.start();
+  authenticator.start();
   return authenticator;
 }

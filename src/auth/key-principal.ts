@@ -10,6 +10,7 @@ export interface KeyRow {
   models: string[] | null;
   pricing_group: string;
   plan: string;
+  plan_revision: number;
 }
 
 /**
@@ -18,7 +19,7 @@ export interface KeyRow {
  */
 export const keyLookup = (name: string, column: "secret_hash" | "id") => ({
   name,
-  text: `select k.id, k.user_id, k.kind, k.models, k.pricing_group, u.plan
+  text: `select k.id, k.user_id, k.kind, k.models, k.pricing_group, u.plan, u.plan_revision
            from api_keys k join users u on u.id = k.user_id
           where k.${column} = $1 and k.revoked_at is null and u.disabled_at is null`,
 });
@@ -28,6 +29,7 @@ export const toKeyPrincipal = (row: KeyRow): ApiKeyPrincipal => ({
   userId: row.user_id,
   kind: row.kind,
   plan: row.plan,
+  planRevision: row.plan_revision,
   models: row.models,
   pricingGroup: row.pricing_group,
 });

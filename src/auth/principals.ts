@@ -8,6 +8,8 @@ export interface ApiKeyPrincipal {
   userId: string;
   kind: "inference" | "reseller";
   plan: string;
+  /** How many times the user's plan was changed (users.plan_revision): the ledger keeps the newest view of a plan. */
+  planRevision: number;
   /** Public model IDs the key is limited to; null = whatever the plan allows. */
   models: string[] | null;
   pricingGroup: string;
@@ -27,6 +29,7 @@ export interface SessionPrincipal {
   email: string;
   role: "user" | "admin";
   plan: string;
+  planRevision: number;
   expiresAt: Date;
 }
 

@@ -125,7 +125,7 @@ export function createSessionService({ db, config, secret, previousSecret, hashe
     if (typeof sid !== "string" || typeof sub !== "string" || !isUuid(sid) || !isUuid(sub)) return null;
     const [row] = await read(async () =>
       db
-        .select({ expiresAt: sessions.expiresAt, email: users.email, role: users.role, plan: users.plan })
+        .select({ expiresAt: sessions.expiresAt, email: users.email, role: users.role, plan: users.plan, planRevision: users.planRevision })
         .from(sessions)
         .innerJoin(users, eq(users.id, sessions.userId))
         .where(
@@ -140,7 +140,15 @@ export function createSessionService({ db, config, secret, previousSecret, hashe
         .limit(1),
     );
     if (!row) return null;
-    return { sessionId: sid, userId: sub, email: row.email, role: row.role, plan: row.plan, expiresAt: row.expiresAt };
+    return {
+      sessionId: sid,
+      userId: sub,
+      email: row.email,
+      role: row.role,
+      plan: row.plan,
+      planRevision: row.planRevision,
+      expiresAt: row.expiresAt,
+    };
   }
 
   async function logout(sessionId: string): Promise<void> {

@@ -1,6 +1,6 @@
 import type { DrizzleTransaction } from "../db/transaction.js";
 import { isUuid } from "../ids.js";
-import { asc, eq } from "drizzle-orm";
+import { asc, eq, sql } from "drizzle-orm";
 import type { NodePgDatabase } from "drizzle-orm/node-postgres";
 import { z } from "zod";
 import type { Config } from "../config/schema.js";
@@ -96,7 +96,11 @@ export function createUserService(
       throw errors.badRequest(`unknown plan "${plan}"; configured plans: ${Object.keys(config.plans).join(", ")}.`, "plan");
     }
     const changed = await transaction(async (tx) => {
-      const [row] = await tx.update(users).set({ plan }).where(userMatching(idOrEmail)).returning();
+      const [row] = await tx
+        .update(users)
+        .set({ plan, planRevision: sql`${users.planRevision} + 1` })
+        .where(userMatching(idOrEmail))
+        .returning();
       return row && { row, hashes: await notifyUserKeys(tx, row.id) };
     });
     if (!changed) throw errors.notFound(`no user ${idOrEmail}`, "user_not_found");

@@ -350,10 +350,12 @@ export const configSchema = z
         expiry_sweep_seconds: z.int().positive().default(15),
         /** A lease unused this long gives its free units back. */
         lease_idle_ms: z.int().positive().default(2000),
-        /** How long a settlement waits for others to share its commit. */
-        settle_linger_ms: z.int().nonnegative().max(1000).default(50),
-        /** Above this many settlements not yet written (the database is away), the process admits nothing. */
-        max_unsynced_settlements: z.int().positive().default(10_000),
+        /**
+         * How long a settlement waits for others ready after it to share its commit (0: those of the same turn of the
+         * event loop, and whatever arrives while a commit is in flight). Every answer waits for its charge's commit,
+         * so this adds to each answer's latency what it saves the database in statements.
+         */
+        commit_group_ms: z.int().nonnegative().max(50).default(0),
         /** At shutdown, how long unwritten settlements keep being retried before they are given up (and logged). */
         shutdown_grace_seconds: z.int().nonnegative().default(30),
       })
@@ -361,6 +363,12 @@ export const configSchema = z
       .refine((q) => q.instance_timeout_seconds >= 3 * q.heartbeat_seconds, {
         message: "instance_timeout_seconds must be at least 3 × heartbeat_seconds (a live process must never look dead)",
         path: ["instance_timeout_seconds"],
+      })
+      // An idle lease gives its units back while its process still admits from it without asking (fresh): a lease
+      // idle past the fencing margin would hold units the process can no longer use without a sync.
+      .refine((q) => q.lease_idle_ms < (q.instance_timeout_seconds - q.heartbeat_seconds) * 1000, {
+        message: "lease_idle_ms must be shorter than (instance_timeout_seconds - heartbeat_seconds) in ms",
+        path: ["lease_idle_ms"],
       }),
     retention: z
       .strictObject({

@@ -74,6 +74,19 @@ export function answeredByServer(error: unknown): boolean {
   return driverError(error) instanceof pg.DatabaseError;
 }
 
+/** node-postgres refusing a statement on a connection it already knows is dead: the statement was never sent. */
+const NOT_SENT_MESSAGES = /not queryable/i;
+
+/**
+ * Whether a failed statement certainly did not commit: the server answered it with an error, or it was never sent
+ * (the connection was known dead). Otherwise its outcome is unknown.
+ */
+export function certainlyNotCommitted(error: unknown): boolean {
+  if (answeredByServer(error)) return true;
+  const message = (driverError(error) as { message?: unknown } | null)?.message;
+  return typeof message === "string" && NOT_SENT_MESSAGES.test(message);
+}
+
 /** SQLSTATE classes 22 (data exception) and 23 (constraint violation): the same statement would fail again. */
 export function isDataError(error: unknown): boolean {
   const err = driverError(error);

@@ -11,6 +11,8 @@ import type { Pool } from "./pool.js";
  */
 const SERVER_SHARE = 0.9;
 
+const asError = (err: unknown) => (err instanceof Error ? err : new Error(String(err)));
+
 /**
  * Runs `work` in one transaction on one connection: committed if it returns, rolled back if it throws.
  *
@@ -24,6 +26,14 @@ const SERVER_SHARE = 0.9;
  */
 export async function inTransaction<T>(pool: Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  return transactionOn(pool, client, work);
+}
+
+/**
+ * inTransaction on a connection the caller took from `pool` (so that it knows a failure to connect from a failure
+ * of the transaction: nothing was sent then); the connection is released, or destroyed, here.
+ */
+export async function transactionOn<T>(pool: Pool, client: pg.PoolClient, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   let broken: Error | undefined;
   try {
     await client.query("begin");
@@ -34,12 +44,12 @@ export async function inTransaction<T>(pool: Pool, work: (client: pg.PoolClient)
     return result;
   } catch (err) {
     // The connection failed under a statement (no answer from the server): its state is unknown.
-    if (isTransientDbError(err) && !answeredByServer(err)) broken = err instanceof Error ? err : new Error(String(err));
+    if (isTransientDbError(err) && !answeredByServer(err)) broken = asError(err);
     else {
       try {
         await client.query("rollback");
       } catch (rollbackErr) {
-        broken = rollbackErr instanceof Error ? rollbackErr : new Error(String(rollbackErr));
+        broken = asError(rollbackErr);
       }
     }
     throw err;

@@ -4,6 +4,7 @@ import { UpstreamError } from "../providers/types.js";
 import type { AppEnv } from "../server/context.js";
 import { toChatRequest, type ChatRequest } from "./chat-schema.js";
 import { relayChatStream } from "../metering/relays/chat-relay.js";
+import { chatCharge } from "../metering/relays/charge-frames.js";
 import { chatCompletionText } from "../providers/openai/chat-text.js";
 import { deliverJson, deliverStream, localUsage, withPublicModel } from "../metering/deliver.js";
 import { meteredHandler, type Delivery, type InferenceDeps, type RouteSpec } from "../metering/runner.js";
@@ -75,6 +76,7 @@ const chatRoute = (download: ImageDownload): RouteSpec<ChatRequest> => ({
         download,
         outputCap: delivery.outputCap,
         choices: body.n ?? 1,
+        carrier: chatCharge,
       }),
     );
   },

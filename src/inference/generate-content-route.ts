@@ -111,7 +111,10 @@ function generateContent(stream: boolean): RouteSpec<GenerateContentBody> {
             });
       return deliverStream(
         delivery,
-        relayStream({ meter, requestId: c.get("requestId"), first: opened.first, batches: opened.batches, upstream, outputCap }, protocol),
+        relayStream(
+          { meter, requestId: c.get("requestId"), first: opened.first, batches: opened.batches, upstream, outputCap, carrier: null },
+          protocol,
+        ),
       );
     },
   };

@@ -16,6 +16,7 @@ import { meteredHandler, type InferenceDeps, type RouteSpec } from "../metering/
 import { messagesErrorFrame, relayNativeMessages } from "../metering/relays/messages-relay.js";
 import { translatedChatRelay } from "../metering/relays/relay-protocols.js";
 import { relayStream } from "../metering/relays/stream-relay.js";
+import { messagesCharge } from "../metering/relays/charge-frames.js";
 import { extended } from "../objects.js";
 
 // POST /messages and /v1/messages (the Anthropic SDK appends /v1/messages to its base URL): the Anthropic
@@ -88,7 +89,18 @@ const messages: RouteSpec<MessagesBody> = {
           });
     return deliverStream(
       delivery,
-      relayStream({ meter, requestId: c.get("requestId"), first: opened.first, batches: opened.batches, upstream, outputCap }, protocol),
+      relayStream(
+        {
+          meter,
+          requestId: c.get("requestId"),
+          first: opened.first,
+          batches: opened.batches,
+          upstream,
+          outputCap,
+          carrier: messagesCharge,
+        },
+        protocol,
+      ),
     );
   },
 };

@@ -14,8 +14,10 @@ import { evaluationResponseSchema, evaluationStatus } from "./systemone-route.js
 
 const byok = { [UPSTREAM_KEY_HEADER_NAME]: "Your own key for the model's provider (bring-your-own key), used instead of the gateway's." };
 
+/** A billed route: its answer names its committed charge (docs/api.md, "Charges"). */
 function metered(op: Omit<OperationDescription, "access" | "tag" | "errors">): OperationDescription {
-  return Object.assign({ access: "apiKey", tag: "Inference", errors: METERED_ERROR_CODES, headers: byok } as const, op);
+  const described = Object.assign({ access: "apiKey", tag: "Inference", errors: METERED_ERROR_CODES, headers: byok } as const, op);
+  return op.ok ? Object.assign(described, { ok: Object.assign({ charged: true }, op.ok) }) : described;
 }
 
 const messages = (path: string, operationId: string): OperationDescription =>
@@ -71,7 +73,12 @@ const evaluation = (path: string, operationId: string): OperationDescription => 
   tag: "Evaluation",
   access: "apiKey",
   body: ours("EvaluationRequest", systemOneRequestSchema),
-  ok: { status: 200, description: "The checked answers and the usage.", schema: ours("EvaluationResponse", evaluationResponseSchema) },
+  ok: {
+    status: 200,
+    description: "The checked answers and the usage.",
+    schema: ours("EvaluationResponse", evaluationResponseSchema),
+    charged: true,
+  },
   errors: [...METERED_ERROR_CODES, "token_limit_exceeded", "body_budget_exhausted"],
   headers: byok,
   statusOf: (code) => evaluationStatus(ERROR_CODES[code].status, code),

@@ -8,6 +8,7 @@ import type { AppEnv } from "../server/context.js";
 import { deliverJson, deliverStream, localUsage, withPublicModel } from "../metering/deliver.js";
 import { meteredHandler, type InferenceDeps, type RouteSpec } from "../metering/runner.js";
 import { relayStream } from "../metering/relays/stream-relay.js";
+import { responsesCharge } from "../metering/relays/charge-frames.js";
 import { relayResponses } from "../metering/relays/responses-relay.js";
 import { extended } from "../objects.js";
 
@@ -79,7 +80,15 @@ const responses: RouteSpec<ResponsesRequest> = {
     return deliverStream(
       delivery,
       relayStream(
-        { meter, requestId: c.get("requestId"), first: opened.first, batches: opened.batches, upstream, outputCap },
+        {
+          meter,
+          requestId: c.get("requestId"),
+          first: opened.first,
+          batches: opened.batches,
+          upstream,
+          outputCap,
+          carrier: responsesCharge,
+        },
         relayResponses(body.model, request.countPrompt),
       ),
     );

@@ -53,8 +53,9 @@ function pruneAuth(deps: JobDeps): Task {
 // process also runs this on its own timer (src/runtime/expiry-sweep.ts), so it never depends on the worker.
 function expireLedger(deps: JobDeps): Task {
   return async (_payload, helpers) => {
-    const { leases, durable } = await deps.ledger.expire();
-    if (leases + durable > 0) helpers.logger.info(`expired ${leases} abandoned leases and ${durable} durable holds`);
+    const { fenced, leases, durable } = await deps.ledger.expire();
+    if (fenced + leases + durable > 0)
+      helpers.logger.info(`fenced ${fenced} silent processes; expired ${leases} abandoned leases and ${durable} durable holds`);
   };
 }
 

@@ -7,6 +7,8 @@ import { errors } from "../errors.js";
 import { identifierProblem } from "../text-wire.js";
 import { resolveModel } from "../metering/access.js";
 import { clientGone } from "../metering/client-disconnect.js";
+import { withChargeHeaders } from "../metering/deliver.js";
+import { DatabaseUnavailableError } from "../db/faults.js";
 import { checkedImage, ImageDeliveryError, type UpstreamImage } from "../metering/image-delivery.js";
 import type { RowStart } from "../metering/request-row.js";
 import { meteredHandler, type Delivery, type InferenceDeps, type RouteSpec } from "../metering/runner.js";
@@ -104,7 +106,10 @@ function embedSpec(deps: EmbedDeps, request: ImageGenerationRequest, key: string
       const usage = imageUsageReport(answer.usage, answer.body.usage, 1, meter.upstream!.upstreamModel, designated);
       const reported = answer.body.usage !== undefined && answer.body.usage !== null;
       meter.markFirstByte();
-      void meter.settle(usage, reported ? "upstream" : "estimated");
+      // The image goes out once its charge is committed (docs/billing.md, "Settlement"); not committed in time, it
+      // is neither delivered nor kept.
+      const charge = await meter.settle(usage, reported ? "upstream" : "estimated");
+      if (!charge) throw new DatabaseUnavailableError();
       const etag = `"${sha256(image.bytes).slice(0, 32)}"`;
       const owner = c.get("apiKey").userId;
       await deps.cache
@@ -116,7 +121,7 @@ function embedSpec(deps: EmbedDeps, request: ImageGenerationRequest, key: string
         });
       return new Response(image.bytes, {
         status: 200,
-        headers: imageHeaders(c.get("requestId"), etag, deps.cache.ttlSeconds, image.contentType),
+        headers: withChargeHeaders(imageHeaders(c.get("requestId"), etag, deps.cache.ttlSeconds, image.contentType), charge),
       });
     },
   });

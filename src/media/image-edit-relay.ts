@@ -1,4 +1,4 @@
-import type { RelayProtocol } from "../metering/relays/stream-relay.js";
+import { STREAM_FAILURE_MESSAGES, type RelayProtocol } from "../metering/relays/stream-relay.js";
 import type { StreamEvent, UsageReport } from "../providers/types.js";
 
 // An image edit stream as the client gets it (spec "Image generation response" rule 4, Events 1; docs/api.md,
@@ -95,6 +95,8 @@ export function imageEditRelay(
   };
 
   return {
+    // A completed image can be the end: it waits for the next event, or for the charge when none follows.
+    closing: (event) => "done" in event || event.data.type === COMPLETED,
     transform(event) {
       if ("done" in event) return "data: [DONE]\n\n";
       const base64 = event.data.b64_json;
@@ -112,7 +114,7 @@ export function imageEditRelay(
         JSON.stringify({
           type: "error",
           error: {
-            message: code === "upstream_invalid_output" ? "The upstream sent an invalid image." : "The upstream stream ended unexpectedly.",
+            message: code === "upstream_invalid_output" ? "The upstream sent an invalid image." : STREAM_FAILURE_MESSAGES[code],
             type: "upstream_error",
             code,
             param: null,

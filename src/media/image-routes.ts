@@ -114,7 +114,10 @@ function edits(deps: InferenceDeps): RouteSpec<ImageEditRequest> {
       );
       return deliverStream(
         delivery,
-        relayStream({ meter, requestId: c.get("requestId"), first: opened.first, batches: opened.batches, upstream }, protocol),
+        relayStream(
+          { meter, requestId: c.get("requestId"), first: opened.first, batches: opened.batches, upstream, carrier: null },
+          protocol,
+        ),
       );
     },
   };

@@ -3,6 +3,8 @@ import { countTextTokens } from "./estimate.js";
 import type { JsonResult, UsageReport } from "../providers/types.js";
 import { respondStream, respondText, type PushedBody } from "../server/respond.js";
 import { errors } from "../errors.js";
+import { DatabaseUnavailableError } from "../db/faults.js";
+import type { Charge } from "./meter.js";
 import { clientGone } from "./client-disconnect.js";
 import { applyEdits, findMembers } from "./json-members.js";
 import { chatCompletionText } from "../providers/openai/chat-text.js";
@@ -10,6 +12,16 @@ import type { Delivery } from "./runner.js";
 
 /** The gateway's own time on a request, in ms (like LiteLLM's x-litellm-overhead-duration-ms). */
 const OVERHEAD_HEADER = "x-gateway-overhead-ms";
+/** What the request was charged, committed before the answer's last byte (docs/api.md, "Charges"). */
+export const CHARGE_HEADER = "x-gateway-charge";
+export const CHARGE_USD_HEADER = "x-gateway-charge-usd";
+
+/** The charge headers of an answer, added to `headers`. */
+export function withChargeHeaders(headers: Record<string, string>, charge: Charge): Record<string, string> {
+  headers[CHARGE_HEADER] = String(charge.units);
+  if (charge.usd !== null) headers[CHARGE_USD_HEADER] = charge.usd;
+  return headers;
+}
 
 // How every metered route hands its answer over: the public model ID in, the overhead header on, the meter
 // settled. A route says only what its answer is.
@@ -30,23 +42,27 @@ export const withPublicModel = (answer: JsonResult, publicModel: string, member 
   withPublicModelIn(answer.raw, answer.body, publicModel, member);
 
 /**
- * Sends a JSON answer and settles it from the upstream's usage, or the local count marked estimated. A client
- * that left while the answer was on its way gets nothing, so its hold is released instead.
+ * Settles a JSON answer from the upstream's usage, or the local count marked estimated, and sends it once the charge
+ * is committed (docs/billing.md, "Settlement"), with the charge in its headers. A charge the database could not
+ * commit in time is withdrawn and the answer refused with 503 (nothing charged). A client that left while the
+ * answer was on its way gets nothing, so its hold is released instead.
  */
-export function deliverJson(
+export async function deliverJson(
   delivery: Delivery<unknown>,
   text: string,
   usage: UsageReport | null,
   counted: () => Promise<UsageReport>,
-): Response {
+): Promise<Response> {
   const { c, meter } = delivery;
   if (delivery.upstream.aborted || clientGone(c)) {
     void meter.fail(errors.clientClosed());
     return c.body(null, 499 as never);
   }
   meter.markFirstByte();
-  void meter.settle(usage ?? counted(), usage ? "upstream" : "estimated");
-  return respondText(c, 200, text, { "content-type": "application/json", [OVERHEAD_HEADER]: meter.overheadMs().toFixed(3) });
+  const charge = await meter.settle(usage ?? counted(), usage ? "upstream" : "estimated");
+  if (!charge) throw new DatabaseUnavailableError();
+  const headers = { "content-type": "application/json", [OVERHEAD_HEADER]: meter.overheadMs().toFixed(3) };
+  return respondText(c, 200, text, withChargeHeaders(headers, charge));
 }
 
 /** Sends a stream's SSE text as the relay produces it (the relay settles). */

@@ -10,7 +10,7 @@ import type { Target, UsageReport } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
 import { kindSpec } from "../quota/account-kinds.js";
 import type { Clock } from "../quota/clock.js";
-import type { Hold, QuotaLedger, ReserveResult } from "../quota/types.js";
+import type { Hold, QuotaLedger, ReserveResult, Withdrawable } from "../quota/types.js";
 import { accountTerms } from "./account-terms.js";
 import { logBrokenStream, logFailedAttempt } from "./attempt-log.js";
 import { meteringErrors, upstreamToClient } from "./errors.js";
@@ -67,6 +67,14 @@ export function errorCodeOf(err: unknown, byok = false): ErrorCode {
   return "internal_error";
 }
 
+/** What a request was charged, as its answer tells the client (`x-gateway-charge`, docs/api.md "Charges"). */
+export interface Charge {
+  /** Quota units of the day's allowance (the request log's quota_charged: 0 for a request pack's or a USD-paid request). */
+  units: bigint;
+  /** For reseller keys, what their USD balance paid (exact decimal text, "0" when the allowance paid); null for others. */
+  usd: string | null;
+}
+
 /** Settlements run after delivery; shutdown waits for them so none is lost. */
 class Inflight {
   private readonly running = new Set<Promise<unknown>>();
@@ -83,8 +91,10 @@ class Inflight {
 /** The estimate (3 characters a token) over this many times the context limit refuses without tokenizing. */
 const CERTAINLY_OVER = 3;
 
-export class Meter {
+export class Meter implements Withdrawable {
   private fallbackPath: string[] = [];
+  /** How the request ended, kept while its charge waits for its commit: a withdrawn charge logs it as a 503. */
+  private settledAs: RowOutcome | undefined;
   private target: Target | undefined;
   private upstreamStartedAt: number | undefined;
   /** When the request to the target that answered was sent. */
@@ -188,9 +198,19 @@ export class Meter {
    * being counted: the first call wins at once, and shutdown waits for the count and the posting. Should the
    * count fail or the pricing throw, the hold itself is posted (the safe charge: what the client was told it
    * might cost) and the row says `usage_source = hold`; a delivered request is never free and never lost.
+   *
+   * Resolves with the charge once it is committed with the request's row: only then may the answer's last byte go
+   * out (docs/billing.md, "Settlement"). Null when it is not charged: withdrawn because the database could not
+   * commit it by `database.request_timeout_ms` (the answer is then refused with 503 and nothing is charged), or
+   * failed for good (logged as SETTLEMENT_FAILED), or settled before.
    */
-  settle(usage: UsageReport | Promise<UsageReport>, source: UsageSource, status = 200, code: ErrorCode | null = null): Promise<void> {
-    if (this.done) return Promise.resolve();
+  settle(
+    usage: UsageReport | Promise<UsageReport>,
+    source: UsageSource,
+    status = 200,
+    code: ErrorCode | null = null,
+  ): Promise<Charge | null> {
+    if (this.done) return Promise.resolve(null);
     this.done = true;
     const endedAt = performance.now();
     const counted = Promise.resolve(usage).then(
@@ -203,7 +223,7 @@ export class Meter {
     return this.inflight.track(counted);
   }
 
-  private post(usage: UsageReport, source: UsageSource, status: number, code: ErrorCode | null, endedAt: number): Promise<void> {
+  private post(usage: UsageReport, source: UsageSource, status: number, code: ErrorCode | null, endedAt: number): Promise<Charge | null> {
     let charged: bigint;
     try {
       charged = this.start.pricing.charge(usage);
@@ -218,12 +238,12 @@ export class Meter {
         "IMAGE_USAGE_FALLBACK",
       );
     }
-    return this.resolve(charged, this.outcome(status, code, usage, charged, source, endedAt));
+    return this.charge(charged, this.outcome(status, code, usage, charged, source, endedAt));
   }
 
-  private postHold(status: number, code: ErrorCode | null, endedAt: number): Promise<void> {
+  private postHold(status: number, code: ErrorCode | null, endedAt: number): Promise<Charge | null> {
     const charged = this.hold.amount;
-    return this.resolve(charged, this.outcome(status, code, null, charged, "hold", endedAt));
+    return this.charge(charged, this.outcome(status, code, null, charged, "hold", endedAt));
   }
 
   /** The client's price in USD (exact decimal text) of a usage paid from a reseller balance; null when quota pays. */
@@ -231,7 +251,10 @@ export class Meter {
     return this.start.pricing.account === "reseller_usd" ? formatUsd(this.start.pricing.charge(usage)) : null;
   }
 
-  /** Releases the hold of a request that delivered nothing (upstream error, client gone, a failed delivery); once. */
+  /**
+   * Releases the hold of a request that delivered nothing (upstream error, client gone, a failed delivery); once.
+   * The answer does not wait for the void's commit (nothing was delivered, nothing is charged); shutdown does.
+   */
   fail(err: unknown, status?: number, code: ErrorCode = errorCodeOf(err, this.start.byok)): Promise<void> {
     if (this.done) return Promise.resolve();
     this.done = true;
@@ -244,7 +267,27 @@ export class Meter {
           : err instanceof GatewayError
             ? err.status
             : 500);
-    return this.inflight.track(this.resolve(null, this.outcome(clientStatus, code, null, 0n, "none", performance.now())));
+    void this.inflight.track(this.release(this.outcome(clientStatus, code, null, 0n, "none", performance.now())));
+    return Promise.resolve();
+  }
+
+  /** The record of a charge withdrawn before it could commit (quota/types.ts, Withdrawable): a 503, nothing charged. */
+  withdrawnRecord(): string | null {
+    const o = this.settledAs!;
+    const withdrawn: RowOutcome = {
+      status: 503,
+      code: "database_unavailable",
+      usage: o.usage,
+      charged: 0n,
+      source: o.source,
+      target: o.target,
+      fallbackPath: o.fallbackPath,
+      pricing: o.pricing,
+      firstByteAt: undefined,
+      endedAt: o.endedAt,
+      now: o.now,
+    };
+    return encodeRow(requestRow(this.start, withdrawn));
   }
 
   private outcome(
@@ -271,23 +314,46 @@ export class Meter {
   }
 
   /**
-   * Posts `charged` (null: voids) with the request's row, which commits in the same statement. The ledger
-   * retries transient faults itself; what still fails is reported loudly, never silently free. The caller
-   * tracks the promise (settle() tracks its count with it, fail() this alone).
+   * Posts `charged` with the request's row, which commits in the same statement, and answers the charge once it is
+   * committed. The ledger retries transient faults itself; what still fails is reported loudly, never silently free.
    */
-  private resolve(charged: bigint | null, outcome: RowOutcome): Promise<void> {
-    if (this.target) this.deps.metrics.ended(this.target.providerId, (outcome.endedAt - this.answerSentAt) / 1000);
+  private charge(charged: bigint, outcome: RowOutcome): Promise<Charge | null> {
+    this.settledAs = outcome;
+    const { ledger, logger, config } = this.deps;
+    this.ended(outcome);
     const record = encodeRow(requestRow(this.start, outcome));
-    const { ledger, logger } = this.deps;
+    const options = { deadlineMs: config.database.request_timeout_ms, withdrawable: this };
+    return ledger.settle(this.hold.id, charged, record, options).then(
+      (settled) => (settled === "committed" ? this.chargeOf(charged) : null),
+      (err: unknown) => {
+        logger.error({ err, hold_id: this.hold.id, charged: String(charged), req_id: this.start.requestId }, "SETTLEMENT_FAILED");
+        return null;
+      },
+    );
+  }
+
+  /** What the client is told it was charged (request-row.ts writes the same units). */
+  private chargeOf(charged: bigint): Charge {
+    const account = this.start.pricing.account;
+    const usdPaid = account === "reseller_usd";
+    return {
+      units: usdPaid || account === "request_pack" ? 0n : charged,
+      usd: this.start.key.kind === "reseller" ? (usdPaid ? formatUsd(charged) : "0") : null,
+    };
+  }
+
+  /** Voids the hold with the request's row (the committed void is waited for by shutdown only). */
+  private release(outcome: RowOutcome): Promise<void> {
+    this.ended(outcome);
+    const record = encodeRow(requestRow(this.start, outcome));
     const holdId = this.hold.id;
-    const requestId = this.start.requestId;
-    const resolution = charged === null ? ledger.release(holdId, record) : ledger.settle(holdId, charged, record);
-    return resolution.catch((err: unknown) => {
-      logger.error(
-        { err, hold_id: holdId, charged: charged === null ? null : String(charged), req_id: requestId },
-        charged === null ? "RELEASE_FAILED" : "SETTLEMENT_FAILED",
-      );
+    return this.deps.ledger.release(holdId, record).catch((err: unknown) => {
+      this.deps.logger.error({ err, hold_id: holdId, charged: null, req_id: this.start.requestId }, "RELEASE_FAILED");
     });
+  }
+
+  private ended(outcome: RowOutcome): void {
+    if (this.target) this.deps.metrics.ended(this.target.providerId, (outcome.endedAt - this.answerSentAt) / 1000);
   }
 }
 
@@ -345,6 +411,7 @@ export function createMetering(deps: MeteringDeps): Metering {
         userId: start.key.userId,
         base: terms.base(plan!, start.pricing.scope),
         scope: start.pricing.scope,
+        planRevision: start.key.planRevision,
         amount,
         requestId: start.requestId,
         // A free model's request (a hold of 0) never uses a reset: docs/billing.md, "Automatic resets".

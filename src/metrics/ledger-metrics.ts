@@ -22,6 +22,10 @@ export function ledgerMetrics(registry: Registry): LedgerMetrics {
     "gateway_ledger_lease_sync_failures_total",
     "Lease syncs answered with a definitive error: the lease ended and its charges posted straight to the account.",
   );
+  const withdrawals = byKind(
+    "gateway_ledger_withdrawals_total",
+    "Charges withdrawn: the database could not commit them before the request's deadline, so the answer was refused (503) and nothing charged.",
+  );
   const syncs = new Histogram({
     name: "gateway_ledger_lease_sync_duration_seconds",
     help: "Seconds from a lease sync's first attempt to its commit (retries of transient faults included).",
@@ -50,7 +54,8 @@ export function ledgerMetrics(registry: Registry): LedgerMetrics {
       const overUnits = overshootUnits.labels(kind);
       const synced = syncs.labels(kind);
       const failed = syncFailures.labels(kind);
-      for (const child of [held, posted, voided, over, overUnits, failed]) child.inc(0);
+      const withdrawn = withdrawals.labels(kind);
+      for (const child of [held, posted, voided, over, overUnits, failed, withdrawn]) child.inc(0);
       return {
         held: () => held.inc(),
         posted(charged, amount) {
@@ -63,6 +68,7 @@ export function ledgerMetrics(registry: Registry): LedgerMetrics {
         expired: () => expiredHolds.inc(),
         synced: (seconds) => synced.observe(seconds),
         syncFailed: () => failed.inc(),
+        withdrawn: () => withdrawn.inc(),
       };
     },
     expired(leases, durableHolds) {

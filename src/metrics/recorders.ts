@@ -35,6 +35,8 @@ export interface AccountMetrics {
   synced(seconds: number): void;
   /** A lease sync got a definitive error: the lease ended and its charges post straight to the account. */
   syncFailed(): void;
+  /** A charge was withdrawn: not committed by its request's deadline, its answer refused and nothing charged. */
+  withdrawn(): void;
 }
 
 export interface LedgerMetrics {
@@ -93,6 +95,7 @@ const noAccount: AccountMetrics = {
   expired: nothing,
   synced: nothing,
   syncFailed: nothing,
+  withdrawn: nothing,
 };
 
 /** Metrics off. Stateless, so every instance shares it. */

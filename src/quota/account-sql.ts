@@ -5,7 +5,7 @@ import type { Pool, Queryable } from "../db/pool.js";
 // Creates the account with its base credits (0 for a balance never credited), or touches nothing when it
 // exists; `do update` (a no-op) makes RETURNING see an account another process created first.
 const ENSURE = `
-insert into quota_accounts (user_id, kind, period, credits) values ($1::uuid, $2::text, $3::text, $4::bigint)
+insert into quota_accounts (user_id, kind, period, credits, credits_revision) values ($1::uuid, $2::text, $3::text, $4::bigint, $5::bigint)
 on conflict (user_id, kind, period) do update set updated_at = quota_accounts.updated_at
 returning id::text`;
 
@@ -27,12 +27,15 @@ export interface AccountRow {
   pending: bigint;
 }
 
-/** On a transaction's client too (a token transfer creates the days it touches as a lease would). */
-export async function ensureAccount(pool: Queryable, key: AccountKey, base: bigint | null): Promise<string> {
+/**
+ * Creates the account with the caller's base credits and their revision (account-kinds.ts, baseRevision), unless it
+ * exists. On a transaction's client too (a token transfer creates the days it touches as a lease would).
+ */
+export async function ensureAccount(pool: Queryable, key: AccountKey, base: bigint | null, baseRevision = 0n): Promise<string> {
   const { rows } = await pool.query<{ id: string }>({
     name: "quota_ensure_account",
     text: ENSURE,
-    values: [key.userId, key.kind, key.period, String(base ?? 0n)],
+    values: [key.userId, key.kind, key.period, String(base ?? 0n), String(baseRevision)],
   });
   return rows[0]!.id;
 }

@@ -8,6 +8,20 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => new Date() };
 
+/**
+ * This process's clock moved to the database's (`offsetMs()`: the database's clock minus ours, as last measured):
+ * every process then picks the same day at 00:00 UTC, within the measurement's error (half a round trip), whatever
+ * its own clock says (DESIGN.md §5).
+ */
+export const offsetClock = (offsetMs: () => number): Clock => ({ now: () => new Date(Date.now() + offsetMs()) });
+
+/** The database's clock minus this process's, measured once (a process that does not heartbeat: an admin command). */
+export async function measureClockOffset(pool: { query<R>(text: string): Promise<{ rows: R[] }> }): Promise<number> {
+  const sent = Date.now();
+  const { rows } = await pool.query<{ db_ms: number }>("select (extract(epoch from clock_timestamp()) * 1000)::float8 as db_ms");
+  return rows[0]!.db_ms - (sent + Date.now()) / 2;
+}
+
 /** A clock that stands still until it is set or advanced (tests, and replaying a scenario). */
 export class ManualClock implements Clock {
   private ms: number;

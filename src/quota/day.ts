@@ -19,3 +19,8 @@ export function utcDay(now: Date): string {
 export function nextResetAt(now: Date): Date {
   return new Date(Math.floor(now.getTime() / DAY_MS) * DAY_MS + DAY_MS);
 }
+
+/** The first instant of a UTC day given as YYYY-MM-DD (a daily account's period). */
+export function dayStartAt(day: string): Date {
+  return new Date(`${day.slice(0, 10)}T00:00:00.000Z`);
+}

@@ -9,13 +9,19 @@ import type { DurableStatus } from "./types.js";
 // (the lease sync locks its lease, then the account; the expiry skips locked holds and locks accounts in id
 // order), and each is idempotent by the hold's id.
 
-// Admitted only if the account's remaining covers the amount; `on conflict (id) do nothing` makes a second
+// Admitted only if the account's remaining covers the amount (with the caller's base credits unless the account holds
+// a newer revision of them); `on conflict (id) do nothing` makes a second
 // reservation of the same id no second hold (it sees a hold committed concurrently, which a read would not).
 const RESERVE = `
-with account as (
-  select id, coalesce($5::bigint, credits) as credits, restored, debits_posted, debits_pending from quota_accounts
+with locked as (
+  select id, credits, credits_revision, restored, debits_posted, debits_pending from quota_accounts
   where user_id = $2::uuid and kind = $3::text and period = $4::text
   for no key update
+), account as (
+  select id, restored, debits_posted, debits_pending,
+    case when $5::bigint is not null and $9::bigint >= credits_revision then $5::bigint else credits end as credits,
+    case when $5::bigint is not null and $9::bigint >= credits_revision then $9::bigint else credits_revision end as credits_revision
+  from locked
 ), admitted as (
   select id from account where credits + restored - debits_posted - debits_pending >= $6::bigint
 ), inserted as (
@@ -24,8 +30,9 @@ with account as (
   on conflict (id) do nothing
   returning account_id, amount
 ), booked as (
-  update quota_accounts a set debits_pending = a.debits_pending + i.amount, credits = coalesce($5::bigint, a.credits), updated_at = now()
-  from inserted i where a.id = i.account_id
+  update quota_accounts a set debits_pending = a.debits_pending + i.amount, credits = account.credits,
+    credits_revision = account.credits_revision, updated_at = now()
+  from inserted i join account on account.id = i.account_id where a.id = i.account_id
 )
 select account.id::text as account_id, exists (select from inserted) as inserted,
   (account.credits + account.restored)::text as allowance, account.debits_posted::text as posted, account.debits_pending::text as pending
@@ -63,6 +70,8 @@ from quota_holds where id = $1::uuid and lease_id is null`;
 export interface DurableReserve extends AccountKey {
   id: string;
   base: bigint | null;
+  /** The revision of `base` (account-kinds.ts, baseRevision): stated over an older one only. */
+  baseRevision: bigint;
   amount: bigint;
   reference: string;
   expiresAt: Date;
@@ -76,7 +85,17 @@ export async function reserveDurableRow(pool: Pool | pg.PoolClient, r: DurableRe
   const { rows } = await pool.query<{ account_id: string; inserted: boolean; allowance: string; posted: string; pending: string }>({
     name: "quota_durable_reserve",
     text: RESERVE,
-    values: [r.id, r.userId, r.kind, r.period, r.base === null ? null : String(r.base), String(r.amount), r.reference, r.expiresAt],
+    values: [
+      r.id,
+      r.userId,
+      r.kind,
+      r.period,
+      r.base === null ? null : String(r.base),
+      String(r.amount),
+      r.reference,
+      r.expiresAt,
+      String(r.baseRevision),
+    ],
   });
   const row = rows[0];
   if (!row) return { account: "missing" };

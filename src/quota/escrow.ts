@@ -6,8 +6,18 @@ import type { AccountMetrics, AccountStats } from "../metrics/recorders.js";
 import { accountAt, kindSpec } from "./account-kinds.js";
 import type { Clock } from "./clock.js";
 import type { DirectPostFn, SyncLeaseFn } from "./lease-sql.js";
+import type { RefundFn } from "./refund-sql.js";
 import { Lease, type LeaseContext, type Waiter } from "./lease.js";
-import { HoldResolvedError, type AccountKind, type Instance, type ReserveInput, type ReserveResult } from "./types.js";
+import { Settling } from "./settling.js";
+import {
+  HoldResolvedError,
+  type AccountKind,
+  type Instance,
+  type ReserveInput,
+  type ReserveResult,
+  type SettleOptions,
+  type SettleOutcome,
+} from "./types.js";
 
 // Reservations are admitted in memory against this process's lease on the account (lease.ts), so a request
 // that fits costs no database round trip; only leases are reserved in the database, atomically across
@@ -20,38 +30,45 @@ export interface EscrowOptions {
   clock: Clock;
   instance: Instance;
   sync: SyncLeaseFn;
+  syncWithReset?: LeaseContext["syncWithReset"];
   directPost: DirectPostFn;
+  refund: RefundFn;
   health: DatabaseHealth;
   /** Shared by every escrow of the process: shutdown's grace ran out. */
   givingUp(): boolean;
   /** Shared by every escrow of the process: settlements not yet committed. */
   unsynced: { count: number };
-  /** Above this many unsynced settlements the process admits nothing (a bound on what a kill could lose). */
-  maxUnsynced: number;
   /** A reservation that waits for the database longer than this gets 503 database_unavailable. */
   admissionTimeoutMs: number;
-  /** A ledger statement whose answer takes longer is abandoned and retried. */
-  statementTimeoutMs: number | undefined;
   maxHoldSeconds: number;
   /** A lease without reservations for this long gives its units back and closes. */
   idleMs: number;
-  /** How long a settlement may wait for others to share its sync. */
-  lingerMs: number;
+  /** How long a settlement may wait for others to share its commit. */
+  groupMs: number;
+  /** The revision of the base credits a lease's syncs state (account-kinds.ts, baseRevision). */
+  baseRevision(planRevision: number): bigint;
   onSyncError?: (err: unknown, leaseId: string) => void;
   /** This kind's holds, resolutions, expiries and syncs. */
   metrics: AccountMetrics;
-  /** Uses a reserve reset automatically, for a kind resets restore. */
-  autoReset?: LeaseContext["autoReset"];
+  /** Asks the other processes to give back their unused units on an account (give-back.ts). */
+  askOthers(accountId: string): Promise<void>;
 }
 
 export interface Escrow {
   reserve(input: ReserveInput): Promise<ReserveResult>;
-  /** Posts `charged`, or voids the reservation (null), with its journal record. Resolves once the ledger has it. */
-  resolve(holdId: string, charged: bigint | null, record: string | null): Promise<void>;
+  /**
+   * Posts `charged`, or voids the reservation (null), with its journal record. Resolves once committed, or once
+   * withdrawn past the deadline of `options`.
+   */
+  resolve(holdId: string, charged: bigint | null, record: string | null, options?: SettleOptions): Promise<SettleOutcome>;
   /** Whether `holdId` is an unresolved reservation of this escrow. */
   owns(holdId: string): boolean;
-  /** Idle leases give back; reservations older than the maximum hold free their units. */
+  /** Idle leases give back; reservations older than the maximum hold free their units; overdue charges are withdrawn. */
   sweep(): void;
+  /** This process was fenced: every lease ends, and new reservations open new leases under its new id. */
+  fence(): void;
+  /** Another process asks for the unused units of this process's lease on `accountId`: what was given back, once committed. */
+  yieldOn(accountId: string): Promise<bigint>;
   /** Gives every lease's free units back and waits until every sync has been applied. */
   flush(): Promise<void>;
   /** Closes every lease (outstanding requests still settle) and waits for the syncs. */
@@ -82,40 +99,56 @@ export function createEscrow(opts: EscrowOptions): Escrow {
   const context: LeaseContext = {
     pool: opts.pool,
     kind: opts.kind,
-    instanceId: instance.id,
+    instanceId: () => instance.ready(),
     sync: opts.sync,
+    syncWithReset: opts.syncWithReset,
     directPost: opts.directPost,
+    refund: opts.refund,
     health: opts.health,
     givingUp: opts.givingUp,
     unsynced: opts.unsynced,
-    lingerMs: opts.lingerMs,
-    statementTimeoutMs: opts.statementTimeoutMs,
+    groupMs: opts.groupMs,
     slowMs: opts.admissionTimeoutMs,
     metrics,
     fresh: () => instance.fresh(),
     beaten: (sentAt) => instance.beaten(sentAt),
+    fenced: () => instance.fenced(),
+    periodOver(lease) {
+      const end = spec.periodEndOf(lease.period);
+      return end !== null && clock.now() >= end;
+    },
+    periodNow: (waiter) => spec.period(clock.now(), waiter.input.scope),
     resetsAt: (now) => spec.periodEnd(now),
+    baseRevision: (lease) => opts.baseRevision(lease.planRevision),
     admit(lease, waiter) {
       lease.hold(waiter.input.amount);
       metrics.held();
       return { ok: true, hold: record(lease, waiter.input, waiter.now) };
     },
-    retry: (waiter) => enqueue(waiter.input, waiter.now, waiter),
+    // Reserved again now: a waiter moved to a new lease draws on the period it is admitted in.
+    retry: (waiter) => enqueue(waiter.input, clock.now(), waiter),
     retire(lease) {
       const key = keyOf(lease.userId, lease.period);
       if (leases.get(key) === lease) leases.delete(key);
     },
     onSyncError: (err, lease) => opts.onSyncError?.(err, lease.id),
-    autoReset: opts.autoReset,
+    askOthers: (lease) => opts.askOthers(lease.accountId!),
   };
-
-  function leaseFor(userId: string, base: bigint | null, period: string, nowMs: number): Lease {
-    const key = keyOf(userId, period);
+  /**
+   * The lease taking reservations on the account, stating the newest view of its base credits it was given: a
+   * reservation with a newer plan revision restates them (a plan change), an older one (a cache that missed the
+   * change) never does.
+   */
+  function leaseFor(input: ReserveInput, base: bigint | null, period: string, nowMs: number): Lease {
+    const key = keyOf(input.userId, period);
+    const planRevision = input.planRevision ?? 0;
     let lease = leases.get(key);
     if (!lease) {
-      lease = new Lease(context, userId, period, base, nowMs);
+      lease = new Lease(context, input.userId, period, base, planRevision, nowMs);
       leases.set(key, lease);
       all.add(lease);
+    } else if (planRevision > lease.planRevision || (planRevision === lease.planRevision && base !== lease.base)) {
+      lease.restate(base, planRevision);
     }
     return lease;
   }
@@ -128,9 +161,8 @@ export function createEscrow(opts: EscrowOptions): Escrow {
 
   function enqueue(input: ReserveInput, now: Date, waiter: Waiter) {
     const { period, base } = accountAt(input, now);
-    const lease = leaseFor(input.userId, base, period, now.getTime());
-    if (lease.base !== base) lease.rebase(base);
-    lease.wait(waiter);
+    waiter.now = now;
+    leaseFor(input, base, period, now.getTime()).wait(waiter);
   }
 
   function reserve(input: ReserveInput): Promise<ReserveResult> {
@@ -141,14 +173,8 @@ export function createEscrow(opts: EscrowOptions): Escrow {
     const base = spec.base === "caller" ? input.base : null;
     if (spec.base === "caller" && base === null)
       return Promise.reject(new TypeError(`an account of kind ${opts.kind} needs its base credits`));
-    // Settlements piling up unwritten (the database is away): what a kill of this process could lose is bounded.
-    if (opts.unsynced.count > opts.maxUnsynced) {
-      const err = new DatabaseUnavailableError();
-      opts.health.failed(err, "settlements waiting");
-      return Promise.reject(err);
-    }
-    const lease = leaseFor(input.userId, base, spec.period(now, input.scope), nowMs);
-    if (lease.base === base && lease.tryTake(input.amount, nowMs, input.weeklyResets != null)) {
+    const lease = leaseFor(input, base, spec.period(now, input.scope), nowMs);
+    if (lease.tryTake(input.amount, nowMs, input.weeklyResets != null)) {
       metrics.held();
       return Promise.resolve({ ok: true, hold: record(lease, input, now) });
     }
@@ -178,7 +204,7 @@ export function createEscrow(opts: EscrowOptions): Escrow {
     });
   }
 
-  function resolve(holdId: string, charged: bigint | null, journalRecord: string | null): Promise<void> {
+  function resolve(holdId: string, charged: bigint | null, journalRecord: string | null, options?: SettleOptions): Promise<SettleOutcome> {
     const reservation = holds.get(holdId);
     if (!reservation) return Promise.reject(new HoldResolvedError(holdId));
     holds.delete(holdId);
@@ -186,13 +212,17 @@ export function createEscrow(opts: EscrowOptions): Escrow {
     if (charged === null) metrics.voided();
     else metrics.posted(charged, amount);
     const resolution = { holdId, requestId, amount, charged, reservedAt, record: journalRecord };
-    if (!lease.poisoned) return lease.resolve(resolution, reservation.expired);
-    // Its lease can no longer sync (and was ended, its units returned): the charge posts straight to the account.
-    return lease.resolveDirectly(resolution);
+    const entry = new Settling(resolution, reservation.expired, options?.deadlineMs ?? null, options?.withdrawable ?? null);
+    // A lease that can no longer sync (it was ended, its units returned): the charge posts straight to the account.
+    if (lease.poisoned) lease.settleDirectly(entry);
+    else lease.settle(entry);
+    return entry.done;
   }
 
   function sweep() {
     const now = clock.now().getTime();
+    const nowMs = performance.now();
+    for (const lease of all) lease.withdrawOverdue(nowMs);
     for (const lease of leases.values()) if (now - lease.lastUsedMs > opts.idleMs) lease.retire();
     for (const r of holds.values()) {
       if (!r.expired && now - r.reservedAt.getTime() > maxHoldMs) {
@@ -217,12 +247,24 @@ export function createEscrow(opts: EscrowOptions): Escrow {
     resolve,
     owns: (holdId) => holds.has(holdId),
     sweep,
+    fence() {
+      for (const lease of [...leases.values()]) lease.fence();
+    },
+    async yieldOn(accountId) {
+      let given = 0n;
+      for (const lease of leases.values()) if (lease.accountId === accountId) given += await lease.yieldFree();
+      return given;
+    },
     async flush() {
       for (const lease of all) if (!lease.ended && !lease.poisoned) lease.giveBackFree();
       await settleAll();
     },
     async close() {
-      for (const lease of all) if (!lease.ended && !lease.poisoned) lease.retire();
+      // Waiters of a retired lease move to a new one: retired in turn, until none is left open.
+      while ([...all].some((lease) => !lease.ended && !lease.poisoned && !lease.retired)) {
+        for (const lease of all) if (!lease.ended && !lease.poisoned) lease.retire();
+        await settleAll();
+      }
       await settleAll();
     },
     stats() {

@@ -1,52 +1,86 @@
 import type { Pool } from "../db/pool.js";
 
 // The expiry of what nobody will resolve: the leases of processes presumed dead, and durable holds past their
-// expiry. Their units return to the accounts' pending debits, once: the rows move from pending in the same
-// statement. A late settlement still posts its charge (lease-sql.ts, durable-sql.ts).
+// expiry. Their units return to the accounts' pending debits, once: each row moves from pending in the statement
+// that returns its units. A late settlement still posts its charge (lease-sql.ts, durable-sql.ts).
 //
-// Heartbeats are compared with the database's clock, which wrote them: a skewed clock of the process running
-// the expiry must not expire the leases of live processes. A durable hold's expiry was computed from the
-// gateway's clock and is compared with it ($2).
-// SKIP LOCKED leaves a lease or hold being resolved right now to that statement; accounts are locked in id
-// order so that two overlapping expiry runs cannot deadlock. Instance rows silent for a day are forgotten here
-// too (a returning process re-creates its row on its next heartbeat).
-const EXPIRE = `
-with expired as (
-  update quota_leases l set status = 'expired', resolved_at = now()
-  where l.status = 'pending' and l.id in (
-    select c.id from quota_leases c
-    left join gateway_instances i on i.id = c.instance_id
-    where c.status = 'pending' and (i.id is null or i.last_seen_at < now() - $1::int * interval '1 second')
-    for update of c skip locked
-  )
-  returning l.account_id, l.amount
-), expired_holds as (
-  update quota_holds h set status = 'expired', resolved_at = now()
-  where h.id in (
-    select c.id from quota_holds c
-    where c.status = 'pending' and c.lease_id is null and c.expires_at <= $2::timestamptz
-    for update of c skip locked
-  )
-  returning h.account_id, h.amount
-), released as (
-  select account_id, sum(amount)::bigint as amount from (select * from expired union all select * from expired_holds) e group by account_id
-), locked as (
-  select a.id, released.amount from quota_accounts a join released on released.account_id = a.id
-  order by a.id
-  for update of a
-), credited as (
-  update quota_accounts a set debits_pending = a.debits_pending - locked.amount, updated_at = now()
-  from locked where a.id = locked.id
-), forgotten as (
-  delete from gateway_instances where last_seen_at < now() - interval '1 day'
-)
-select (select count(*) from expired)::int as leases, (select count(*) from expired_holds)::int as durable`;
+// Three steps, each a statement of its own, so that none can abort another's work:
+//   1. fence: processes whose heartbeat is older than the timeout are fenced (instances.ts, "Fencing"). The UPDATE
+//      reads the heartbeat again on the row's latest version under its lock, so a sync or beat that renewed it
+//      first wins, and one that comes after finds the row fenced and is told so. Heartbeats are compared with the
+//      database's clock, which wrote them.
+//   2. the pending leases of fenced (or forgotten) processes, one statement each: the lease locked (skipped while
+//      a sync holds it: the next run takes it), then its account, the order of every sync. A process is fenced
+//      for good, so reading which ones are fenced from a snapshot is never stale in the wrong direction.
+//   3. durable holds past their expiry (by the ledger's clock, which computed it), one statement each, the hold
+//      then its account, as their own statements do.
+// Instance rows silent for a day are forgotten (a fenced process registers anew under another id).
 
-export async function expireRows(pool: Pool, instanceTimeoutSeconds: number, now: Date): Promise<{ leases: number; durable: number }> {
-  const { rows } = await pool.query<{ leases: number; durable: number }>({
-    name: "quota_expire",
-    text: EXPIRE,
-    values: [instanceTimeoutSeconds, now],
-  });
-  return rows[0]!;
+const FENCE = `
+update gateway_instances set fenced_at = now()
+where fenced_at is null and last_seen_at < now() - $1::int * interval '1 second'
+returning id`;
+
+const ORPHANED_LEASES = `
+select l.id from quota_leases l left join gateway_instances i on i.id = l.instance_id
+where l.status = 'pending' and (i.id is null or i.fenced_at is not null)
+limit $1::int`;
+
+const EXPIRE_LEASE = `
+with lease as (
+  select id, account_id, amount from quota_leases where id = $1::uuid and status = 'pending' for update skip locked
+), account as (
+  select a.id from quota_accounts a join lease on a.id = lease.account_id for no key update of a
+), ended as (
+  update quota_leases l set status = 'expired', resolved_at = now() from lease where l.id = lease.id
+  returning lease.account_id, lease.amount
+)
+update quota_accounts a set debits_pending = a.debits_pending - ended.amount, updated_at = now()
+from ended where a.id = ended.account_id
+returning a.id`;
+
+const OVERDUE_HOLDS = `
+select id from quota_holds where status = 'pending' and lease_id is null and expires_at <= $1::timestamptz limit $2::int`;
+
+const EXPIRE_HOLD = `
+with hold as (
+  select id, account_id, amount from quota_holds
+  where id = $1::uuid and status = 'pending' and lease_id is null and expires_at <= $2::timestamptz
+  for update skip locked
+), account as (
+  select a.id from quota_accounts a join hold on a.id = hold.account_id for no key update of a
+), ended as (
+  update quota_holds h set status = 'expired', resolved_at = now() from hold where h.id = hold.id
+  returning hold.account_id, hold.amount
+)
+update quota_accounts a set debits_pending = a.debits_pending - ended.amount, updated_at = now()
+from ended where a.id = ended.account_id
+returning a.id`;
+
+const FORGET = `delete from gateway_instances where last_seen_at < now() - interval '1 day'`;
+
+/** Rows looked at per run and step: a backlog is worked off over the next runs. */
+const BATCH = 1000;
+
+export interface ExpiryCounts {
+  /** Processes fenced by this run. */
+  fenced: number;
+  leases: number;
+  durable: number;
+}
+
+export async function expireRows(pool: Pool, instanceTimeoutSeconds: number, now: Date): Promise<ExpiryCounts> {
+  const fenced = (await pool.query({ name: "quota_fence", text: FENCE, values: [instanceTimeoutSeconds] })).rowCount ?? 0;
+  let leases = 0;
+  const orphaned = await pool.query<{ id: string }>({ name: "quota_orphaned_leases", text: ORPHANED_LEASES, values: [BATCH] });
+  for (const { id } of orphaned.rows) {
+    leases += (await pool.query({ name: "quota_expire_lease", text: EXPIRE_LEASE, values: [id] })).rowCount ?? 0;
+  }
+  let durable = 0;
+  const overdue = await pool.query<{ id: string }>({ name: "quota_overdue_holds", text: OVERDUE_HOLDS, values: [now, BATCH] });
+  for (const { id } of overdue.rows) {
+    durable += (await pool.query({ name: "quota_expire_hold", text: EXPIRE_HOLD, values: [id, now] })).rowCount ?? 0;
+  }
+  await pool.query({ name: "quota_forget_instances", text: FORGET });
+  return { fenced, leases, durable };
 }

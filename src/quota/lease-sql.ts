@@ -1,4 +1,4 @@
-import type { Pool, TimedQuery } from "../db/pool.js";
+import type { Pool, Queryable, TimedQuery } from "../db/pool.js";
 
 // The two statements of the escrow (escrow.ts, docs/billing.md "Escrow"). Each is atomic across gateway
 // processes by itself: the account row lock decides every race, so no explicit transaction is needed.
@@ -8,7 +8,8 @@ import type { Pool, TimedQuery } from "../db/pool.js";
 // a lease this very call created before its reply was lost. Runs once per process, account and period.
 const OPEN_LEASE = `
 with account as (
-  insert into quota_accounts (user_id, kind, period, credits) values ($2::uuid, $3::text, $4::text, $5::bigint)
+  insert into quota_accounts (user_id, kind, period, credits, credits_revision)
+  values ($2::uuid, $3::text, $4::text, $5::bigint, $7::bigint)
   on conflict (user_id, kind, period) do update set updated_at = quota_accounts.updated_at
   returning id
 )
@@ -17,11 +18,14 @@ on conflict (id) do update set instance_id = quota_leases.instance_id
 returning account_id::text`;
 
 /**
- * The journal: an INSERT that commits each resolved request's record (its request-log row) in the same
- * statement as its charge, reading the records from the JSON array `param`. Supplied by the composition root,
- * so that the ledger names no table of another feature.
+ * The journal: the statements that commit each resolved request's record (its request-log row) in the same statement
+ * as its charge, reading the records from the JSON array `param`, and rewrite the records of charges refunded
+ * afterwards (refund-sql.ts). Supplied by the composition root, so that the ledger names no table of another feature.
  */
-export type Journal = (param: string) => string;
+export interface Journal {
+  insert(param: string): string;
+  rewrite(param: string): string;
+}
 
 // One sync of a lease: posts settled charges (`post`, of which `take` came out of the lease), writes the
 // resolved requests' rows (and their journal records), gives back `give_back` unused units, then grants `need`
@@ -29,29 +33,46 @@ export type Journal = (param: string) => string;
 // other processes still find some), or whatever is left when that is less than `need`. `close` gives
 // everything back and ends the lease. What is left is `credits + restored - posted - pending`.
 //
-// The base ($6) sets the account's base credits each sync (a plan change applies at once); null keeps the
-// credits the account has (a reseller balance, credited by the operator). Restorations are never touched here.
+// The base ($6) is the caller's view of the base credits (the plan's allowance) with its revision ($18): it
+// replaces the account's credits only when its revision is newer than the one the account holds, so a process
+// with an older view of a plan (a rolling config change, a key cache that missed a plan change) never undoes a
+// newer one. Null keeps the credits the account has (a reseller balance, credited by the operator). Restorations
+// are never touched here.
 //
 // Applied only if `seq` is the lease's next number: a retry after a lost reply finds its own number and gets
 // the stored grant back instead of a second effect (the journal's rows are written only when applied, and
 // are idempotent by their own key besides). A lease that is no longer pending (expired: its process was
 // presumed dead, and the expiry already returned its units) still posts charges, and takes, gives and grants
-// nothing. `touch` also renews this process's heartbeat, for a process whose heartbeat went stale (instances.ts).
-// Locks: the lease, then its account; the expiry skips locked leases, so the two cannot deadlock.
+// nothing. A lease of a fenced process (or one whose row is gone) takes and gives back, but is granted nothing.
+//
+// Fencing (instances.ts): `touch` renews this process's heartbeat, only if the process was not fenced; otherwise
+// the process's row is read. Either way a fenced process is told so and gets no grant. Locks: the lease, then its
+// account, then (when touching) the process's row; the fence takes only that row and the expiry skips locked
+// leases, so none of them can deadlock. Every figure of the reply is read from the locked rows.
 function syncStatement(journal: Journal | undefined): string {
-  const records = "(case when exists (select from fresh) then $17::json else '[]'::json end)";
+  const records = "(case when exists (select from fresh) then $18::json else '[]'::json end)";
   return `
 with lease as (
   select id, account_id, status, seq, last_grant from quota_leases where id = $1::uuid for update
 ), fresh as (
   select * from lease where seq = $2::int - 1
 ), account as (
-  select a.id, a.credits, a.restored, a.debits_posted, a.debits_pending, fresh.status = 'pending' as live
+  select a.id, a.credits, a.credits_revision, a.restored, a.debits_posted, a.debits_pending, fresh.status = 'pending' as open
   from quota_accounts a join fresh on a.id = fresh.account_id
   for no key update of a
+), touched as (
+  update gateway_instances set last_seen_at = now()
+  where id = $10::uuid and fenced_at is null and $16::bool and exists (select from account)
+  returning id
+), alive as (
+  select exists (select from touched)
+    or (not $16::bool and exists (select from gateway_instances where id = $10::uuid and fenced_at is null)) as ok
 ), moved as (
-  select id, live, coalesce($6::bigint, credits) as credits, restored, debits_posted + $3::bigint as posted,
-    debits_pending - case when live then $4::bigint + $5::bigint else 0 end as pending
+  select id, open, open and (select ok from alive) as live,
+    case when $6::bigint is not null and $17::bigint >= credits_revision then $6::bigint else credits end as credits,
+    case when $6::bigint is not null and $17::bigint >= credits_revision then $17::bigint else credits_revision end as credits_revision,
+    restored, debits_posted + $3::bigint as posted,
+    debits_pending - case when open then $4::bigint + $5::bigint else 0 end as pending
   from account
 ), granted as (
   select moved.*, case
@@ -63,14 +84,15 @@ with lease as (
   from moved
 ), booked as (
   update quota_accounts a
-  set debits_posted = g.posted, debits_pending = g.pending + g.amount, credits = g.credits, updated_at = now()
+  set debits_posted = g.posted, debits_pending = g.pending + g.amount, credits = g.credits,
+      credits_revision = g.credits_revision, updated_at = now()
   from granted g where a.id = g.id
 ), leased as (
   update quota_leases l
   set seq = $2::int, last_grant = g.amount,
-      amount = case when g.live then l.amount - $4::bigint - $5::bigint + g.amount else l.amount end,
-      status = case when g.live and $9::bool then 'closed' else l.status end,
-      resolved_at = case when g.live and $9::bool then now() else l.resolved_at end
+      amount = case when g.open then l.amount - $4::bigint - $5::bigint + g.amount else l.amount end,
+      status = case when g.open and $9::bool then 'closed' else l.status end,
+      resolved_at = case when g.open and $9::bool then now() else l.resolved_at end
   from granted g where l.id = $1::uuid
 ), resolved as (
   insert into quota_holds (id, account_id, lease_id, amount, charged, status, request_id, instance_id, created_at, resolved_at)
@@ -80,19 +102,17 @@ with lease as (
   cross join unnest($11::uuid[], $12::bigint[], $13::bigint[], $14::text[], $15::timestamptz[])
     as r(id, amount, charged, request_id, created_at)
   on conflict (id) do nothing
-), touched as (
-  insert into gateway_instances (id) select $10::uuid where $16::bool
-  on conflict (id) do update set last_seen_at = now()
-)${journal ? `, journal as (\n${journal(records)}\n)` : ""}
+)${journal ? `, journal as (\n${journal.insert(records)}\n)` : ""}
 -- The CTEs read the rows as they were before this statement: a lease at seq - 1 means this call applied it.
 select
   case when exists (select from fresh) then $2::int else lease.seq end as seq,
   lease.status,
+  (select ok from alive) as alive,
   coalesce((select amount from granted), (select last_grant from lease))::text as granted,
   coalesce((select posted from granted), a.debits_posted)::text as posted,
   coalesce((select pending + amount from granted), a.debits_pending)::text as pending,
   coalesce((select credits from granted), a.credits)::text as credits,
-  a.restored::text as restored,
+  coalesce((select restored from granted), a.restored)::text as restored,
   (select u.auto_reset_enabled from users u where u.id = a.user_id) as auto_reset
 from lease join quota_accounts a on a.id = lease.account_id`;
 }
@@ -102,8 +122,9 @@ export interface OpenLease {
   userId: string;
   kind: string;
   period: string;
-  /** The base credits of an account created here, or null (a balance not credited yet: 0). */
+  /** The base credits of an account created here, or null (a balance not credited yet: 0), and their revision. */
   base: bigint | null;
+  baseRevision: bigint;
   instanceId: string;
 }
 
@@ -112,7 +133,7 @@ export async function openLease(pool: Pool, lease: OpenLease, timeoutMs?: number
   const query: TimedQuery = {
     name: "quota_open_lease",
     text: OPEN_LEASE,
-    values: [lease.leaseId, lease.userId, lease.kind, lease.period, String(lease.base ?? 0n), lease.instanceId],
+    values: [lease.leaseId, lease.userId, lease.kind, lease.period, String(lease.base ?? 0n), lease.instanceId, String(lease.baseRevision)],
     query_timeout: timeoutMs,
   };
   const { rows } = await pool.query<{ account_id: string }>(query);
@@ -136,6 +157,8 @@ export interface SyncLease {
   instanceId: string;
   /** The base credits, or null to keep the account's own. */
   base: bigint | null;
+  /** The revision of `base` (account-kinds.ts, baseRevision): it applies only over an older one. */
+  baseRevision: bigint;
   post: bigint;
   take: bigint;
   giveBack: bigint;
@@ -148,8 +171,10 @@ export interface SyncLease {
 }
 
 export interface SyncReply {
-  /** False: the lease expired or closed meanwhile, and this sync only posted. */
+  /** False: the lease expired or closed meanwhile (or its process was fenced), and this sync only posted. */
   live: boolean;
+  /** This process was fenced (presumed dead, its leases expired): it must drop every lease before admitting again. */
+  fenced: boolean;
   granted: bigint;
   /** The account after the sync. */
   posted: bigint;
@@ -170,7 +195,8 @@ export class LeaseSequenceError extends Error {
   }
 }
 
-export type SyncLeaseFn = (pool: Pool, sync: SyncLease) => Promise<SyncReply>;
+/** A sync on the pool (a statement of its own) or on a transaction's client (an automatic reset first). */
+export type SyncLeaseFn = (db: Queryable, sync: SyncLease) => Promise<SyncReply>;
 
 /**
  * The sync of leases whose resolutions carry journal records written by `journal` (none without one); a sync
@@ -197,12 +223,14 @@ export function leaseSync(journal?: Journal, timeoutMs?: number): SyncLeaseFn {
       sync.resolutions.map((r) => r.requestId),
       sync.resolutions.map((r) => r.reservedAt),
       sync.touch,
+      String(sync.baseRevision),
     ];
     if (journal) values.push(recordsOf(sync.resolutions));
     const query: TimedQuery = { name, text, values, query_timeout: timeoutMs };
     const { rows } = await pool.query<{
       seq: number;
       status: string;
+      alive: boolean;
       granted: string;
       posted: string;
       pending: string;
@@ -214,7 +242,8 @@ export function leaseSync(journal?: Journal, timeoutMs?: number): SyncLeaseFn {
     // At `seq` whether this call applied it or an earlier attempt did.
     if (!row || row.seq !== sync.seq) throw new LeaseSequenceError(sync.leaseId, sync.seq, row?.seq ?? null);
     return {
-      live: row.status === "pending" || (row.status === "closed" && sync.close),
+      live: row.alive && (row.status === "pending" || (row.status === "closed" && sync.close)),
+      fenced: !row.alive,
       granted: BigInt(row.granted),
       posted: BigInt(row.posted),
       pending: BigInt(row.pending),
@@ -226,7 +255,7 @@ export function leaseSync(journal?: Journal, timeoutMs?: number): SyncLeaseFn {
 }
 
 /** The resolutions' records as one JSON array text, without re-encoding them. */
-function recordsOf(resolutions: readonly Resolution[]): string {
+export function recordsOf(resolutions: readonly Resolution[]): string {
   let out = "";
   for (const r of resolutions) if (r.record !== null) out += out === "" ? r.record : `,${r.record}`;
   return `[${out}]`;
@@ -234,28 +263,29 @@ function recordsOf(resolutions: readonly Resolution[]): string {
 
 // The way out of a lease whose sync got a definitive answer (a data error, a sequence it cannot be at): the
 // lease ends (expired, its units back to the account, as the expiry of a dead process's would) and its
-// requests' charges post straight to the account. Exactly once by the hold's id: only the rows this statement
-// inserts are booked, so a retry after a lost reply, or a resolution already written by a sync, books nothing
-// again. The journal's rows are written with them (their request ids are their own key). Locks: the lease, then
-// its account, as a sync.
+// requests' charges post straight to the account, named by its id, so they post even when the lease row is gone
+// (the retention removed it: a process frozen for longer than it keeps ended leases). Exactly once by the hold's
+// id: only the rows this statement inserts are booked, so a retry after a lost reply, or a resolution already
+// written by a sync, books nothing again. The journal's rows are written with them (their request ids are their
+// own key). Locks: the lease, then its account, as a sync. An empty call only ends the lease.
 function directStatement(journal: Journal | undefined): string {
   return `
 with lease as (
-  select id, account_id, status, amount from quota_leases where id = $1::uuid for update
+  select id, status, amount from quota_leases where id = $1::uuid for update
 ), ended as (
   update quota_leases l set status = 'expired', resolved_at = now() from lease
   where l.id = lease.id and lease.status = 'pending'
   returning lease.amount
+), account as (
+  select a.id from quota_accounts a where a.id = $8::bigint for no key update
 ), resolved as (
   insert into quota_holds (id, account_id, lease_id, amount, charged, status, request_id, instance_id, created_at, resolved_at)
-  select r.id, lease.account_id, lease.id, r.amount, r.charged, case when r.charged is null then 'voided' else 'posted' end,
+  select r.id, account.id, (select id from lease), r.amount, r.charged, case when r.charged is null then 'voided' else 'posted' end,
     r.request_id, $7::uuid, r.created_at, now()
-  from lease
+  from account
   cross join unnest($2::uuid[], $3::bigint[], $4::bigint[], $5::text[], $6::timestamptz[]) as r(id, amount, charged, request_id, created_at)
   on conflict (id) do nothing
   returning charged
-), account as (
-  select a.id from quota_accounts a join lease on a.id = lease.account_id for no key update of a
 ), booked as (
   update quota_accounts a
   set debits_posted = a.debits_posted + coalesce((select sum(charged) from resolved), 0),
@@ -265,16 +295,25 @@ with lease as (
 )${
     journal
       ? `, journal as (
-${journal("$8::json")}
+${journal.insert("(case when exists (select from account) then $9::json else '[]'::json end)")}
 )`
       : ""
   }
-select (select count(*) from resolved)::int as booked, exists (select from lease) as found`;
+select exists (select from account) as found`;
+}
+
+/** The account of a direct posting is gone (its user was deleted): its charges have nowhere to post. */
+export class AccountGoneError extends Error {
+  constructor(accountId: string) {
+    super(`account ${accountId} no longer exists`);
+    this.name = "AccountGoneError";
+  }
 }
 
 export type DirectPostFn = (
   pool: Pool,
   leaseId: string,
+  accountId: string,
   instanceId: string,
   resolutions: readonly Resolution[],
   withRecords: boolean,
@@ -284,7 +323,7 @@ export type DirectPostFn = (
 export function leaseDirectPost(journal?: Journal, timeoutMs?: number): DirectPostFn {
   const text = directStatement(journal);
   const name = journal ? "quota_direct_post_journal" : "quota_direct_post";
-  return async (pool, leaseId, instanceId, resolutions, withRecords) => {
+  return async (pool, leaseId, accountId, instanceId, resolutions, withRecords) => {
     const values: unknown[] = [
       leaseId,
       resolutions.map((r) => r.holdId),
@@ -293,10 +332,11 @@ export function leaseDirectPost(journal?: Journal, timeoutMs?: number): DirectPo
       resolutions.map((r) => r.requestId),
       resolutions.map((r) => r.reservedAt),
       instanceId,
+      accountId,
     ];
     if (journal) values.push(withRecords ? recordsOf(resolutions) : "[]");
     const query: TimedQuery = { name, text, values, query_timeout: timeoutMs };
-    const { rows } = await pool.query<{ booked: number; found: boolean }>(query);
-    if (!rows[0]?.found) throw new Error(`lease ${leaseId} is not in the ledger`);
+    const { rows } = await pool.query<{ found: boolean }>(query);
+    if (!rows[0]?.found) throw new AccountGoneError(accountId);
   };
 }

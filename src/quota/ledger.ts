@@ -2,21 +2,25 @@ import { pino } from "pino";
 import { createDatabaseHealth, type DatabaseHealth } from "../db/health.js";
 import type pg from "pg";
 import type { Pool } from "../db/pool.js";
-import { inTransaction } from "../db/transaction.js";
+import { inTransaction, transactionOn } from "../db/transaction.js";
+import type { Listener } from "../db/listener.js";
+import { createGiveBack } from "./give-back.js";
 import { noMetrics, type LedgerMetrics } from "../metrics/recorders.js";
-import { accountAt, accountKinds, kindSpec } from "./account-kinds.js";
+import { accountAt, accountKinds, baseRevision, kindSpec } from "./account-kinds.js";
 import { ensureAccount, readAccount, type AccountKey, type AccountRow } from "./account-sql.js";
 import { systemClock, type Clock } from "./clock.js";
 import { readDurableRow, reserveDurableRow, resolveDurableRow, type DurableRow } from "./durable-sql.js";
 import { createEscrow, type Escrow } from "./escrow.js";
 import { expireRows } from "./expire-sql.js";
-import { leaseDirectPost, leaseSync, type Journal } from "./lease-sql.js";
+import { leaseDirectPost, leaseSync, type Journal, type SyncLease } from "./lease-sql.js";
 import { creditResellerRow } from "./reseller.js";
+import { leaseRefund } from "./refund-sql.js";
 import { AUTO_RESET_THRESHOLD, autoResetUseId } from "./auto-reset.js";
 import type { AutoResetRequest, Lease } from "./lease.js";
-import { grantResetsRow, readResetsRows, useResetIn, useResetRows, type AutoResetOutcome } from "./resets-sql.js";
+import { grantResetsRow, readResetsRows, useResetIn } from "./resets-sql.js";
 import { earlierRestoration, restoreRow } from "./restore-sql.js";
 import { isoWeek, nextWeekAt } from "./week.js";
+import { dayStartAt } from "./day.js";
 import {
   HoldNotFoundError,
   HoldResolvedError,
@@ -46,16 +50,19 @@ export interface LedgerOptions {
   instanceTimeoutSeconds?: number;
   /** A lease unused this long gives its units back (quota.lease_idle_ms). */
   leaseIdleMs?: number;
-  /** How long a settlement may wait for others to share its sync (quota.settle_linger_ms). */
-  settleLingerMs?: number;
+  /** How long a settlement may wait for others to share its commit (quota.commit_group_ms). */
+  commitGroupMs?: number;
+  /**
+   * When this process loaded its config, in seconds: the second part of the revision of the base credits it states
+   * (account-kinds.ts, baseRevision). 0 for a ledger that only reads and credits.
+   */
+  configRevision?: bigint;
   /** Commits each request's record with its resolution (the request log). */
   journal?: Journal;
   /** Where transient database faults are reported (one line when the database goes away, one when it is back). */
   health?: DatabaseHealth;
   /** A reservation that needs the database waits at most this long, then gets 503 (database.request_timeout_ms). */
   admissionTimeoutMs?: number;
-  /** Above this many settlements not yet written, the process admits nothing (quota.max_unsynced_settlements). */
-  maxUnsyncedSettlements?: number;
   /** At close, how long unwritten settlements keep being retried before they are given up (and logged). */
   shutdownGraceMs?: number;
   /** A background statement (sync, direct post, expiry) whose answer takes longer is abandoned and retried. */
@@ -63,38 +70,60 @@ export interface LedgerOptions {
   onSyncError?: (err: unknown, leaseId: string) => void;
   /** Holds, resolutions, overshoots, expiries and lease syncs; none recorded without it. */
   metrics?: LedgerMetrics;
+  /** The process's LISTEN connection: processes ask each other for unused units through it (give-back.ts). */
+  listener?: Listener;
 }
 
 const SWEEP_MS = 1000;
+
+const LOCK_LEASE = `select 1 from quota_leases where id = $1::uuid for update`;
 
 export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger {
   const clock = opts.clock ?? systemClock;
   const instanceTimeoutSeconds = opts.instanceTimeoutSeconds ?? 90;
   const sync = leaseSync(opts.journal, opts.statementTimeoutMs);
   const directPost = leaseDirectPost(opts.journal, opts.statementTimeoutMs);
+  const refund = leaseRefund(opts.journal, opts.statementTimeoutMs);
   // Without a monitor (tests, tools) faults are still retried, just not reported.
   const health = opts.health ?? createDatabaseHealth(pino({ enabled: false }));
   const metrics = opts.metrics ?? noMetrics.ledger;
   const unsynced = { count: 0 };
   health.watch("settlements_waiting", () => unsynced.count);
   let givingUp = false;
-  // An automatic use on an account's day (its period), under the day's lock like a manual one.
-  const autoResetOn = async (userId: string, day: string, r: AutoResetRequest): Promise<AutoResetOutcome> => {
-    const week = isoWeek(clock.now());
-    await ensureAccount(pool, { userId, kind: "weekly_resets", period: week }, r.weeklyBase);
-    return useResetRows(pool, {
-      userId,
-      id: r.id,
-      day,
-      week,
-      weeklyBase: r.weeklyBase,
-      nowIso: clock.now().toISOString(),
-      trigger: "automatic",
-      automatic: { ownFree: r.ownFree, need: r.need, threshold: AUTO_RESET_THRESHOLD },
+  const configRevision = opts.configRevision ?? 0n;
+  // An automatic use on an account's day (its period), under the day's lock like a manual one, then the sync that
+  // admits the request it is for, in one transaction: a reset is never spent for a request that is then refused.
+  // The week is the restored day's, never the week of the moment the reset runs (a reset just after Monday 00:00
+  // for Sunday's day is Sunday's week's). The lease row is locked first, the order of every sync.
+  const syncWithReset = (on: pg.PoolClient, lease: Lease, payload: SyncLease, r: AutoResetRequest) =>
+    transactionOn(pool, on, async (client) => {
+      await client.query({ name: "quota_lock_lease", text: LOCK_LEASE, values: [lease.id] });
+      const outcome = await useResetIn(client, {
+        userId: lease.userId,
+        id: r.id,
+        day: lease.period,
+        week: isoWeek(dayStartAt(lease.period)),
+        weeklyBase: r.weeklyBase,
+        baseRevision: payload.baseRevision,
+        nowIso: clock.now().toISOString(),
+        trigger: "automatic",
+        automatic: { ownFree: r.ownFree, need: r.need, threshold: AUTO_RESET_THRESHOLD, posting: payload.post },
+      });
+      return { reply: await sync(client, payload), outcome };
     });
-  };
-  const autoReset = (lease: Lease, r: AutoResetRequest) => autoResetOn(lease.userId, lease.period, r);
   const escrows = new Map<AccountKind, Escrow>();
+  const instance = opts.instance;
+  const giveBack = instance
+    ? createGiveBack(
+        opts.listener,
+        () => instance.id,
+        async (accountId) => {
+          let given = 0n;
+          for (const escrow of escrows.values()) given += await escrow.yieldOn(accountId);
+          return given;
+        },
+      )
+    : undefined;
   if (opts.instance) {
     for (const kind of accountKinds.filter((k) => kindSpec(k).leased)) {
       escrows.set(
@@ -105,22 +134,27 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
           clock,
           instance: opts.instance,
           sync,
+          syncWithReset: kindSpec(kind).resettable ? syncWithReset : undefined,
           directPost,
+          refund,
           health,
           givingUp: () => givingUp,
           unsynced,
-          maxUnsynced: opts.maxUnsyncedSettlements ?? 10_000,
           admissionTimeoutMs: opts.admissionTimeoutMs ?? 2000,
-          statementTimeoutMs: opts.statementTimeoutMs,
           maxHoldSeconds: opts.maxHoldSeconds,
           idleMs: opts.leaseIdleMs ?? 2000,
-          lingerMs: opts.settleLingerMs ?? 50,
+          groupMs: opts.commitGroupMs ?? 0,
+          baseRevision: (planRevision) => baseRevision(planRevision, configRevision),
           onSyncError: opts.onSyncError,
           metrics: metrics.account(kind),
-          autoReset: kindSpec(kind).resettable ? autoReset : undefined,
+          askOthers: (accountId) => giveBack!.ask(accountId),
         }),
       );
     }
+    // A fenced process drops every lease before it admits again (instances.ts, "Fencing").
+    opts.instance.onFenced(() => {
+      for (const escrow of escrows.values()) escrow.fence();
+    });
   }
   const all = [...escrows.values()];
   const escrowOf = (kind: AccountKind): Escrow => {
@@ -176,30 +210,50 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
     expiresAt: row.expiresAt,
   });
 
+  const revisionOf = (ref: { planRevision?: number }) => baseRevision(ref.planRevision ?? 0, configRevision);
+
   async function reserveDurable(input: DurableHoldInput): Promise<DurableReserveResult> {
     if (input.amount < 0n) throw new RangeError(`cannot hold a negative amount (${input.amount})`);
     const now = clock.now();
     const { key, base } = keyOf(input, now);
+    const revision = revisionOf(input);
     const args = {
       id: input.id,
       userId: key.userId,
       kind: key.kind,
       period: key.period,
       base,
+      baseRevision: revision,
       amount: input.amount,
       reference: input.reference,
       expiresAt: input.expiresAt,
     };
+    let row: Awaited<ReturnType<typeof reserveDurableRow>>;
     if (input.weeklyResets != null && input.amount > 0n && kindSpec(input.kind).resettable) {
-      // Before the hold, as a request's in admission; its id is the hold's, so a retried reservation is the same use.
-      await ensureAccount(pool, key, base);
-      const request = { id: autoResetUseId(input.id, 0), weeklyBase: input.weeklyResets, ownFree: 0n, need: input.amount };
-      await autoResetOn(key.userId, key.period, request);
-    }
-    let row = await reserveDurableRow(pool, args);
-    if (row.account === "missing") {
-      await ensureAccount(pool, key, base);
+      // An automatic reset first, as a request's in admission, and the hold it is for in the same transaction: a
+      // reset is never spent for a hold that is then refused. Its id is the hold's, so a retry is the same use.
+      const weeklyBase = input.weeklyResets;
+      row = await inTransaction(pool, async (client) => {
+        await ensureAccount(client, key, base, revision);
+        await useResetIn(client, {
+          userId: key.userId,
+          id: autoResetUseId(input.id, 0),
+          day: key.period,
+          week: isoWeek(dayStartAt(key.period)),
+          weeklyBase,
+          baseRevision: revision,
+          nowIso: now.toISOString(),
+          trigger: "automatic",
+          automatic: { ownFree: 0n, need: input.amount, threshold: AUTO_RESET_THRESHOLD, posting: 0n },
+        });
+        return reserveDurableRow(client, args);
+      });
+    } else {
       row = await reserveDurableRow(pool, args);
+      if (row.account === "missing") {
+        await ensureAccount(pool, key, base, revision);
+        row = await reserveDurableRow(pool, args);
+      }
     }
     if (row.account === "missing") throw new Error(`the account of durable hold ${input.id} vanished`);
     if (!row.inserted) {
@@ -251,7 +305,7 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
     };
     let outcome = await restoreRow(pool, args);
     if (outcome.account === "missing") {
-      await ensureAccount(pool, key, base);
+      await ensureAccount(pool, key, base, revisionOf(input));
       outcome = await restoreRow(pool, args);
     }
     if (outcome.account === "found" && outcome.applied !== null)
@@ -264,16 +318,17 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
   return {
     reserve: (input) => escrowOf(input.kind).reserve(input),
 
-    settle(holdId, charged, record = null) {
+    settle(holdId, charged, record = null, options) {
       // Checked here: a bad charge must not reach the sync it would have joined.
       if (charged < 0n) return Promise.reject(new RangeError(`cannot charge a negative amount (${charged})`));
       const escrow = holding(holdId);
-      return escrow ? escrow.resolve(holdId, charged, record) : Promise.reject(new HoldResolvedError(holdId));
+      return escrow ? escrow.resolve(holdId, charged, record, options) : Promise.reject(new HoldResolvedError(holdId));
     },
 
-    release(holdId, record = null) {
+    async release(holdId, record = null) {
       const escrow = holding(holdId);
-      return escrow ? escrow.resolve(holdId, null, record) : Promise.reject(new HoldResolvedError(holdId));
+      if (!escrow) throw new HoldResolvedError(holdId);
+      await escrow.resolve(holdId, null, record);
     },
 
     reserveDurable,
@@ -287,16 +342,17 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
     async useReset(input, client) {
       const now = clock.now();
       const day = keyOf({ kind: "daily_allowance", userId: input.userId, base: input.dailyBase }, now);
-      const week = keyOf({ kind: "weekly_resets", userId: input.userId, base: input.weeklyBase }, now);
+      const revision = revisionOf(input);
       const use = async (on: pg.PoolClient) => {
-        await ensureAccount(on, day.key, day.base);
-        await ensureAccount(on, week.key, week.base);
+        await ensureAccount(on, day.key, day.base, revision);
         return useResetIn(on, {
           userId: input.userId,
           id: input.id,
           day: day.key.period,
-          week: week.key.period,
+          // The restored day's week: the same as now's, since the day is now's.
+          week: isoWeek(dayStartAt(day.key.period)),
           weeklyBase: input.weeklyBase,
+          baseRevision: revision,
           nowIso: now.toISOString(),
           trigger: input.trigger,
         });
@@ -337,6 +393,7 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
     },
     close: async () => {
       if (timer) clearInterval(timer);
+      giveBack?.stop();
       // With the database away, unwritten settlements are retried for the grace, then given up (each logged
       // by the meter as SETTLEMENT_FAILED with its charge): shutdown cannot wait for ever.
       const grace = setTimeout(() => (givingUp = true), opts.shutdownGraceMs ?? 30_000);

@@ -2,6 +2,7 @@ import type pg from "pg";
 import type { Pool, Queryable } from "../db/pool.js";
 import { inTransaction } from "../db/transaction.js";
 import { GIFT_PERPETUAL } from "./account-kinds.js";
+import { ensureAccount } from "./account-sql.js";
 import { restoreRow } from "./restore-sql.js";
 
 // Reserve resets on the ledger (docs/billing.md, "Reserve resets"): the week's resets and the gifted ones are
@@ -18,10 +19,11 @@ for no key update of a`;
 
 const EARLIER_USE = `select kind, day, restored::text, created_at from quota_reset_uses where id = $1::uuid`;
 
-// The week's base is the plan's, stated by the caller on every use (as the day's allowance is on every sync).
+// The week's base is the plan's, stated by the caller on every use (as the day's allowance is on every sync), unless
+// the account holds a newer revision of it (account-kinds.ts, baseRevision).
 const STATE_WEEK = `
-update quota_accounts set credits = $3::bigint, updated_at = now()
-where user_id = $1::uuid and kind = 'weekly_resets' and period = $2::text and credits <> $3::bigint`;
+update quota_accounts set credits = $3::bigint, credits_revision = $4::bigint, updated_at = now()
+where user_id = $1::uuid and kind = 'weekly_resets' and period = $2::text and credits <> $3::bigint and credits_revision <= $4::bigint`;
 
 // The reset to use: the week's first, then the gift that expires first (the perpetual ones last).
 const PICK = `
@@ -58,8 +60,9 @@ export interface UseResetRow {
   id: string;
   day: string;
   week: string;
-  /** The plan's weekly resets, the base of the week's account. */
+  /** The plan's weekly resets, the base of the week's account, and the revision of that view of the plan. */
   weeklyBase: bigint;
+  baseRevision: bigint;
   /** Gifts expiring at or before this instant (ISO 8601) are gone. */
   nowIso: string;
   trigger: ResetTrigger;
@@ -75,6 +78,11 @@ export interface AutomaticCheck {
   need: bigint;
   /** A reset is used when fewer units than this remain. */
   threshold: bigint;
+  /**
+   * Charges the same transaction posts after the use (the lease sync the reset precedes): spent already, so restored
+   * with the rest. Otherwise they would be left spent, and a manual use right after would spend a second reset.
+   */
+  posting: bigint;
 }
 
 export type UseResetOutcome =
@@ -96,8 +104,8 @@ export type AutoResetOutcome =
 
 /**
  * Uses one reset for the user now, under the day's account lock (an automatic one from admission, with the
- * id of the lease sync it precedes), in a transaction of its own. The day's and the week's accounts must exist
- * (ensureAccount).
+ * id of the lease sync it precedes), in a transaction of its own. The day's account must exist (ensureAccount);
+ * the week's is created here, after the day's lock: every use locks the day, then the week, then a gift.
  */
 export function useResetRows(pool: Pool, r: UseResetRow & { automatic: AutomaticCheck }): Promise<AutoResetOutcome>;
 export function useResetRows(pool: Pool, r: UseResetRow & { automatic?: undefined }): Promise<UseResetOutcome>;
@@ -118,25 +126,26 @@ export async function useResetIn(client: pg.PoolClient, r: UseResetRow): Promise
   const earlier = await earlierUse(client, r.id);
   if (earlier) return earlier;
   // Restored = the day's remaining back to the plan's allowance with the holds in flight still held: what was
-  // posted and not yet restored (an overshoot below zero included).
-  const spent = BigInt(day.debits_posted) - BigInt(day.restored);
+  // posted and not yet restored (an overshoot below zero included), and what this transaction posts next.
+  const spent = BigInt(day.debits_posted) + (r.automatic?.posting ?? 0n) - BigInt(day.restored);
   if (r.automatic) {
     const refused = automaticRefusal(day, spent, r.automatic);
     if (refused) return refused;
   }
   if (spent <= 0n) return { outcome: "nothing_spent" };
-  await client.query(STATE_WEEK, [r.userId, r.week, String(r.weeklyBase)]);
+  await ensureAccount(client, { userId: r.userId, kind: "weekly_resets", period: r.week }, r.weeklyBase, r.baseRevision);
+  await client.query(STATE_WEEK, [r.userId, r.week, String(r.weeklyBase), String(r.baseRevision)]);
   const pick = (await client.query<{ id: string; kind: string }>(PICK, [r.userId, r.week, r.nowIso, GIFT_PERPETUAL])).rows[0];
   if (!pick) return { outcome: "none_available" };
   const kind: ResetKind = pick.kind === "weekly_resets" ? "weekly" : "gifted";
   await client.query(POST_RESET, [pick.id, r.id]);
-  // The day's restoration, up to what was spent: the locked row's `posted - restored`, which is `spent`.
+  // The day's restoration: `spent`, read under the day's lock.
   const restored = await restoreRow(client, {
     userId: r.userId,
     kind: "daily_allowance",
     period: r.day,
     amount: spent,
-    upToSpent: true,
+    upToSpent: false,
     source: RESET_SOURCE,
     reference: r.id,
   });

@@ -8,9 +8,11 @@
 import type pg from "pg";
 import type { LedgerStats } from "../metrics/recorders.js";
 import type { AccountKind } from "./account-kinds.js";
+import type { ExpiryCounts } from "./expire-sql.js";
 import type { GrantRow, ResetsRows, ResetTrigger, UseResetOutcome } from "./resets-sql.js";
 
 export type { AccountKind, MeteredKind } from "./account-kinds.js";
+export type { ExpiryCounts } from "./expire-sql.js";
 
 /** Which balance: a user's account of one kind, in the period the ledger's clock says. */
 export interface AccountRef {
@@ -23,6 +25,8 @@ export interface AccountRef {
   base: bigint | null;
   /** Which account of a kind that has several per user and period (a request pack's model). */
   scope?: string;
+  /** The user's plan revision the base credits are from (users.plan_revision; 0 when unknown). */
+  planRevision?: number;
 }
 
 export interface Hold {
@@ -126,6 +130,8 @@ export interface UseResetInput {
   /** The plan's daily allowance and weekly resets, stated by the caller as on every reservation. */
   dailyBase: bigint;
   weeklyBase: bigint;
+  /** The user's plan revision those are from (users.plan_revision; 0 when unknown). */
+  planRevision?: number;
   trigger: ResetTrigger;
 }
 
@@ -141,6 +147,27 @@ export interface ResetBalance extends ResetsRows {
   weeklyLeft: bigint;
 }
 
+/**
+ * How a settlement ended for its caller: `committed` (the charge and its record are durable), or `withdrawn` (its
+ * caller stopped waiting before any statement carrying it could have committed: it was turned into a void, with
+ * the record the caller gave for that case, and nothing is charged).
+ */
+export type SettleOutcome = "committed" | "withdrawn";
+
+/** The caller of a settlement that may be withdrawn: the record its request gets then (its log row as a void). */
+export interface Withdrawable {
+  withdrawnRecord(): string | null;
+}
+
+export interface SettleOptions {
+  /**
+   * Past this many ms without a commit, the charge is withdrawn if no statement carrying it can have committed (one
+   * whose outcome is unknown is waited for: the charge may be durable already). No deadline: it waits for the commit.
+   */
+  deadlineMs: number;
+  withdrawable: Withdrawable;
+}
+
 export interface QuotaLedger {
   /**
    * Holds `amount` if the account's remaining covers it, atomically across every process: out of this process's
@@ -150,12 +177,13 @@ export interface QuotaLedger {
   reserve(input: ReserveInput): Promise<ReserveResult>;
   /**
    * Posts the real charge (may exceed the hold: the service was delivered) and returns the hold's remainder;
-   * resolves once the ledger has it. `record` (the request's log row, encoded by the journal the ledger was
-   * built with) commits with the charge. Also posts a hold that expired meanwhile. A hold settled or released
-   * before throws HoldResolvedError.
+   * resolves once the charge is committed (settlements ready together share one commit), or withdrawn past the
+   * deadline of `options`. `record` (the request's log row, encoded by the journal the ledger was built with)
+   * commits with the charge. Also posts a hold that expired meanwhile. A hold settled or released before throws
+   * HoldResolvedError.
    */
-  settle(holdId: string, charged: bigint, record?: string | null): Promise<void>;
-  /** Voids a pending hold, committing `record` with it. A hold resolved before throws HoldResolvedError. */
+  settle(holdId: string, charged: bigint, record?: string | null, options?: SettleOptions): Promise<SettleOutcome>;
+  /** Voids a pending hold, committing `record` with it; resolves once committed. A hold resolved before throws HoldResolvedError. */
   release(holdId: string, record?: string | null): Promise<void>;
   /** A hold in PostgreSQL, for what is settled later or by another process: one guarded statement. */
   reserveDurable(input: DurableHoldInput): Promise<DurableReserveResult>;
@@ -182,10 +210,11 @@ export interface QuotaLedger {
   /** Closes this process's leases (at shutdown, after the last settlement). */
   close(): Promise<void>;
   /**
-   * Expires the leases of processes whose heartbeat stopped (by the database's clock, as heartbeats are written)
-   * and the durable holds past their expiry (by the ledger's clock); their units return to the accounts.
+   * Fences the processes whose heartbeat stopped (by the database's clock, as heartbeats are written) and expires
+   * their leases, and the durable holds past their expiry (by the ledger's clock); their units return to the
+   * accounts (expire-sql.ts).
    */
-  expire(): Promise<{ leases: number; durable: number }>;
+  expire(): Promise<ExpiryCounts>;
   /** Runs the in-memory sweep now (idle leases give back, over-age reservations free their units); a timer runs it every second. */
   sweep(): void;
   /**
@@ -214,15 +243,24 @@ export class HoldNotFoundError extends Error {
   }
 }
 
-/** A gateway process, known to the database by its heartbeat. */
+/** A gateway process, known to the database by its heartbeat (instances.ts, "Fencing"). */
 export interface Instance {
-  id: string;
+  /** The id this process admits under now: a new one after it was fenced. */
+  readonly id: string;
   /**
-   * Whether the last acknowledged heartbeat is recent enough that no other process can have expired this
-   * process's leases yet: only then may a lease admit from its free units without asking the database.
+   * Whether the last acknowledged heartbeat is recent enough that no other process can have fenced this process
+   * yet: only then may a lease admit from its free units without asking the database.
    */
   fresh(): boolean;
   /** A statement that also refreshed the heartbeat committed; it was sent at `sentAt` (performance.now()). */
   beaten(sentAt: number): void;
+  /** The database said this process was fenced (a sync's answer): it drops every lease and registers again. */
+  fenced(): void;
+  /** Called when this process is fenced, before it admits anything again. */
+  onFenced(listener: () => void): void;
+  /** The id to open new leases under, once registered (after a fence, once registered again). */
+  ready(): Promise<string>;
+  /** The database's clock minus this process's, in ms, as the last heartbeat measured it. */
+  clockOffsetMs(): number;
   stop(): Promise<void>;
 }

@@ -20,9 +20,10 @@ export function startExpirySweep(
     running ??= ledger
       .expire()
       .then(
-        ({ leases, durable }) => {
+        ({ fenced, leases, durable }) => {
           health.ok();
-          if (leases + durable > 0) logger.info({ leases, durable }, "expired abandoned leases and durable holds");
+          if (fenced + leases + durable > 0)
+            logger.info({ fenced, leases, durable }, "fenced silent processes; expired abandoned leases and durable holds");
         },
         (err: Error) => {
           if (isTransientDbError(err)) health.failed(err, "ledger expiry");

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { AppDeps } from "./app.js";
 import { createResellerAccounts } from "../account/reseller-accounts.js";
-import { insertRows } from "../analytics/row-json.js";
+import { insertRows, rewriteRows } from "../analytics/row-json.js";
 import { createRequestLogWriter } from "../analytics/writer.js";
 import type { RequestLogWriter } from "../analytics/types.js";
 import { createAuthServices } from "../auth/index.js";
@@ -16,12 +16,13 @@ import { noMetrics } from "../metrics/recorders.js";
 import { unpricedEvaluators } from "../metering/pricing.js";
 import { createProviders } from "../providers/registry.js";
 import { createSafeDownloader } from "../providers/safe-download.js";
-import { systemClock, type Clock } from "../quota/clock.js";
+import { measureClockOffset, offsetClock, type Clock } from "../quota/clock.js";
 import { createQuotaLedger } from "../quota/ledger.js";
 import { createReserveResets } from "../account/reserve-resets.js";
 import { createTransfers } from "../transfers/transfers.js";
 import { registerInstance } from "../quota/instances.js";
 import { createDatabaseHealth } from "../db/health.js";
+import { startListener } from "../db/listener.js";
 import { createBodyBudget } from "../server/body-budget.js";
 import { startExpirySweep } from "./expiry-sweep.js";
 
@@ -58,8 +59,9 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
   const serving = opts.serving ?? true;
   const probe: TimedQuery = { text: "select 1", query_timeout: config.database.query_timeout_ms };
   const health = createDatabaseHealth(logger, { probe: () => pool.query(probe) });
-  const auth = await createAuthServices({ pool, config, logger, env: opts.env ?? process.env, listen: serving, health });
-  const clock = opts.clock ?? systemClock;
+  // One LISTEN connection per serving process: key revocations, and the ledger's give-back requests.
+  const listener = serving ? await startListener({ pool, logger, health }) : undefined;
+  const auth = await createAuthServices({ pool, config, logger, env: opts.env ?? process.env, listener, health });
   const { quota, database } = config;
   // Admin commands serve nothing: their metrics would never be read.
   const metrics = serving && config.metrics.enabled ? createPrometheusMetrics(config) : noMetrics;
@@ -70,24 +72,34 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
         statementTimeoutMs: database.query_timeout_ms,
         health,
         onError: (err) => logger.warn({ err: err.message }, "instance heartbeat failed"),
+        onFenced: (fencedId) =>
+          logger.warn(
+            { instance_id: fencedId },
+            "INSTANCE_FENCED: this process was presumed dead; it drops its leases and registers again",
+          ),
       })
     : undefined;
+  // The day is the database's (DESIGN.md §5): a serving process follows it at every heartbeat, an admin command
+  // measures it once.
+  const clockOffset = instance ? undefined : await measureClockOffset(pool);
+  const clock = opts.clock ?? offsetClock(() => instance?.clockOffsetMs() ?? clockOffset ?? 0);
   const ledger = createQuotaLedger(pool, {
     instance,
     clock,
     maxHoldSeconds: quota.max_hold_seconds,
     instanceTimeoutSeconds: quota.instance_timeout_seconds,
     leaseIdleMs: quota.lease_idle_ms,
-    settleLingerMs: quota.settle_linger_ms,
+    commitGroupMs: quota.commit_group_ms,
+    configRevision: BigInt(Math.floor(Date.now() / 1000)),
     // A metered request's log row commits in the statement that posts or voids its hold.
-    journal: insertRows,
+    journal: { insert: insertRows, rewrite: rewriteRows },
     health,
     admissionTimeoutMs: database.request_timeout_ms,
     statementTimeoutMs: database.query_timeout_ms,
-    maxUnsyncedSettlements: quota.max_unsynced_settlements,
     shutdownGraceMs: quota.shutdown_grace_seconds * 1000,
     onSyncError: (err, leaseId) => logger.error({ err, lease_id: leaseId }, "LEASE_SYNC_FAILED"),
     metrics: metrics.ledger,
+    listener,
   });
   const expiry = serving ? startExpirySweep(ledger, quota.expiry_sweep_seconds * 1000, logger, health) : undefined;
   const requestLog = createRequestLogWriter({
@@ -140,6 +152,7 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
       await instance?.stop();
       await providers.close();
       await auth.keyAuth.close();
+      await listener?.close();
     },
   };
 }

@@ -35,6 +35,8 @@ export interface SuccessDescription {
   contentType?: string;
   /** With `stream: true` the answer is server-sent events, each `data:` line one of these. */
   events?: SchemaRef;
+  /** The answer names its committed charge (`x-gateway-charge`, docs/api.md "Charges"): a billed route's. */
+  charged?: boolean;
 }
 
 export interface OperationDescription {

@@ -151,7 +151,12 @@ class DocumentBuilder {
         "x-event-schema": this.ref(success.events, "output"),
       };
     }
-    const response: Json = { description: success.description, headers: { "X-Request-Id": { $ref: "#/components/headers/RequestId" } } };
+    const headers: Json = { "X-Request-Id": { $ref: "#/components/headers/RequestId" } };
+    if (success.charged) {
+      headers["X-Gateway-Charge"] = { $ref: "#/components/headers/GatewayCharge" };
+      headers["X-Gateway-Charge-Usd"] = { $ref: "#/components/headers/GatewayChargeUsd" };
+    }
+    const response: Json = { description: success.description, headers };
     if (Object.keys(content).length > 0) response.content = content;
     return response;
   }
@@ -215,6 +220,15 @@ export function buildOpenApiDocument(input: DocumentInput): Json {
       headers: {
         RequestId: { description: "The request's ID; cite it in a support case.", schema: { type: "string" } },
         RetryAfter: { description: "Seconds to wait before retrying.", schema: { type: "string" } },
+        GatewayCharge: {
+          description:
+            "The quota units this request was charged on the day's allowance, committed before the answer was sent (0 for a request a fixed-quota pack or a USD balance paid). A stream names its charge in its final usage event (`gateway_charge`) or in an SSE comment `: x-gateway-charge=N` before its end.",
+          schema: { type: "string", pattern: "^[0-9]+$" },
+        },
+        GatewayChargeUsd: {
+          description: "Reseller keys only: what the request's USD balance paid, exact decimal text (`0` when the allowance paid).",
+          schema: { type: "string" },
+        },
       },
     },
   };

@@ -236,6 +236,8 @@ export function sendRows(pool: Pool, s: SendRow, policy: (client: pg.PoolClient)
       kind: "daily_allowance",
       period: s.day,
       base: s.senderBase,
+      // Never over the account's own view of the plan: the sender's leases state it with its revision.
+      baseRevision: 0n,
       amount: s.amount,
       reference: `transfer:${s.id}`,
       expiresAt: s.holdExpiresAt,

@@ -123,6 +123,8 @@ export interface Outcome {
   completed: boolean;
   /** The usage the client was shown (prompt + completion tokens), when it saw it. */
   usageTotal: number | null;
+  /** The charge the answer named (x-gateway-charge, or the usage chunk's gateway_charge), when it did. */
+  charge?: string | null;
   /** An error answer's envelope code and Retry-After header. */
   errorCode?: string | null;
   retryAfter?: string | null;
@@ -198,6 +200,7 @@ export function startLoad(opts: LoadOptions): Load {
         out.status = response.status;
         out.requestId = response.headers.get("x-request-id");
         out.usageTotal = data.usage ? data.usage.prompt_tokens + data.usage.completion_tokens : null;
+        out.charge = response.headers.get("x-gateway-charge");
         out.completed = response.status === 200 && data.usage !== undefined;
       } else {
         const { data, response } = await api.chat.completions
@@ -213,7 +216,11 @@ export function startLoad(opts: LoadOptions): Load {
           for await (const chunk of data) {
             state.flowing = true;
             if (chunk.choices[0]?.finish_reason) finished = true;
-            if (chunk.usage) out.usageTotal = chunk.usage.prompt_tokens + chunk.usage.completion_tokens;
+            if (chunk.usage) {
+              out.usageTotal = chunk.usage.prompt_tokens + chunk.usage.completion_tokens;
+              const charge = (chunk.usage as { gateway_charge?: number }).gateway_charge;
+              out.charge = charge === undefined ? null : String(charge);
+            }
           }
         } finally {
           open.delete(out);
@@ -227,6 +234,9 @@ export function startLoad(opts: LoadOptions): Load {
         out.requestId ??= err.headers?.get("x-request-id") ?? null;
         out.errorCode = typeof err.code === "string" ? err.code : null;
         out.retryAfter = err.headers?.get("retry-after") ?? null;
+      } else if (err instanceof APIError) {
+        // An in-band error event of a stream that had begun (its status stays the 200 it started with).
+        out.errorCode = typeof err.code === "string" ? err.code : null;
       }
       out.error = err instanceof Error ? `${err.constructor.name}: ${err.message}` : String(err);
     } finally {

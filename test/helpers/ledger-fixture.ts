@@ -56,7 +56,6 @@ export function useLedgerFixture(prefix: string, options: { countAccountUpdates?
       const ledger = createQuotaLedger(pool, {
         maxHoldSeconds: MAX_HOLD_SECONDS,
         clock: fixture.clock,
-        settleLingerMs: 5,
         ...opts,
         instance,
       });

@@ -29,9 +29,9 @@ export function countLogWrites(gw: TestGateway): void {
   const counted = (record: string | null | undefined) => {
     if (record) count((JSON.parse(record) as { request_id: string }).request_id);
   };
-  ledger.settle = (holdId, charged, record) => {
+  ledger.settle = (holdId, charged, record, options) => {
     counted(record);
-    return settle(holdId, charged, record);
+    return settle(holdId, charged, record, options);
   };
   ledger.release = (holdId, record) => {
     counted(record);

@@ -11,11 +11,20 @@ export interface SseEvent {
 /** A blank line ends an event; servers may end lines with CRLF. */
 const EVENT_END = /\r?\n\r?\n/;
 
-/** An event's fields; one without data is no frame the gateway or the mock upstream ever writes. */
-function parseEvent(block: string): SseEvent {
+/**
+ * An event's fields; one without data is no frame the gateway or the mock upstream ever writes, except a block of
+ * comments only (the gateway's charge comment, docs/api.md "Charges"), which SSE clients skip: null, its comments
+ * kept in `comments`.
+ */
+function parseEvent(block: string, comments: string[]): SseEvent | null {
   let event: string | undefined;
   const data: string[] = [];
-  for (const line of block.split(/\r?\n/)) {
+  const lines = block.split(/\r?\n/);
+  if (lines.every((line) => line.startsWith(":"))) {
+    for (const line of lines) comments.push(line.slice(1).trim());
+    return null;
+  }
+  for (const line of lines) {
     const colon = line.indexOf(":");
     const field = colon < 0 ? line : line.slice(0, colon);
     const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
@@ -30,13 +39,13 @@ function parseEvent(block: string): SseEvent {
  * Text fed in as it arrives → the events it ended. An event the text ends inside is an error at the end (a
  * client drops it), so a writer that forgets the blank line fails the test rather than losing its last event.
  */
-function sseParser() {
+function sseParser(comments: string[] = []) {
   let rest = "";
   return {
     feed(text: string): SseEvent[] {
       const blocks = (rest + text).split(EVENT_END);
       rest = blocks.pop()!;
-      return blocks.filter((b) => b.trim() !== "").map(parseEvent);
+      return blocks.filter((b) => b.trim() !== "").flatMap((b) => parseEvent(b, comments) ?? []);
     },
     end(): void {
       if (rest.trim() !== "") throw new Error(`SSE text ends inside an event: ${JSON.stringify(rest)}`);
@@ -57,10 +66,10 @@ export function parseFrames(frames: string[]): { event: string | undefined; data
  * rejects, unless `broke` is given: then it is called, and the events end there (an event the break cut short
  * is dropped, as a client drops it).
  */
-export function sseEvents(res: Response, broke?: () => void): () => Promise<SseEvent | null> {
+export function sseEvents(res: Response, broke?: () => void, comments?: string[]): () => Promise<SseEvent | null> {
   const reader = res.body!.getReader();
   const decoder = new TextDecoder();
-  const parser = sseParser();
+  const parser = sseParser(comments);
   const ready: SseEvent[] = [];
   return async () => {
     while (ready.length === 0) {
@@ -80,11 +89,21 @@ export function sseEvents(res: Response, broke?: () => void): () => Promise<SseE
   };
 }
 
-/** Reads an SSE body to its end or until the connection breaks, returning the events seen. */
-export async function readSse(res: Response): Promise<{ events: SseEvent[]; broken: boolean }> {
+/** Reads an SSE body to its end or until the connection breaks, returning the events and comments seen. */
+export async function readSse(res: Response): Promise<{ events: SseEvent[]; broken: boolean; comments: string[] }> {
   let broken = false;
-  const next = sseEvents(res, () => (broken = true));
+  const comments: string[] = [];
+  const next = sseEvents(res, () => (broken = true), comments);
   const events: SseEvent[] = [];
   for (let event = await next(); event !== null; event = await next()) events.push(event);
-  return { events, broken };
+  return { events, broken, comments };
+}
+
+/** The charge a stream's comment names (`: x-gateway-charge=N`), or undefined. */
+export function chargeComment(comments: readonly string[]): { units: bigint; usd: string | null } | undefined {
+  for (const comment of comments) {
+    const match = /^x-gateway-charge=(\d+)(?: x-gateway-charge-usd=(\S+))?$/.exec(comment);
+    if (match) return { units: BigInt(match[1]!), usd: match[2] ?? null };
+  }
+  return undefined;
 }

@@ -219,7 +219,8 @@ describe("api keys", () => {
   });
 
   it("never serves a revoked key from cache while LISTEN is down, and listens again", async () => {
-    const listenerPids = "select pid from pg_stat_activity where datname = current_database() and query = 'LISTEN gateway_api_keys'";
+    // Each process has one LISTEN connection (src/db/listener.ts), shared by the key cache and the ledger.
+    const listenerPids = "select pid from pg_stat_activity where datname = current_database() and query like 'LISTEN %'";
     const listeners = async () => (await db.pool.query(listenerPids)).rowCount ?? 0;
 
     const first = await services.auth.apiKeys.create({ user: "user@example.test" });

@@ -126,15 +126,18 @@ describe("chat completions through the OpenAI SDK", () => {
     expect(row!.output_tokens).toBe(json.usage!.completion_tokens);
   });
 
-  it("streams with include_usage: the last chunk has usage and no choices", async () => {
-    const json = await client.chat.completions.create({ model: PUBLIC, messages });
+  it("streams with include_usage: the last chunk has usage, the charge, and no choices", async () => {
+    const { data: json, response } = await client.chat.completions.create({ model: PUBLIC, messages }).withResponse();
+    // A JSON answer names its committed charge in a header; a stream in its usage chunk.
+    const charge = Number(response.headers.get("x-gateway-charge"));
+    expect(charge).toBeGreaterThan(0);
     const chunks = await collect(
       await client.chat.completions.create({ model: PUBLIC, messages, stream: true, stream_options: { include_usage: true } }),
     );
     expectValidChunks(chunks);
     const last = chunks.at(-1)!;
     expect(last.choices).toEqual([]);
-    expect(last.usage).toEqual(json.usage);
+    expect(last.usage).toEqual({ ...json.usage, gateway_charge: charge });
     expect(contentOf(chunks)).toBe(json.choices[0]!.message.content);
     for (const chunk of chunks.slice(0, -1)) expect(chunk.usage ?? null).toBeNull();
   });

@@ -7,7 +7,7 @@ import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { logIn } from "../helpers/login.js";
 import { countLogWrites, deltaText, lockAccount, settled as settledOnce, type Settled } from "../helpers/metering-checks.js";
-import { sseEvents as events } from "../helpers/sse-frames.js";
+import { chargeComment, sseEvents, sseEvents as events } from "../helpers/sse-frames.js";
 
 // The metering path of POST /v1/chat/completions over real HTTP and a real database: each scenario runs as a
 // fresh user, so its ledger account, holds and log rows are its own. Faults reach the mock upstream through a
@@ -309,53 +309,94 @@ describe("cancelled requests", () => {
   }
 });
 
-describe("settlement after delivery", () => {
-  // Regression: the relay awaited the settlement before closing the body, so a slow or locked ledger held
-  // every finished stream open (SDKs read to the end of the body, past [DONE]).
-  it("ends a stream's body without waiting for its settlement", async () => {
+describe("no answer is complete before its charge is committed", () => {
+  // docs/billing.md, "Settlement": the settlement and the request's log row commit before the answer's last byte
+  // (the JSON body; a stream's end, [DONE]), so a process killed at any moment loses no complete answer's charge.
+  it("holds a stream's end until its charge is committed, and the end names the charge", async () => {
     const user = await freshUser();
     const res = await chat(user.key, "slow", longPrompt, true);
-    const next = events(res);
+    const comments: string[] = [];
+    const next = sseEvents(res, undefined, comments);
     expect((await next())?.data).toContain('"role":"assistant"');
     const lock = await lockAccount(gw.db.pool, user.id);
     const rest: string[] = [];
     const reading = (async () => {
       for (let event = await next(); event !== null; event = await next()) rest.push(event.data);
     })();
-    const ended = await Promise.race([reading.then(() => true), sleep(5_000).then(() => false)]).finally(lock.unlock);
+    let ended: boolean;
+    try {
+      // The content streams while the ledger is locked; the end waits for the commit.
+      await expect.poll(() => rest.filter((d) => d !== "[DONE]").length, { timeout: 10_000 }).toBeGreaterThan(2);
+      await expect.poll(lock.waiters, { timeout: 10_000 }).toBe(1);
+      ended = await Promise.race([reading.then(() => true), sleep(300).then(() => false)]);
+      expect(rest).not.toContain("[DONE]");
+    } finally {
+      await lock.unlock();
+    }
+    expect(ended, "the body ended before its charge was committed").toBe(false);
+    await reading;
     expect(rest.at(-1)).toBe("[DONE]");
-    expect(ended, "the body ended while the settlement waited on the ledger").toBe(true);
-    expect((await settled(user.id)).hold.status).toBe("posted");
+    const s = await settled(user.id);
+    expect(s.hold.status).toBe("posted");
+    expect(chargeComment(comments)).toEqual({ units: BigInt(s.hold.charged as string), usd: null });
   });
 
-  it("commits a request's log row in the same statement as its charge: neither is seen without the other", async () => {
+  it("answers a JSON request only once its charge and its log row are committed, with the charge in x-gateway-charge", async () => {
     const user = await freshUser();
     // The first request opens the lease; the second is admitted from its headroom, with no statement.
     expect((await chat(user.key, "plain", longPrompt, false)).status).toBe(200);
     const lock = await lockAccount(gw.db.pool, user.id);
-    let requestId: string | null;
-    let logged: unknown[];
-    let holds: unknown[];
+    let answered: Response | undefined;
+    const asked = chat(user.key, "plain", longPrompt, false).then((res) => (answered = res));
     try {
-      const res = await chat(user.key, "plain", longPrompt, false);
-      expect(res.status).toBe(200);
-      requestId = res.headers.get("x-request-id");
-      await expect.poll(lock.waiters).toBe(1);
-      await gw.services.requestLog.flush();
-      logged = (await gw.db.pool.query("select status from request_logs where request_id = $1", [requestId])).rows;
-      holds = (await gw.db.pool.query("select status from quota_holds where request_id = $1", [requestId])).rows;
+      await expect.poll(lock.waiters, { timeout: 10_000 }).toBe(1);
+      await sleep(200);
+      expect(answered, "answered before its charge was committed").toBeUndefined();
     } finally {
       await lock.unlock();
     }
-    // While the settlement waits on the ledger, the row waits with it (a process killed now loses both, never one).
-    expect(logged).toEqual([]);
-    expect(holds).toEqual([]);
-    const s = await settled(user.id, 2);
-    expect(s.holds.find((h) => h.request_id === requestId)).toMatchObject({ status: "posted" });
-    const row = s.logs.find((l) => l.request_id === requestId)!;
-    expect(row).toMatchObject({ status: 200, error_code: null, usage_source: "upstream" });
+    const res = await asked;
+    expect(res.status).toBe(200);
+    const requestId = res.headers.get("x-request-id");
+    // Committed before the answer: both rows are there the moment it arrives.
+    const hold = (await gw.db.pool.query("select status, charged from quota_holds where request_id = $1", [requestId])).rows[0];
+    const row = (
+      await gw.db.pool.query(
+        "select status, quota_charged, usage_source, received_at, created_at from request_logs where request_id = $1",
+        [requestId],
+      )
+    ).rows[0];
+    expect(hold).toMatchObject({ status: "posted" });
+    expect(row).toMatchObject({ status: 200, usage_source: "upstream", quota_charged: hold.charged });
+    expect(res.headers.get("x-gateway-charge")).toBe(hold.charged);
+    expect(res.headers.get("x-gateway-charge-usd")).toBeNull();
     // The arrival time is the request's own, before the settlement it waited for.
     expect((row.received_at as Date).getTime()).toBeLessThanOrEqual((row.created_at as Date).getTime());
+  });
+  it("an answer whose charge was still being committed at its deadline is refused 503, and refunded once the commit lands", async () => {
+    const user = await freshUser();
+    expect((await chat(user.key, "plain", longPrompt, false)).status).toBe(200);
+    // The sync carrying its charge waits on the account's lock (in flight, its outcome unknown to the gateway)
+    // past database.request_timeout_ms (2 s): the client is told nothing was charged.
+    const lock = await lockAccount(gw.db.pool, user.id);
+    let res: Response;
+    try {
+      res = await chat(user.key, "plain", longPrompt, false);
+      expect(res.status).toBe(503);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe("database_unavailable");
+    } finally {
+      await lock.unlock();
+    }
+    // Then the statement commits after all, and the refund makes the 503 true: the hold voided, nothing used, the
+    // request's row the 503 it was answered.
+    const requestId = res.headers.get("x-request-id");
+    const s = await settled(user.id, 2);
+    expect(s.holds.find((h) => h.request_id === requestId)).toMatchObject({ status: "voided", charged: null });
+    expect(s.logs.find((l) => l.request_id === requestId)).toMatchObject({
+      status: 503,
+      error_code: "database_unavailable",
+      quota_charged: "0",
+    });
   });
 });
 

@@ -350,7 +350,7 @@ describe("image edits (JSON)", () => {
     expect(((await res.json()) as { error: { param: string } }).error.param).toBe(param);
   });
 
-  it("streams the upstream's image events byte for byte, valid by OpenAI's description, billed from the completed event", async () => {
+  it("streams the upstream's image events byte for byte, valid by OpenAI's description, billed from the completed event, the charge in a comment", async () => {
     const user = await freshUser();
     const body = { model: "plain", prompt: "add a scarf", images: [image], stream: true, partial_images: 2 };
     const res = await post(user.key, "/images/edits", body);
@@ -369,7 +369,10 @@ describe("image edits (JSON)", () => {
       }),
     });
     const upstreamText = await upstream.text();
-    expect(text).toBe(upstreamText);
+    // The events are the upstream's bytes; the charge comes in a comment before the end (docs/api.md, "Charges").
+    const comment = /^: x-gateway-charge=(\d+)\n\n/m;
+    const charged = comment.exec(text)?.[1];
+    expect(text.replace(comment, "")).toBe(upstreamText);
     const events = parseFrames([text]);
     expect(events.map((e) => e.data.type)).toEqual(["image_edit.partial_image", "image_edit.partial_image", "image_edit.completed"]);
     for (const e of events) expect(validateOpenAI("ImageEditStreamEvent", e.data)).toEqual([]);
@@ -382,6 +385,7 @@ describe("image edits (JSON)", () => {
       usage_source: "upstream",
       quota_charged: String(nativeImageQuota(classified.usage, RATES)),
     });
+    expect(charged).toBe(s.log.quota_charged);
   });
 
   it("a stream whose first image is invalid is a plain 502, its hold released", async () => {

@@ -48,7 +48,7 @@ describe("quota escrow", () => {
       )
     ).rows;
 
-  /** A ledger on a pool whose queries are counted. */
+  /** A ledger on a pool whose statements are counted (a sync takes a connection for its one statement). */
   function countedLedger(pool: Pool, options: Partial<Parameters<typeof createQuotaLedger>[1]> = {}) {
     const counted = Object.create(pool) as Pool & { statements: number };
     counted.statements = 0;
@@ -56,6 +56,10 @@ describe("quota escrow", () => {
       counted.statements++;
       return (pool.query as (...a: unknown[]) => unknown)(...args);
     }) as Pool["query"];
+    counted.connect = (() => {
+      counted.statements++;
+      return pool.connect();
+    }) as Pool["connect"];
     return { counted, ledger: ledgerWith(options, counted) };
   }
 
@@ -87,6 +91,7 @@ describe("quota escrow", () => {
       seq,
       instanceId: live.id,
       base: 1000n,
+      baseRevision: 0n,
       post: 0n,
       take: 0n,
       giveBack: 0n,
@@ -100,14 +105,31 @@ describe("quota escrow", () => {
     it("grants need plus at most a quarter of what is left, and applies a retried seq once", async () => {
       const user = await fixture.newUser();
       const leaseId = crypto.randomUUID();
-      await openLease(db.pool, { leaseId, userId: user, kind: "daily_allowance", period: "2026-11-22", base: 1000n, instanceId: live.id });
+      await openLease(db.pool, {
+        leaseId,
+        userId: user,
+        kind: "daily_allowance",
+        period: "2026-11-22",
+        base: 1000n,
+        baseRevision: 0n,
+        instanceId: live.id,
+      });
       // Opening again (a retry after a lost reply) finds the same lease on the same account.
-      await openLease(db.pool, { leaseId, userId: user, kind: "daily_allowance", period: "2026-11-22", base: 1000n, instanceId: live.id });
+      await openLease(db.pool, {
+        leaseId,
+        userId: user,
+        kind: "daily_allowance",
+        period: "2026-11-22",
+        base: 1000n,
+        baseRevision: 0n,
+        instanceId: live.id,
+      });
       const { rows: opened } = await db.pool.query("select count(*)::int as n from quota_leases where id = $1", [leaseId]);
       expect(opened[0].n).toBe(1);
       const first = await syncLease(db.pool, base(leaseId, 1));
       expect(first).toEqual({
         live: true,
+        fenced: false,
         granted: 100n + 900n / 4n,
         posted: 0n,
         pending: 325n,
@@ -136,7 +158,16 @@ describe("quota escrow", () => {
         close: true,
         resolutions: [{ holdId: crypto.randomUUID(), requestId: "req_x", amount: 60n, charged: 50n, reservedAt: new Date(), record: null }],
       });
-      expect(closed).toEqual({ live: true, granted: 0n, posted: 50n, pending: 0n, credits: 1000n, restored: 0n, autoReset: false });
+      expect(closed).toEqual({
+        live: true,
+        fenced: false,
+        granted: 0n,
+        posted: 50n,
+        pending: 0n,
+        credits: 1000n,
+        restored: 0n,
+        autoReset: false,
+      });
       const after = await db.pool.query<{ amount: string; status: string }>("select amount, status from quota_leases where id = $1", [
         leaseId,
       ]);
@@ -149,6 +180,7 @@ describe("quota escrow", () => {
         kind: "daily_allowance",
         period: "2026-11-22",
         base: 1000n,
+        baseRevision: 0n,
         instanceId: live.id,
       });
       await expect(syncLease(db.pool, { ...base(other, 1), need: 0n, headroom: 0n, giveBack: 1n })).rejects.toThrow();

@@ -214,8 +214,9 @@ describe("quota ledger", () => {
       await Promise.all([ledger, silentLedger, stoppedLedger].map((l) => l.flush()));
       expect(await accountOf(kept)).toMatchObject({ pending: 350n });
 
-      expect(await ledger.expire()).toEqual({ leases: 2, durable: 0 });
-      expect(await ledger.expire()).toEqual({ leases: 0, durable: 0 });
+      // The silent one is fenced first; the stopped one has no row left.
+      expect(await ledger.expire()).toEqual({ fenced: 1, leases: 2, durable: 0 });
+      expect(await ledger.expire()).toEqual({ fenced: 0, leases: 0, durable: 0 });
       const leases = await leaseRows(kept.accountId);
       expect(
         leases
@@ -317,7 +318,9 @@ describe("quota ledger", () => {
 
     it("every serving process expires dead processes' leases itself, with no background worker", async () => {
       const logger = createLogger("silent");
-      const config = testConfig({ quota: { expiry_sweep_seconds: 1, instance_timeout_seconds: 3, heartbeat_seconds: 1 } });
+      const config = testConfig({
+        quota: { expiry_sweep_seconds: 1, instance_timeout_seconds: 3, heartbeat_seconds: 1, lease_idle_ms: 1000 },
+      });
       const services: Services = await createServices({ config, pool: db.pool, logger, env: {}, serving: true });
       try {
         const user = await newUser();
@@ -334,13 +337,18 @@ describe("quota ledger", () => {
       }
     });
 
-    it("heartbeats keep a process alive, re-create a forgotten row, and stop for good on stop()", async () => {
+    it("heartbeats keep a process alive; a process whose row was forgotten registers again under a new id; stop() ends it", async () => {
       const instance = await registerInstance(db.pool, { heartbeatMs: 20, timeoutMs: 60 });
+      const forgotten = instance.id;
       const seen = async () => {
         const sql = "select now() - last_seen_at < interval '5 seconds' as fresh from gateway_instances where id = $1";
         return (await db.pool.query(sql, [instance.id])).rows[0]?.fresh;
       };
+      await expect.poll(seen).toBe(true);
       await db.pool.query("delete from gateway_instances where id = $1", [instance.id]);
+      // Its next beat finds no row: the process counts as fenced (its leases may have been expired) and never
+      // admits under that id again.
+      await expect.poll(() => instance.id !== forgotten).toBe(true);
       await expect.poll(seen).toBe(true);
       await instance.stop();
       await new Promise((resolve) => setTimeout(resolve, 100));

@@ -121,7 +121,6 @@ describe("ledger property", () => {
           instance,
           clock,
           maxHoldSeconds: MAX_HOLD_SECONDS,
-          settleLingerMs: 0,
           leaseIdleMs: 60_000,
         });
         ledgers.push(ledger);
@@ -220,7 +219,7 @@ describe("ledger property", () => {
         x.posted += charged;
         x.overshoot += h.expired ? charged : charged > h.amount ? charged - h.amount : 0n;
         count(h.expired ? "late settle" : "settle");
-        return h.proc.ledger.settle(h.id, charged);
+        return h.proc.ledger.settle(h.id, charged).then(() => {});
       }
 
       function resolveAgain(): Promise<void> | undefined {

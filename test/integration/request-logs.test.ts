@@ -268,7 +268,15 @@ describe("GET /api/v1/user/requests", () => {
     // Stands in for sessionAuth, which createApp mounts in front of /api/v1/user.
     app.use("*", async (c, next) => {
       const userId = c.req.header("x-test-user")!;
-      c.set("session", { sessionId: randomUUID(), userId, email: "u@example.test", role: "user", plan: "free", expiresAt: new Date() });
+      c.set("session", {
+        sessionId: randomUUID(),
+        userId,
+        email: "u@example.test",
+        role: "user",
+        plan: "free",
+        planRevision: 0,
+        expiresAt: new Date(),
+      });
       await next();
     });
     app.route("/api/v1/user", userRequestRoutes({ pool: db.pool, read: requestRead(2_000) }));

@@ -4,7 +4,7 @@ import { countTextTokens } from "../estimate.js";
 import { collectChoicesText } from "../../providers/openai/chat-text.js";
 import { applyEdits, findMembers, type Edit } from "../json-members.js";
 import type { PushedBody } from "../../server/respond.js";
-import { relayStream, type RelayOptions, type RelayProtocol, type StreamFailure } from "./stream-relay.js";
+import { relayStream, STREAM_FAILURE_MESSAGES, type RelayOptions, type RelayProtocol } from "./stream-relay.js";
 import { chatImageSlots, deliverChatImages } from "../chat-images.js";
 import type { ImageDownload } from "../image-delivery.js";
 
@@ -15,10 +15,6 @@ import type { ImageDownload } from "../image-delivery.js";
 const sse = (json: string) => `data: ${json}\n\n`;
 const DONE = "data: [DONE]\n\n";
 const EDITED = ["model", "usage"] as const;
-const FAILURE_MESSAGES: Record<StreamFailure, string> = {
-  upstream_stream_interrupted: "The upstream stream ended unexpectedly.",
-  upstream_invalid_output: "The upstream provider's output failed the gateway's checks; nothing more was generated for this request.",
-};
 
 export interface ChatStreamOptions extends RelayOptions {
   publicModel: string;
@@ -30,6 +26,13 @@ export interface ChatStreamOptions extends RelayOptions {
   download: ImageDownload;
   /** The request's `n`: each choice gets its finish chunk when the stream is ended at its output cap. */
   choices: number;
+}
+
+/** Chat's end: the usage chunk (no choices, a usage) and `[DONE]`. */
+export function isChatStreamEnd(event: StreamEvent): boolean {
+  if ("done" in event) return true;
+  const { choices, usage } = event.data;
+  return Array.isArray(choices) && choices.length === 0 && usage !== undefined && usage !== null;
 }
 
 export function relayChatStream(opts: ChatStreamOptions): PushedBody {
@@ -96,6 +99,7 @@ export function relayChatStream(opts: ChatStreamOptions): PushedBody {
   };
 
   const protocol: RelayProtocol = {
+    closing: isChatStreamEnd,
     transform(event: StreamEvent, ctx) {
       if ("done" in event) {
         return opts.clientWantsUsage && !usage && ctx.delivered ? ctx.localUsage().then((u) => usageChunk(u) + DONE) : DONE;
@@ -121,7 +125,7 @@ export function relayChatStream(opts: ChatStreamOptions): PushedBody {
       sse(
         JSON.stringify({
           error: {
-            message: FAILURE_MESSAGES[code],
+            message: STREAM_FAILURE_MESSAGES[code],
             type: "api_error",
             code,
             param: null,

@@ -3,7 +3,7 @@ import { readGeminiStreamUsage } from "../../providers/gemini/convert-gemini-usa
 import { collectGenerateContentText } from "../../providers/gemini/response-text.js";
 import { withPublicModelIn } from "../deliver.js";
 import { nativeRelay } from "./relay-protocols.js";
-import type { RelayProtocol } from "./stream-relay.js";
+import { STREAM_FAILURE_MESSAGES, type RelayProtocol, type StreamFailure } from "./stream-relay.js";
 
 // A Gemini generateContent stream from a target that speaks it (docs/translation.md), and the in-band error of
 // the protocol, which translated streams use too.
@@ -12,15 +12,15 @@ import type { RelayProtocol } from "./stream-relay.js";
  * Gemini's in-band error, as Google writes one into a stream (a bare JSON object, not a `data:` event), which
  * @google/genai raises as an ApiError with its code. It ends the body, so it is never followed by a delimiter.
  */
-export function generateContentErrorFrame(requestId: string): string {
+export function generateContentErrorFrame(requestId: string, code: StreamFailure = "upstream_stream_interrupted"): string {
   const error = {
-    code: 502,
-    message: "The upstream stream ended unexpectedly.",
+    code: code === "database_unavailable" ? 503 : 502,
+    message: STREAM_FAILURE_MESSAGES[code],
     status: "UNAVAILABLE",
     details: [
       {
         "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-        reason: "UPSTREAM_STREAM_INTERRUPTED",
+        reason: code.toUpperCase(),
         domain: "gateway",
         metadata: { request_id: requestId },
       },
@@ -37,6 +37,7 @@ export function relayNativeGenerateContent(publicModel: string, countPrompt: () 
     collectText: collectGenerateContentText,
     countPrompt,
     errorFrame: generateContentErrorFrame,
+    closing: isFinalGeminiChunk,
     write: (event) => `data: ${withPublicModelIn(event.raw, event.data, publicModel, "modelVersion")}\n\n`,
     lengthEnd: (usage) =>
       `data: ${JSON.stringify({

@@ -2,16 +2,16 @@ import { isFinalAnthropicUsageEvent, readAnthropicStreamUsage } from "../../prov
 import { collectMessageStreamText } from "../../providers/anthropic/message-text.js";
 import { asObject } from "../../providers/json-guards.js";
 import { nativeRelay, type DataEvent } from "./relay-protocols.js";
-import type { RelayProtocol } from "./stream-relay.js";
+import { STREAM_FAILURE_MESSAGES, type RelayProtocol, type StreamFailure } from "./stream-relay.js";
 
 // An Anthropic Messages stream from a target that speaks it (docs/translation.md), and the in-band error of the
 // protocol, which translated streams use too.
 
 const frame = (name: string, data: string) => `event: ${name}\ndata: ${data}\n\n`;
 
-/** Anthropic's in-band `error` event, as its SDK raises it: a stream the upstream dropped after it began. */
-export function messagesErrorFrame(requestId: string): string {
-  const error = { type: "api_error", message: "The upstream stream ended unexpectedly." };
+/** Anthropic's in-band `error` event, as its SDK raises it: a stream that cannot go on after it began. */
+export function messagesErrorFrame(requestId: string, code: StreamFailure = "upstream_stream_interrupted"): string {
+  const error = { type: "api_error", message: STREAM_FAILURE_MESSAGES[code] };
   return frame("error", JSON.stringify({ type: "error", error, request_id: requestId }));
 }
 
@@ -25,6 +25,7 @@ export function relayNativeMessages(publicModel: string, countPrompt: () => Prom
     collectText: collectMessageStreamText,
     countPrompt,
     errorFrame: messagesErrorFrame,
+    closing: (data) => data.type === "message_delta" || data.type === "message_stop",
     write(event: DataEvent) {
       const type = typeof event.data.type === "string" ? event.data.type : "message";
       if (type === "content_block_start") openBlock = event.data.index;

@@ -2,7 +2,8 @@ import { convertOpenAIUsage } from "../../providers/openai/convert-openai-usage.
 import type { StreamEvent, StreamUsageReader, UsageReport } from "../../providers/types.js";
 import { collectChoicesText } from "../../providers/openai/chat-text.js";
 import { localUsage } from "../deliver.js";
-import type { RelayProtocol } from "./stream-relay.js";
+import type { RelayProtocol, StreamFailure } from "./stream-relay.js";
+import { isChatStreamEnd } from "./chat-relay.js";
 
 // The two ways a stream reaches a client whose protocol is not OpenAI chat (Anthropic messages, Gemini
 // generateContent): relayed event by event when the target speaks the client's protocol, or translated from the
@@ -15,8 +16,8 @@ export type DataEvent = Exclude<StreamEvent, { done: true }>;
 interface LocalCount {
   /** The prompt's tokens by the tokenizer. */
   countPrompt: () => Promise<number>;
-  /** The in-band error of the client's protocol, for a stream the upstream drops after it began. */
-  errorFrame: (requestId: string) => string;
+  /** The in-band error of the client's protocol, for a stream that cannot go on after it began. */
+  errorFrame: (requestId: string, code: StreamFailure) => string;
 }
 
 export interface NativeRelayOptions extends LocalCount {
@@ -26,6 +27,8 @@ export interface NativeRelayOptions extends LocalCount {
    * early chunks): a stream that ends earlier is billed from the local count, never from a partial report.
    */
   isFinal: (data: Record<string, unknown>) => boolean;
+  /** Whether an event's data can be the stream's end (its text then waits for the charge: stream-relay.ts). */
+  closing: (data: Record<string, unknown>) => boolean;
   /** Appends the generated text one event carries (text, thinking, tool calls). */
   collectText: (data: Record<string, unknown>, into: string[]) => void;
   /** The event as the client gets it: the upstream's, with the public model ID put in. */
@@ -40,6 +43,7 @@ export function nativeRelay(opts: NativeRelayOptions): RelayProtocol {
   let usage: UsageReport | null = null;
   let final = false;
   return {
+    closing: (event) => !("done" in event) && opts.closing(event.data),
     transform(event) {
       if ("done" in event) return "";
       usage = opts.readUsage(event.data, usage);
@@ -73,6 +77,7 @@ export function translatedChatRelay(translator: ChatStreamTranslator, opts: Loca
   let usage: UsageReport | null = null;
   const close = (billed: UsageReport) => translator.end(billed).join("");
   return {
+    closing: isChatStreamEnd,
     transform(event, ctx) {
       if ("done" in event) return usage ? close(usage) : ctx.localUsage().then(close);
       const chunk = event.data;

@@ -1,10 +1,13 @@
 import { readResponsesStreamUsage } from "../../providers/openai/convert-openai-usage.js";
 import type { StreamEvent, UsageReport } from "../../providers/types.js";
 import { localUsage } from "../deliver.js";
-import type { RelayProtocol } from "./stream-relay.js";
+import { STREAM_FAILURE_MESSAGES, type RelayProtocol } from "./stream-relay.js";
 
 // A Responses stream as the client gets it: events as the upstream sent them, the public model ID put into the
 // response object; billed from the terminal event's usage, else from the delivered deltas (docs/billing.md).
+
+/** The terminal events: the response with its usage. */
+const TERMINAL = new Set(["response.completed", "response.incomplete", "response.failed"]);
 
 /** Stream events whose delta is generated output. */
 const DELTAS = new Set(["response.output_text.delta", "response.refusal.delta", "response.function_call_arguments.delta"]);
@@ -17,6 +20,7 @@ export function relayResponses(publicModel: string, countPrompt: () => Promise<n
   let response: Record<string, unknown> | null = null;
   const frame = (type: string, data: string) => `event: ${type}\ndata: ${data}\n\n`;
   return {
+    closing: (event) => !("done" in event) && TERMINAL.has(String(event.data.type ?? event.event)),
     transform(event: StreamEvent) {
       if ("done" in event) return "";
       const { data } = event;
@@ -56,13 +60,13 @@ export function relayResponses(publicModel: string, countPrompt: () => Promise<n
           );
         }),
     },
-    errorFrame: () =>
+    errorFrame: (_requestId, code) =>
       frame(
         "error",
         JSON.stringify({
           type: "error",
-          code: "upstream_stream_interrupted",
-          message: "The upstream stream ended unexpectedly.",
+          code,
+          message: STREAM_FAILURE_MESSAGES[code],
           param: null,
           sequence_number: sequence + 1,
         }),

@@ -1,13 +1,21 @@
-import type { Meter } from "../meter.js";
+import type { Charge, Meter } from "../meter.js";
 import type { EventStream, StreamEvent, UsageReport } from "../../providers/types.js";
 import { UpstreamError } from "../../providers/types.js";
 import type { BodySink, PushedBody } from "../../server/respond.js";
 import type { UpstreamAbort } from "../../providers/upstream-abort.js";
 import { OutputMeter } from "./output-cap.js";
+import { withCharge, type ChargeCarrier } from "./charge-frames.js";
 
 // The relay of every streamed route and its one rule: whatever happens (the stream's end, an upstream drop,
 // the client gone) the meter is settled exactly once, from the upstream's usage or the local count of what was
 // delivered. What an event becomes for the client is the protocol's (`RelayProtocol`).
+//
+// The end of a stream waits for its charge (docs/billing.md, "Settlement"): from the first event that can be its
+// end (the protocol's `closing`: a usage chunk, `[DONE]`, a terminal event) the client's text is held, and once the
+// upstream ended it is written after the charge committed, carrying the charge (charge-frames.ts). An event that is
+// not an end after all (another image after a completed one) releases what was held. A charge the database could
+// not commit in time is withdrawn: the client gets the protocol's in-band error instead of the end, and nothing is
+// charged.
 //
 // The relay is pushed to: each network read's events arrive from the body's own data event, are transformed
 // and written to the client in one go, with no promise in between (docs/performance.md, "Streams").
@@ -30,10 +38,13 @@ export interface RelayProtocol {
   output?: CappedOutput;
   /**
    * The in-band error the client gets when a stream that had begun cannot go on: the upstream dropped it
-   * (`upstream_stream_interrupted`), or an event failed the gateway's checks (`upstream_invalid_output`: an
-   * image that cannot be delivered, src/metering/chat-images.ts).
+   * (`upstream_stream_interrupted`), an event failed the gateway's checks (`upstream_invalid_output`: an
+   * image that cannot be delivered, src/metering/chat-images.ts), or its charge could not be committed
+   * (`database_unavailable`).
    */
   errorFrame(requestId: string, code: StreamFailure): string;
+  /** Whether an upstream event can be the stream's end: from it on, the client's text waits for the charge. */
+  closing?(event: StreamEvent): boolean;
 }
 
 export interface CappedOutput {
@@ -47,7 +58,15 @@ export interface CappedOutput {
 }
 
 /** Why a stream that had begun ended early (the request log's code, and the error event's). */
-export type StreamFailure = "upstream_stream_interrupted" | "upstream_invalid_output";
+export type StreamFailure = "upstream_stream_interrupted" | "upstream_invalid_output" | "database_unavailable";
+
+/** What the in-band error of each protocol says of each failure. */
+export const STREAM_FAILURE_MESSAGES: Record<StreamFailure, string> = {
+  upstream_stream_interrupted: "The upstream stream ended unexpectedly.",
+  upstream_invalid_output: "The upstream provider's output failed the gateway's checks; nothing more was generated for this request.",
+  database_unavailable:
+    "The gateway's database could not record this answer's charge in time, so the answer ends here and nothing was charged; retry shortly with backoff.",
+};
 
 export interface RelayOptions {
   meter: Meter;
@@ -60,6 +79,8 @@ export interface RelayOptions {
   upstream: UpstreamAbort;
   /** The output tokens after which the stream is ended (./output-cap.ts); null or absent: no cap. */
   outputCap?: number | null;
+  /** Where the client's protocol carries the charge in its final usage event (null: an SSE comment). */
+  carrier: ChargeCarrier | null;
 }
 
 /**
@@ -96,6 +117,9 @@ export function relayStream(opts: RelayOptions, protocol: RelayProtocol): Pushed
   let over = false;
   // The client is not keeping up: reading waits for its drain.
   let draining = false;
+  // From a closing event on, the client's text waits here for the charge (or for an event that is not an end).
+  let holding = false;
+  let held = "";
   // The last batch handed over, and once the upstream's stream ended as it should, its last batch.
   let latest = opts.first;
   let lastBatch: StreamEvent[] | null = null;
@@ -104,10 +128,36 @@ export function relayStream(opts: RelayOptions, protocol: RelayProtocol): Pushed
 
   // Nothing delivered: the hold is voided (a stream that ended empty counts as interrupted).
   const settle = (status: number, code: "client_closed_request" | StreamFailure | null) => {
-    if (!meter.delivered) return meter.fail(null, code === "client_closed_request" ? 499 : 502, code ?? "upstream_stream_interrupted");
+    if (!meter.delivered) {
+      void meter.fail(null, code === "client_closed_request" ? 499 : 502, code ?? "upstream_stream_interrupted");
+      return Promise.resolve(null);
+    }
     const usage = protocol.usage();
     if (usage) return meter.settle(usage, "upstream", status, code);
     return meter.settle(ctx.localUsage(), "estimated", status, code);
+  };
+
+  /**
+   * The stream's last text, once its charge is committed: carrying the charge, or the in-band error when the charge
+   * was withdrawn (a stream that delivered nothing ends as it is).
+   */
+  const close = (charged: Promise<Charge | null>, last: Promise<string> | string) => {
+    void Promise.all([charged, last]).then(
+      ([charge, text]) => {
+        if (charge) out.write(withCharge(text, charge, opts.carrier));
+        else if (meter.delivered) out.write(protocol.errorFrame(opts.requestId, "database_unavailable"));
+        out.end();
+      },
+      () => out.end(),
+    );
+  };
+
+  /** What was held back, for a stream that ends otherwise than by its own end. */
+  const releaseHeld = () => {
+    const text = held;
+    held = "";
+    holding = false;
+    return text;
   };
 
   /** The client left: bill what it got, stop the upstream. */
@@ -130,7 +180,7 @@ export function relayStream(opts: RelayOptions, protocol: RelayProtocol): Pushed
       err instanceof UpstreamError && err.failure === "invalid_output" ? "upstream_invalid_output" : "upstream_stream_interrupted";
     void settle(200, code);
     upstream.abort();
-    out.write(protocol.errorFrame(opts.requestId, code));
+    out.write(releaseHeld() + protocol.errorFrame(opts.requestId, code));
     out.end();
   };
 
@@ -142,18 +192,18 @@ export function relayStream(opts: RelayOptions, protocol: RelayProtocol): Pushed
     if (over || !capping) return;
     over = true;
     upstream.abort();
-    void meter.settle(ctx.localUsage(), "estimated", 200, null);
-    const closing = (text: string) => {
-      out.write(text);
-      out.end();
-    };
+    const before = releaseHeld();
     const end = capping.lengthEnd(ctx);
-    if (typeof end === "string") return closing(end);
-    return end.then(closing, () => out.end());
+    close(settle(200, null), typeof end === "string" ? before + end : end.then((text) => before + text));
   };
 
   const write = (text: string) => {
-    if (over || out.write(text) || draining) return;
+    if (over) return;
+    if (holding) {
+      held += text;
+      return;
+    }
+    if (out.write(text) || draining) return;
     draining = true;
     batches.pause();
     out.onDrain(() => {
@@ -177,7 +227,15 @@ export function relayStream(opts: RelayOptions, protocol: RelayProtocol): Pushed
     let text = prefix;
     try {
       for (let i = from; i < events.length; i++) {
-        const transformed = protocol.transform(events[i]!, ctx);
+        const event = events[i]!;
+        const closing = protocol.closing?.(event) ?? false;
+        if (closing !== holding) {
+          // What came before an end goes out now; an end that was not one after all goes out with this event.
+          write(text);
+          text = closing ? "" : releaseHeld();
+          holding = closing;
+        }
+        const transformed = protocol.transform(event, ctx);
         // Awaited only when it is a promise: a microtask per event is measurable on the hot path.
         if (typeof transformed !== "string") {
           batches.pause();
@@ -210,9 +268,8 @@ export function relayStream(opts: RelayOptions, protocol: RelayProtocol): Pushed
     if (over) return;
     if (error === null) {
       over = true;
-      // Settlement is tracked (drain() waits for it), so the body's end does not wait for the database.
-      void settle(200, null);
-      out.end();
+      // The end goes out once the charge is committed; shutdown waits for the settlement (drain()).
+      close(settle(200, null), releaseHeld());
     } else if (error.failure === "aborted" || upstream.aborted) {
       cancel();
     } else {
