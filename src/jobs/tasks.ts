@@ -116,8 +116,9 @@ function supportIncidents(deps: JobDeps): Task {
   };
 }
 
-// Completes one token transfer (src/transfers/transfers-sql.ts): it locks the transfer's record first and acts only
-// on a pending one, so a second run, or a run on another process, finds it ended and changes nothing.
+// Completes one token transfer (src/transfers/transfers-sql.ts), the backstop of the sending process's own
+// completion (src/transfers/completion.ts) for a process that stopped first: it locks the transfer's record first and
+// acts only on a pending one, so a second run, or a run beside that completion, finds it ended and changes nothing.
 function completeTransfer(deps: JobDeps): Task {
   return async (payload, helpers) => {
     const id = (payload as Partial<TaskPayloads["complete_transfer"]> | null)?.id;

@@ -29,7 +29,7 @@ import { startExpirySweep } from "./expiry-sweep.js";
 /** Everything the HTTP app needs, plus what only the process lifecycle touches. */
 export interface Services extends AppDeps {
   requestLog: RequestLogWriter;
-  /** Waits for settlements, closes the leases, flushes the request log, stops the heartbeat, closes upstream pools. */
+  /** Waits for settlements and transfer completions, closes the leases, flushes the request log, stops the heartbeat, closes upstream pools. */
   close(): Promise<void>;
 }
 
@@ -125,6 +125,7 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
   const metering = createMetering({ config, ledger, requestLog, logger, clock, metrics: metrics.upstream });
   const bodyBudget = createBodyBudget(config.systemone.admission_budget_bytes);
   metrics.watch({ requestLog, bodyBudget, health, ledger });
+  const transfers = createTransfers({ pool, config, clock, ledger, logger, health });
   return {
     config,
     pool,
@@ -141,11 +142,12 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
     requestBodyBudget: createBodyBudget(config.server.body_budget_bytes),
     resellers: createResellerAccounts({ ledger, users: auth.users }),
     resets: createReserveResets({ ledger, pool, users: auth.users, config, clock }),
-    transfers: createTransfers({ pool, config, clock, ledger }),
+    transfers,
     metrics,
     clock,
     async close() {
       await expiry?.stop();
+      await transfers.close();
       await metering.drain();
       await ledger.close();
       await requestLog.close();

@@ -91,7 +91,7 @@ export const transferOperations: OperationDescription[] = [
     operationId: "sendTokenTransfer",
     summary: "Gives part of today's allowance to another user",
     description:
-      "The sender is the session's user. 202 with the pending transfer; the same key and payload again answers the transfer as it is now (202 while pending, 200 once completed or refused), never a second effect; the same key with another payload is 422. A request with a key another request is still sending waits for it.",
+      "The sender is the session's user. 202 with the pending transfer, which the gateway completes right after answering; the same key and payload again answers the transfer as it is now (202 while pending, 200 once completed or refused), never a second effect; the same key with another payload is 422. A request with a key another request is still sending waits for it.",
     tag: "Account",
     access: "session",
     body: ours("TokenTransferSend", sendBody),

@@ -1,15 +1,16 @@
 import type pg from "pg";
 import type { Pool } from "../db/pool.js";
 import { inTransaction } from "../db/transaction.js";
-import { ensureAccount } from "../quota/account-sql.js";
+import { createAccount, lockAccounts } from "../quota/account-locks.js";
 import { reserveDurableRow, resolveDurableRow } from "../quota/durable-sql.js";
 import { restoreRow } from "../quota/restore-sql.js";
 import { refusalOf, transferableOf, type DayTotals, type PolicyValues, type SendRefusal } from "./rules.js";
 
 // A token transfer on the ledger (docs/billing.md, "Token transfers"): the send takes a durable hold on the
-// sender's day and writes the pending record, in one transaction; the completion (graphile-worker's
-// complete_transfer) posts what the recipient could take and restores that much of the recipient's day, in one
-// transaction, exactly once: it acts only on a pending record, which it locks first.
+// sender's day and writes the pending record, in one transaction; the completion (by the sending process once the
+// send commits, and by graphile-worker's complete_transfer as the backstop) posts what the recipient could take and
+// restores that much of the recipient's day, in one transaction, exactly once: it acts only on a pending record,
+// which it locks first. Locks follow the ledger's one order (docs/billing.md, "Locks").
 
 /** The restorations' source of a received transfer (docs/billing.md, "Restorations"). */
 export const TRANSFER_SOURCE = "token_transfer";
@@ -169,7 +170,7 @@ export async function dayTotals(pool: Pool | pg.PoolClient, day: string, userId:
   };
 }
 
-// The sender's day (created as a lease would, ensureAccount), locked: its remaining decides the send.
+// The sender's day (created as a lease would), locked: its remaining decides the send.
 const LOCK_DAY = `
 select restored::text, debits_posted::text, debits_pending::text from quota_accounts
 where user_id = $1::uuid and kind = 'daily_allowance' and period = $2::text
@@ -224,7 +225,7 @@ export function sendRows(pool: Pool, s: SendRow, policy: (client: pg.PoolClient)
     }
     const p = await policy(client);
     const totals = await dayTotals(client, s.day, s.senderId, s.recipientId);
-    await ensureAccount(client, { userId: s.senderId, kind: "daily_allowance", period: s.day }, s.senderBase);
+    await createAccount(client, { userId: s.senderId, kind: "daily_allowance", period: s.day }, s.senderBase);
     const day = (await client.query<{ restored: string; debits_posted: string; debits_pending: string }>(LOCK_DAY, [s.senderId, s.day]))
       .rows[0]!;
     const remaining = s.senderBase + BigInt(day.restored) - BigInt(day.debits_posted) - BigInt(day.debits_pending);
@@ -256,7 +257,7 @@ from token_transfers t join users u on u.id = t.recipient_id
 where t.id = $1::uuid
 for update of t`;
 
-const LOCK_HOLD = `select 1 from quota_holds where id = $1::uuid for update`;
+const LOCK_HOLD = `select account_id::text from quota_holds where id = $1::uuid for update`;
 
 const END = `
 update token_transfers set status = $2::text, reason = $3::text, applied = $4::bigint, returned = $5::bigint, completed_at = now()
@@ -270,8 +271,10 @@ export interface CompleteContext {
 }
 
 /**
- * Completes a pending transfer, once: the record locked first, then the sender's hold, then the recipient's day.
- * Undefined when there is no such transfer; a transfer no longer pending is returned as it is.
+ * Completes a pending transfer, once: the record locked first, then the sender's hold, then both days (the
+ * sender's and the recipient's, created if needed) in ascending id order, before either is written: the crossing
+ * transfer (B to A while A to B) locks them in the same order. Undefined when there is no such transfer; a
+ * transfer no longer pending is returned as it is.
  */
 export function completeRows(pool: Pool, id: string, ctx: CompleteContext): Promise<TransferRow | undefined> {
   return inTransaction(pool, async (client) => {
@@ -296,8 +299,14 @@ export function completeRows(pool: Pool, id: string, ctx: CompleteContext): Prom
     };
     if (t.day !== ctx.today) return refuse("day_ended");
     if (t.unavailable) return refuse("recipient_unavailable");
-    await client.query(LOCK_HOLD, [t.hold_id]);
-    await ensureAccount(client, { userId: t.recipient_id, kind: "daily_allowance", period: t.day }, ctx.baseOf(t.plan));
+    const hold = (await client.query<{ account_id: string }>(LOCK_HOLD, [t.hold_id])).rows[0];
+    if (!hold) throw new Error(`the hold of transfer ${id} is missing`);
+    const recipientDay = await createAccount(
+      client,
+      { userId: t.recipient_id, kind: "daily_allowance", period: t.day },
+      ctx.baseOf(t.plan),
+    );
+    await lockAccounts(client, [hold.account_id, recipientDay]);
     // The recipient's spent units, never above them: the day's remaining goes back at most to its allowance.
     const restored = await restoreRow(client, {
       userId: t.recipient_id,

@@ -1,8 +1,10 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
+import type { Logger } from "pino";
 import type { z } from "zod";
 import { normaliseEmail } from "../auth/email.js";
 import type { Config } from "../config/schema.js";
+import type { DatabaseHealth } from "../db/health.js";
 import type { Pool } from "../db/pool.js";
 import { errors, GatewayError } from "../errors.js";
 import { isUuid } from "../ids.js";
@@ -23,6 +25,7 @@ import {
   setReceiveDisabled,
   type TransferRow,
 } from "./transfers-sql.js";
+import { backgroundCompletion } from "./completion.js";
 import { refusalOf, transferableOf, type DayTotals, type PolicyValues, type SendRefusal } from "./rules.js";
 import type { adminTransfersAnswer, PolicyBody, previewAnswer, PublicPolicy, TransferRecord, transfersAnswer } from "./wire.js";
 
@@ -45,8 +48,13 @@ export interface Transfers {
   policy(): Promise<PublicPolicy>;
   savePolicy(body: PolicyBody, updatedBy: string): Promise<PublicPolicy>;
   latest(userId: string | null): Promise<z.infer<typeof adminTransfersAnswer>>;
-  /** graphile-worker's complete_transfer: ends a pending transfer once; undefined for an unknown id. */
+  /**
+   * Ends a pending transfer once (the sending process's own completion, and graphile-worker's complete_transfer);
+   * undefined for an unknown id.
+   */
   complete(id: string): Promise<TransferRow | undefined>;
+  /** Waits for the completions this process has under way, retrying none after (shutdown). */
+  close(): Promise<void>;
 }
 
 /** `ri***@example.com`: enough to recognise a recipient, not to learn an address. */
@@ -81,10 +89,19 @@ const RECEIVE_FLAG = `select transfers_receive_disabled from users where id = $1
 
 const CURSOR = /^(\d{4}-\d{2}-\d{2}T[\d:.]+Z)\|([0-9a-f-]{36})$/;
 
-export function createTransfers(deps: { pool: Pool; config: Config; clock: Clock; ledger: QuotaLedger }): Transfers {
+export function createTransfers(deps: {
+  pool: Pool;
+  config: Config;
+  clock: Clock;
+  ledger: QuotaLedger;
+  logger: Logger;
+  health: DatabaseHealth;
+}): Transfers {
   const { pool, config, clock, ledger } = deps;
   const defaults = config.transfers;
   const baseOf = (plan: string) => BigInt(Object.hasOwn(config.plans, plan) ? config.plans[plan]!.daily_tokens : 0);
+  const complete = (id: string) => completeRows(pool, id, { today: utcDay(clock.now()), baseOf });
+  const completion = backgroundCompletion({ complete, logger: deps.logger, health: deps.health });
 
   const fromConfig = (): PolicyValues => ({
     enabled: defaults.enabled,
@@ -161,12 +178,22 @@ export function createTransfers(deps: { pool: Pool; config: Config; clock: Clock
     return isUuid(needle) ? needle.toLowerCase() === t.recipientId : normaliseEmail(needle) === t.recipientEmail;
   };
 
+  /**
+   * A send's answer: its transfer as it is now. A pending one is then completed in the background (the send has
+   * committed; the answer does not wait): by the sending process, and again on a replay, whose first sending
+   * process may have stopped.
+   */
+  const sendAnswer = (t: TransferRow, viewer: string) => {
+    if (t.status === "pending") completion.start(t.id);
+    return { pending: t.status === "pending", transfer: toRecord(t, viewer) };
+  };
+
   async function send(sender: { userId: string; plan: string }, input: SendInput) {
     // A replay is answered whatever happened since (the recipient turned receiving off, the lookup budget ran out).
     const earlier = await earlierTransfer(pool, sender.userId, input.idempotency_key);
     if (earlier) {
       if (!names(input.recipient, earlier) || earlier.amount !== BigInt(input.amount)) throw keyReused();
-      return { pending: earlier.status === "pending", transfer: toRecord(earlier, sender.userId) };
+      return sendAnswer(earlier, sender.userId);
     }
     // The lookup budget: past it, no send learns whether a recipient exists (docs/api.md, "Token transfers").
     if ((await lookupsThisMinute(pool, sender.userId, clock.now())) >= defaults.lookups_per_minute) throw rateLimited();
@@ -195,7 +222,7 @@ export function createTransfers(deps: { pool: Pool; config: Config; clock: Clock
     );
     if (outcome.outcome === "key_reused") throw keyReused();
     if (outcome.outcome === "refused") throw refusal(outcome, input.amount);
-    return { pending: outcome.transfer.status === "pending", transfer: toRecord(outcome.transfer, sender.userId) };
+    return sendAnswer(outcome.transfer, sender.userId);
   }
 
   /** The user's remaining units today (allowance + restored − used − held), as the send reads them. */
@@ -321,6 +348,7 @@ export function createTransfers(deps: { pool: Pool; config: Config; clock: Clock
     policy,
     savePolicy,
     latest,
-    complete: (id) => completeRows(pool, id, { today: utcDay(clock.now()), baseOf }),
+    complete,
+    close: () => completion.close(),
   };
 }

@@ -7,8 +7,9 @@ import { useClusterBench } from "../helpers/cluster-bench.js";
 import { logIn } from "../helpers/login.js";
 
 // Token transfers with real processes (docs/billing.md, "Token transfers"): the operator sets the policy with
-// `gateway transfers policy set` (optimistic revision), users send over two `gateway serve` processes racing the
-// limits, each process's graphile-worker completes what was sent, and `gateway transfers list` shows it.
+// `gateway transfers policy set` (optimistic revision), users send over two `gateway serve --no-worker` processes
+// racing the limits, each process completes what it sent with no graphile-worker anywhere (the complete_transfer
+// tasks queued as the backstop stay queued), and `gateway transfers list` shows it.
 
 const DAILY = 1000;
 const PASSWORD = "transfers-cluster-pw";
@@ -16,7 +17,7 @@ const PASSWORD = "transfers-cluster-pw";
 describe("token transfers over two gateway processes", () => {
   const bench = useClusterBench("gateway-e2e-transfers-");
 
-  it("the policy by CLI; racing sends never pass the limits; the workers complete them; the list shows them", async () => {
+  it("the policy by CLI; racing sends never pass the limits; the sending processes complete them, no worker running; the list shows them", async () => {
     const db = await bench.database();
     const configFile = bench.writeConfig("transfers", {
       providers: { mock: { protocol: "openai", base_url: bench.upstream.baseUrl({}), api_key: "mock-key" } },
@@ -67,7 +68,7 @@ describe("token transfers over two gateway processes", () => {
       );
     }
 
-    const cluster = bench.cluster({ configFile, databaseUrl: db.url, worker: true });
+    const cluster = bench.cluster({ configFile, databaseUrl: db.url, worker: false });
     const [p0, p1] = await Promise.all([cluster.start(0), cluster.start(1)]);
     const { headers } = await logIn(p0.url, emails[0]!, PASSWORD);
     // 12 sends of 40 at once, over both processes: the send limit (300) lets 7 through.
@@ -84,13 +85,17 @@ describe("token transfers over two gateway processes", () => {
     expect(statuses.filter((s) => s === 202)).toHaveLength(7);
     expect(statuses.filter((s) => s !== 202).every((s) => s === 409)).toBe(true);
 
-    // The processes' workers complete them (graphile-worker picks new jobs up at once, by LISTEN).
+    // Each process completes what it sent, right after answering 202.
     let pending = 7;
     for (const deadline = Date.now() + 20_000; pending > 0 && Date.now() < deadline; await sleep(100)) {
       const { rows } = await db.pool.query<{ n: number }>("select count(*)::int as n from token_transfers where status = 'pending'");
       pending = rows[0]!.n;
     }
     expect(pending).toBe(0);
+    const backstops = await db.pool.query<{ n: number }>(
+      "select count(*)::int as n from graphile_worker.jobs where task_identifier = 'complete_transfer'",
+    );
+    expect(backstops.rows[0]!.n).toBe(7);
     const listed = await run("transfers", "list", "--user", emails[0]!, "--json");
     expect(listed.exitCode, listed.stderr).toBe(0);
     const transfers = (JSON.parse(listed.stdout) as { transfers: { status: string; applied: number; sender_email: string }[] }).transfers;

@@ -196,11 +196,16 @@ describe("real answers of the gateway's own routes match the description", () =>
     expect(await expectDescribed("POST", "/api/v1/user/token-transfers/preview", preview, 200)).toMatchObject({ allowed: true });
     const send = { recipient: "admin@example.test", amount: 3, idempotency_key: "described" };
     await expectDescribed("POST", "/api/v1/user/token-transfers", await call("POST", "/api/v1/user/token-transfers", user, send), 202);
-    await expectDescribed("POST", "/api/v1/user/token-transfers", await call("POST", "/api/v1/user/token-transfers", user, send), 202);
     const reused = await call("POST", "/api/v1/user/token-transfers", user, { ...send, amount: 4 });
     await expectDescribed("POST", "/api/v1/user/token-transfers", reused, 422);
-    const list = await call("GET", "/api/v1/user/token-transfers?limit=1", user);
-    expect(await expectDescribed("GET", "/api/v1/user/token-transfers", list, 200)).toMatchObject({ transfers: [{ status: "pending" }] });
+    // The gateway completes it at once (refused: the recipient spent nothing); the same send then answers 200.
+    const listed = async () => {
+      const list = await call("GET", "/api/v1/user/token-transfers?limit=1", user);
+      return (await expectDescribed("GET", "/api/v1/user/token-transfers", list, 200)) as { transfers: { status: string }[] };
+    };
+    await expect.poll(async () => (await listed()).transfers[0]?.status, { timeout: 30_000 }).toBe("refused");
+    const replay = await call("POST", "/api/v1/user/token-transfers", user, send);
+    expect(await expectDescribed("POST", "/api/v1/user/token-transfers", replay, 200)).toMatchObject({ reason: "nothing_to_refill" });
 
     const admin = json(adminSession.token, adminSession.csrf_token);
     const policy = (await expectDescribed(

@@ -11,12 +11,20 @@ import { gatewayTasks, startTestGateway, type TestGateway } from "../helpers/gat
 import { logIn } from "../helpers/login.js";
 import { spendDay } from "../helpers/spend.js";
 import { startPgFaultProxy } from "../helpers/pg-fault-proxy.js";
+import { lockWaits, pendingTransfer, pendingTransfers, restorationsOf, whileDayLocked } from "../helpers/transfers.js";
 
 // Daily token transfers (docs/billing.md, "Token transfers") through HTTP with real sessions, two gateways on one
-// database, graphile-worker completing them, and an injected clock for the day's end.
+// database and an injected clock for the day's end. No graphile-worker runs: the sending gateway completes what it
+// sent; the complete_transfer task (run here with runOnce) is the backstop, beside it or after it.
 
 const PASSWORD = "password-123-transfer";
 const DAILY = 1000;
+const TODAY = "2026-11-26";
+const config = {
+  plans: { std: { daily_tokens: DAILY, weekly_resets: 2, context_limit: 128_000 } },
+  default_plan: "std",
+  transfers: { send_daily_limit: 600, receive_daily_limit: 700, service_daily_limit: 1_000_000, lookups_per_minute: 5 },
+};
 
 let db: TestDatabase;
 let gw: TestGateway;
@@ -60,16 +68,28 @@ let keys = 0;
 const send = (from: User, to: string, amount: unknown, key = `key-${++keys}`, on: TestGateway = gw) =>
   call("POST", "/api/v1/user/token-transfers", from.headers, { recipient: to, amount, idempotency_key: key }, on);
 
-async function sent(from: User, to: string, amount: number, key?: string) {
-  const res = await send(from, to, amount, key);
+async function sent(from: User, to: string, amount: number, key?: string, on: TestGateway = gw) {
+  const res = await send(from, to, amount, key, on);
   expect(res.status, await res.clone().text()).toBe(202);
   return transferRecord.parse(await res.json()) as Record_;
 }
 
-/** Lets graphile-worker run the queued completions. */
+/** Lets graphile-worker run the queued complete_transfer tasks (the backstop). */
 async function complete() {
   await runOnce({ pgPool: db.pool, taskList: gatewayTasks(gw) });
 }
+
+/** The transfer once it has ended, as its sender's history shows it. */
+async function ended(sender: User, id: string) {
+  let found: Record_ | undefined;
+  await expect
+    .poll(async () => (found = (await listOf(sender)).transfers.find((t) => t.id === id))?.status, { timeout: 30_000 })
+    .toMatch(/^(completed|refused)$/);
+  return found!;
+}
+
+/** Until every transfer of the user (or of everyone), sent or received, has ended. */
+const allEnded = (u?: User) => expect.poll(() => pendingTransfers(db.pool, u?.id), { timeout: 30_000 }).toBe(0);
 
 const quota = async (u: User) =>
   (await (await call("GET", "/api/v1/user/quota", u.headers)).json()) as {
@@ -103,12 +123,7 @@ let admin: User;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  clock = new ManualClock("2026-11-26T12:00:00Z");
-  const config = {
-    plans: { std: { daily_tokens: DAILY, weekly_resets: 2, context_limit: 128_000 } },
-    default_plan: "std",
-    transfers: { send_daily_limit: 600, receive_daily_limit: 700, service_daily_limit: 1_000_000, lookups_per_minute: 5 },
-  };
+  clock = new ManualClock(`${TODAY}T12:00:00Z`);
   gw = await startTestGateway({ db, clock, config });
   other = await startTestGateway({ db, clock, config });
   admin = await newUser("admin");
@@ -121,16 +136,20 @@ afterAll(async () => {
 });
 
 describe("a transfer", () => {
-  it("is pending (202), then completed by graphile-worker: the recipient's spent units refilled, the sender charged", async () => {
+  it("is pending (202), then completed by the sending gateway with no worker: the recipient's spent units refilled, the sender charged", async () => {
     const [a, b] = [await newUser(), await newUser()];
     await spend(b, 500);
-    const t = await sent(a, b.email, 200, "first");
-    expect(t).toMatchObject({ direction: "sent", amount: 200, status: "pending", applied: null, day: "2026-11-26" });
-    expect(t.counterparty).toBe("tr***@example.test");
-    // Held on the sender's day while pending.
-    expect(await quota(a)).toMatchObject({ used: 0, reserved: 200, remaining: 800 });
+    const t = await whileDayLocked(db.pool, b.id, async () => {
+      const t = await sent(a, b.email, 200, "first");
+      expect(t).toMatchObject({ direction: "sent", amount: 200, status: "pending", applied: null, day: TODAY });
+      expect(t.counterparty).toBe("tr***@example.test");
+      // Held on the sender's day while pending (its completion waits for b's day here).
+      expect(await quota(a)).toMatchObject({ used: 0, reserved: 200, remaining: 800 });
+      return t;
+    });
 
-    await complete();
+    // Nobody runs graphile-worker: the gateway that answered the send completes it, and the history shows it.
+    expect(await ended(a, t.id)).toMatchObject({ status: "completed", applied: 200, returned: 0 });
     const again = await send(a, b.email, 200, "first");
     expect(again.status).toBe(200);
     expect(await again.json()).toMatchObject({ id: t.id, status: "completed", applied: 200, returned: 0 });
@@ -138,6 +157,10 @@ describe("a transfer", () => {
     expect(await quota(b)).toMatchObject({ restored: 200, used: 500, remaining: 700 });
     // The recipient sees it received, by the sender's masked email.
     expect((await listOf(b)).transfers[0]).toMatchObject({ id: t.id, direction: "received", status: "completed" });
+    // The backstop task, queued with the send, runs after it: it finds the transfer ended and changes nothing.
+    await complete();
+    expect(await restorationsOf(db.pool, t.id)).toBe(1);
+    expect(await quota(b)).toMatchObject({ restored: 200, used: 500, remaining: 700 });
     expect(await reconcileLedger(db.pool)).toEqual([]);
   });
 
@@ -146,7 +169,7 @@ describe("a transfer", () => {
     await spend(b, 100);
     const partial = await sent(a, b.email, 300);
     const none = await sent(a, c.id, 50);
-    await complete();
+    await allEnded(a);
     const { transfers } = await listOf(a);
     expect(transfers.find((x) => x.id === partial.id)).toMatchObject({ status: "completed", applied: 100, returned: 200 });
     expect(transfers.find((x) => x.id === none.id)).toMatchObject({
@@ -192,13 +215,18 @@ describe("a transfer", () => {
   it("the same key: 50 at once are one transfer and 50 identical answers; another payload is 422", async () => {
     const [a, b] = [await newUser(), await newUser()];
     await spend(b, 300);
-    const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => send(a, b.email, 40, "same", i % 2 ? gw : other)));
-    expect(new Set(answers.map((r) => r.status))).toEqual(new Set([202]));
-    const bodies = await Promise.all(answers.map((r) => r.text()));
-    expect(new Set(bodies).size).toBe(1);
+    // Still pending throughout (its completion waits for b's day), so every answer is the same.
+    await whileDayLocked(db.pool, b.id, async () => {
+      const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => send(a, b.email, 40, "same", i % 2 ? gw : other)));
+      expect(new Set(answers.map((r) => r.status))).toEqual(new Set([202]));
+      const bodies = await Promise.all(answers.map((r) => r.text()));
+      expect(new Set(bodies).size).toBe(1);
+      expect(await quota(a)).toMatchObject({ reserved: 40 });
+    });
     const { rows } = await db.pool.query("select count(*)::int as n from token_transfers where sender_id = $1", [a.id]);
     expect(rows[0].n).toBe(1);
-    expect(await quota(a)).toMatchObject({ reserved: 40 });
+    await allEnded(a);
+    expect(await quota(a)).toMatchObject({ used: 40, reserved: 0 });
     const other_ = await send(a, b.email, 41, "same");
     expect(other_.status).toBe(422);
     expect(await errorOf(other_)).toMatchObject({ code: "idempotency_key_reused", param: "idempotency_key" });
@@ -207,8 +235,7 @@ describe("a transfer", () => {
   it("cannot forward what was received today, nor send more than remains after holds in flight", async () => {
     const [a, b, c] = [await newUser(), await newUser(), await newUser()];
     await spend(b, 600);
-    await sent(a, b.email, 300);
-    await complete();
+    await ended(a, (await sent(a, b.email, 300)).id);
     // b: 1000 - 600 + 300 = 700 remaining, 300 of it received today: 400 transferable.
     expect((await listOf(b)).limits.transferable).toBe(400);
     await spend(c, 500);
@@ -220,7 +247,25 @@ describe("a transfer", () => {
 });
 
 describe("completion", () => {
-  it("run many times at once, on two processes, completes a transfer once", async () => {
+  it("by the sending gateway and by the complete_transfer task at the same time: completed once", async () => {
+    const [a, b] = [await newUser(), await newUser()];
+    await spend(b, 400);
+    const { t, task } = await whileDayLocked(db.pool, b.id, async () => {
+      const t = await sent(a, b.email, 130);
+      const task = complete();
+      // Both wait: one for b's day, the other for the transfer's record, which the first holds.
+      await expect.poll(() => lockWaits(db.pool), { timeout: 30_000 }).toBeGreaterThanOrEqual(2);
+      return { t, task };
+    });
+    await task;
+    expect(await ended(a, t.id)).toMatchObject({ status: "completed", applied: 130, returned: 0 });
+    expect(await restorationsOf(db.pool, t.id)).toBe(1);
+    expect(await quota(a)).toMatchObject({ used: 130, reserved: 0 });
+    expect(await quota(b)).toMatchObject({ restored: 130 });
+    expect(await reconcileLedger(db.pool)).toEqual([]);
+  });
+
+  it("run many times at once, on two processes, beside the sending gateway's own, completes a transfer once", async () => {
     const [a, b] = [await newUser(), await newUser()];
     await spend(b, 400);
     const t = await sent(a, b.email, 150);
@@ -237,14 +282,15 @@ describe("completion", () => {
   it("cut off midway (its connection dropped while it waits on the recipient's day), leaves nothing, and completes once later", async () => {
     const [a, b] = [await newUser(), await newUser()];
     await spend(b, 400);
-    const t = await sent(a, b.email, 120);
+    // As sent by a gateway that stopped before completing it: only this test completes it.
+    const t = await pendingTransfer(db.pool, { senderId: a.id, recipientId: b.id, amount: 120n, day: TODAY, senderBase: BigInt(DAILY) });
     const proxy = await startPgFaultProxy(db.url);
     const cutPool = createPool(proxy.url, 1, () => {});
     const blocker = await db.pool.connect();
     try {
       await blocker.query("begin");
       await blocker.query("select 1 from quota_accounts where user_id = $1 and kind = 'daily_allowance' for update", [b.id]);
-      const midway = completeRows(cutPool, t.id, { today: "2026-11-26", baseOf: () => BigInt(DAILY) }).then(
+      const midway = completeRows(cutPool, t.id, { today: TODAY, baseOf: () => BigInt(DAILY) }).then(
         () => "completed",
         () => "failed",
       );
@@ -270,6 +316,33 @@ describe("completion", () => {
     expect(await quota(b)).toMatchObject({ restored: 120 });
     expect(await reconcileLedger(db.pool)).toEqual([]);
   });
+
+  it("by the sending gateway, cut off midway, is retried until it completes, once", async () => {
+    const [a, b] = [await newUser(), await newUser()];
+    await spend(b, 400);
+    const proxy = await startPgFaultProxy(db.url);
+    const cutPool = createPool(proxy.url, 4, () => {});
+    const cutGw = await startTestGateway({ db, pool: cutPool, clock, config });
+    try {
+      const t = await whileDayLocked(db.pool, b.id, async () => {
+        const t = await sent(a, b.email, 120, undefined, cutGw);
+        // Its completion has locked the transfer and the sender's hold, and waits for b's day: cut it there.
+        await expect.poll(() => lockWaits(db.pool, "%quota_accounts%"), { timeout: 30_000 }).toBe(1);
+        proxy.cut();
+        return t;
+      });
+      expect(await ended(a, t.id)).toMatchObject({ status: "completed", applied: 120, returned: 0 });
+      expect(proxy.stats().cut).toBeGreaterThan(0);
+      expect(await restorationsOf(db.pool, t.id)).toBe(1);
+      expect(await quota(a)).toMatchObject({ used: 120, reserved: 0 });
+      expect(await quota(b)).toMatchObject({ restored: 120 });
+      expect(await reconcileLedger(db.pool)).toEqual([]);
+    } finally {
+      await cutGw.close();
+      await cutPool.end().catch(() => {});
+      await proxy.close();
+    }
+  });
 });
 
 describe("limits", () => {
@@ -292,7 +365,7 @@ describe("limits", () => {
     const senders = await Promise.all(Array.from({ length: 8 }, () => newUser()));
     const received = await Promise.all(senders.map((s, i) => send(s, target.email, 100, "to-target", i % 2 ? gw : other)));
     expect(received.filter((r) => r.status === 202)).toHaveLength(7);
-    await complete();
+    await allEnded(target);
     expect((await listOf(target)).limits.receiving_left).toBe(0);
     expect(await reconcileLedger(db.pool)).toEqual([]);
   });
@@ -300,8 +373,7 @@ describe("limits", () => {
   it("do not renew when a reserve reset restores the allowance", async () => {
     const [a, b] = [await newUser(), await newUser()];
     await spend(b, 900);
-    await sent(a, b.email, 500);
-    await complete();
+    await ended(a, (await sent(a, b.email, 500)).id);
     await spend(a, 300);
     expect((await call("POST", "/api/v1/user/quota-resets/use", a.headers)).status).toBe(200);
     const { limits } = await listOf(a);
@@ -314,6 +386,8 @@ describe("limits", () => {
     await spend(b, 800);
     const before = (await (await call("GET", "/api/v1/admin/token-transfers/policy", admin.headers)).json()) as { revision: number };
     const stale = { revision: before.revision, enabled: true, min_amount: 10, send_daily_limit: 600, receive_daily_limit: 700 };
+    // Every earlier transfer ended (one refused would count no more): what the service has left stays put.
+    await allEnded();
     const { limits } = await listOf(a);
     // Only 150 more today over every user.
     const service = 1_000_000 - limits.service_left + 150;
@@ -369,12 +443,13 @@ describe("who sees what", () => {
     expect((await errorOf(real)).code).toBe("transfer_rate_limited");
     expect(real.headers.get("retry-after")).toBe("60");
     expect((await send(a, "ghost-9@example.test", 1)).status).toBe(429);
-    // A replay, even after the recipient stopped accepting transfers, answers the transfer.
+    // A replay, even after the recipient stopped accepting transfers, answers the transfer (completed by now: 200).
+    await ended(a, first.id);
     await call("PATCH", "/api/v1/user/token-transfers/preferences", b.headers, { receive_disabled: true });
     const replay = await send(a, b.email.toUpperCase(), 10, "before-probing");
-    expect(replay.status).toBe(202);
-    expect(((await replay.json()) as { id: string }).id).toBe(first.id);
-    expect((await send(a, b.id, 10, "before-probing")).status).toBe(202);
+    expect(replay.status).toBe(200);
+    expect(await replay.json()).toMatchObject({ id: first.id, status: "completed", applied: 10 });
+    expect((await send(a, b.id, 10, "before-probing")).status).toBe(200);
     // The next minute, a new budget.
     clock.advance(60_000);
     expect((await send(a, "ghost-10@example.test", 1)).status).toBe(400);
@@ -442,6 +517,7 @@ describe("conservation", () => {
       expect(await reconcileLedger(db.pool), `step ${step}`).toEqual([]);
     }
     await complete();
+    for (const p of people) await allEnded(p);
     // Every unit a recipient received is one a sender was charged for, transfer by transfer.
     const { rows } = await db.pool.query<{ id: string; applied: string; restored: string; charged: string }>(
       `select t.id::text, coalesce(t.applied, 0)::text as applied,
@@ -453,7 +529,7 @@ describe("conservation", () => {
     expect(rows.length).toBeGreaterThan(0);
     for (const r of rows) expect([r.restored, r.charged], r.id).toEqual([r.applied, r.applied]);
     expect(rows.some((r) => r.applied !== "0")).toBe(true);
-    clock.set("2026-11-26T12:00:00Z");
+    clock.set(`${TODAY}T12:00:00Z`);
   });
 });
 
@@ -462,11 +538,11 @@ describe("the day's end", () => {
   it("a pending transfer of a past day ends with no effect; limits renew and received units become forwardable", async () => {
     const [a, b, c] = [await newUser(), await newUser(), await newUser()];
     await spend(b, 700);
-    await sent(c, b.email, 50);
-    await complete();
+    await ended(c, (await sent(c, b.email, 50)).id);
     // Received today: not forwardable today (300 left of b's own, 50 received).
     expect((await listOf(b)).limits).toMatchObject({ transferable: 300, receiving_left: 650 });
-    const late = await sent(a, b.email, 100);
+    // Sent by a gateway that stopped before completing it; the backstop task runs after 00:00 UTC.
+    const late = await pendingTransfer(db.pool, { senderId: a.id, recipientId: b.id, amount: 100n, day: TODAY, senderBase: BigInt(DAILY) });
     clock.set("2026-11-27T00:00:05Z");
     await complete();
     const { transfers, limits } = await listOf(a);
