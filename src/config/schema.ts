@@ -166,16 +166,21 @@ const mediaSchema = z
         native_usage_models: z.array(z.string().min(1)).default([...DEFAULT_NATIVE_IMAGE_MODELS]),
       })
       .prefault({}),
-    /** Video jobs (docs/api.md, "Video"): how the background task polls their upstreams, and how long a job may run. */
+    /** Video jobs (docs/api.md, "Video"): how every serving process polls their upstreams, and how long a job may run. */
     video: z
       .strictObject({
         poll_interval_seconds: z.int().positive().max(3600).default(5),
+        /**
+         * How long a process's claim on a job lasts while it polls it: no other process polls the job meanwhile, and
+         * the job of a process that died during a poll is taken by another once it lapses.
+         */
+        claim_seconds: z.int().min(2).max(600).default(30),
         /** A job still running after this long is failed and its hold voided. */
         job_timeout_seconds: z
           .int()
           .positive()
           .default(6 * 3600),
-        /** The durable hold's expiry: a job whose task never ran again (no worker at all) gives its units back then. */
+        /** The durable hold's expiry: a job that no process polled again (none running) gives its units back then. */
         hold_expiry_seconds: z
           .int()
           .positive()

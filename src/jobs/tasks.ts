@@ -4,8 +4,6 @@ import { pruneRequestLogs } from "../analytics/retention-sql.js";
 import type { SessionService } from "../auth/types.js";
 import type { RetentionConfig } from "../config/schema.js";
 import type { Pool } from "../db/pool.js";
-import { POLL_VIDEO_TASK, pollJobKey } from "../media/video-jobs.js";
-import { pollVideoJob, type VideoPollDeps } from "../media/video-poll.js";
 import { pruneLedger, type QuotaLedger } from "../quota/index.js";
 import { scanIncidents } from "../support/incidents.js";
 import { sweepSupportJobs } from "../support/sweep.js";
@@ -17,8 +15,6 @@ export interface JobDeps {
   ledger: QuotaLedger;
   pool: Pool;
   retention: RetentionConfig;
-  /** What the video poll needs: the upstreams, the ledger and the job rows. */
-  video: VideoPollDeps;
   /** Completes token transfers (src/transfers). */
   transfers: Pick<Transfers, "complete">;
 }
@@ -28,7 +24,6 @@ export interface TaskPayloads {
   prune_auth: Record<string, unknown>;
   expire_ledger: Record<string, unknown>;
   ledger_retention: Record<string, unknown>;
-  poll_video: { job_id: string };
   support_sweep: Record<string, unknown>;
   support_incidents: Record<string, unknown>;
   complete_transfer: { id: string };
@@ -77,22 +72,6 @@ function ledgerRetention(deps: JobDeps): Task {
   };
 }
 
-// Polls one video job's upstream and, once it ends, settles or releases its durable hold exactly once
-// (src/media/video-poll.ts says why running it twice, or on two processes, is safe). A running job schedules
-// its next poll under the job's key, so each job has at most one poll waiting.
-function pollVideo(deps: JobDeps): Task {
-  return async (payload, helpers) => {
-    const jobId = (payload as Partial<TaskPayloads["poll_video"]> | null)?.job_id;
-    if (typeof jobId !== "string" || !isUuid(jobId)) {
-      helpers.logger.error("poll_video: payload without a job id, dropped");
-      return;
-    }
-    await pollVideoJob(deps.video, jobId, async (id, runAt) => {
-      await helpers.addJob(POLL_VIDEO_TASK, { job_id: id }, { runAt, jobKey: pollJobKey(id) });
-    });
-  };
-}
-
 // Support jobs whose lease expired go back to the queue (or fail at the last attempt), and queued jobs of resolved
 // cases or past revisions are discarded (docs/support.md, "The sweep"). Each statement finds nothing done twice.
 function supportSweep(deps: JobDeps): Task {
@@ -136,7 +115,6 @@ export function taskList(deps: JobDeps): TaskList & Record<keyof TaskPayloads, T
     prune_auth: pruneAuth(deps),
     expire_ledger: expireLedger(deps),
     ledger_retention: ledgerRetention(deps),
-    poll_video: pollVideo(deps),
     support_sweep: supportSweep(deps),
     support_incidents: supportIncidents(deps),
     complete_transfer: completeTransfer(deps),

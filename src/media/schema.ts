@@ -2,9 +2,10 @@ import { sql } from "drizzle-orm";
 import { bigint, check, customType, index, integer, jsonb, numeric, pgTable, text, timestamp, uuid } from "drizzle-orm/pg-core";
 import { users } from "../auth/schema.js";
 
-// Video generation jobs (docs/api.md, "Video"): one row per accepted submission, created with its poll task
-// (src/media/video-jobs.ts) and ended once by it (completed or failed) in the transaction that writes the
-// submission's request-log row. The upstream's job id and video URLs stay here: no client ever sees them.
+// Video generation jobs (docs/api.md, "Video"): one row per accepted submission (src/media/video-jobs.ts), polled
+// by whichever serving process claims it when it is due (src/media/video-poller.ts), and ended once (completed or
+// failed) in the transaction that resolves its durable hold and writes the submission's request-log row. The
+// upstream's job id and video URLs stay here: no client ever sees them.
 export const videoJobs = pgTable(
   "video_jobs",
   {
@@ -37,15 +38,24 @@ export const videoJobs = pgTable(
     videos: jsonb("videos"),
     errorCode: text("error_code"),
     // When the submission arrived, when the upstream accepted it, the last status change, when it ended, and
-    // when the task gives up on a job still running (media.video.job_timeout_seconds).
+    // when the poll gives up on a job still running (media.video.job_timeout_seconds).
     receivedAt: timestamp("received_at", { withTimezone: true }).notNull(),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull(),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull(),
     endedAt: timestamp("ended_at", { withTimezone: true }),
     deadline: timestamp("deadline", { withTimezone: true }).notNull(),
+    // When a process polls the running job next, by the database's clock. A claim moves it to the claim's end
+    // (media.video.claim_seconds), so no other process takes the job while it is polled and a claim whose process
+    // died lapses by itself; the poll then moves it to the next poll.
+    nextPollAt: timestamp("next_poll_at", { withTimezone: true }).notNull().defaultNow(),
+    // The current claim's token: only the poll that holds it schedules the next one.
+    pollClaim: uuid("poll_claim"),
   },
   (t) => [
     index("video_jobs_user_created_idx").on(t.userId, t.createdAt),
+    index("video_jobs_due_idx")
+      .on(t.nextPollAt)
+      .where(sql`${t.status} in ('queued', 'in_progress')`),
     check("video_jobs_amounts_nonnegative", sql`${t.held} >= 0 and (${t.charged} is null or ${t.charged} >= 0)`),
   ],
 );

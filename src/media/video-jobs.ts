@@ -1,14 +1,11 @@
 import { insertRows } from "../analytics/row-json.js";
-import type { Pool } from "../db/pool.js";
+import type { Pool, Queryable } from "../db/pool.js";
 import type { VideoJobStatus } from "../providers/types.js";
 
-// The video_jobs table's statements (./schema.ts). Each is one statement, so each is atomic on its own: a job
-// row is created with its poll task, and ends (completed or failed) with the submission's request-log row.
-
-export const POLL_VIDEO_TASK = "poll_video";
-
-/** One pending poll per job, whichever process enqueued it (graphile-worker replaces a job under the same key). */
-export const pollJobKey = (jobId: string) => `${POLL_VIDEO_TASK}:${jobId}`;
+// The video_jobs table's statements (./schema.ts). A job row is created due for its first poll; a poll claims it
+// (next_poll_at moved to the claim's end, FOR UPDATE SKIP LOCKED: one process at a time), then either schedules the
+// next poll or ends the job in the transaction that resolves its hold (./video-end.ts). Poll times are the
+// database's clock, so processes never disagree about when a job is due or a claim has lapsed.
 
 export interface VideoJobRow {
   id: string;
@@ -93,15 +90,12 @@ const fromRow = (r: Row): VideoJobRow => ({
   deadline: r.deadline,
 });
 
-/** The row of an accepted job, and its first poll `firstPollAt`, in one statement: never a job nobody polls. */
-export async function insertVideoJob(pool: Pool, job: VideoJobRow, firstPollAt: Date): Promise<void> {
+/** The row of an accepted job, due for its first poll `firstPollSeconds` from now: any serving process polls it. */
+export async function insertVideoJob(pool: Pool, job: VideoJobRow, firstPollSeconds: number): Promise<void> {
   await pool.query(
-    `with job as (
-       insert into video_jobs (id, user_id, key_id, request_id, public_model, provider, upstream_model, upstream_job_id,
-         fallback_path, status, hold_id, held, seconds, n, rate_num, rate_den, received_at, created_at, updated_at, deadline)
-       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $18, $19)
-       returning id)
-     select graphile_worker.add_job($20, json_build_object('job_id', id), run_at := $21, job_key := $22) from job`,
+    `insert into video_jobs (id, user_id, key_id, request_id, public_model, provider, upstream_model, upstream_job_id,
+       fallback_path, status, hold_id, held, seconds, n, rate_num, rate_den, received_at, created_at, updated_at, deadline, next_poll_at)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $18, $19, now() + make_interval(secs => $20))`,
     [
       job.id,
       job.userId,
@@ -122,9 +116,7 @@ export async function insertVideoJob(pool: Pool, job: VideoJobRow, firstPollAt: 
       job.receivedAt,
       job.createdAt,
       job.deadline,
-      POLL_VIDEO_TASK,
-      firstPollAt,
-      pollJobKey(job.id),
+      firstPollSeconds,
     ],
   );
 }
@@ -138,12 +130,54 @@ export async function findVideoJob(pool: Pool, id: string, userId?: string): Pro
   return rows[0] ? fromRow(rows[0]) : null;
 }
 
-/** Records a running job's new status (never once it has ended). */
-export async function setVideoJobStatus(pool: Pool, id: string, status: "queued" | "in_progress", now: Date): Promise<void> {
-  await pool.query(
-    `update video_jobs set status = $2, updated_at = $3 where id = $1 and status in ('queued', 'in_progress') and status <> $2`,
-    [id, status, now],
-  );
+/** A running job claimed for one poll: `claim` is the token that lets this poll, and only it, schedule the next. */
+export interface ClaimedVideoJob extends VideoJobRow {
+  claim: string;
+}
+
+// Due running jobs, oldest due first, each locked or skipped (another process is claiming it this instant) and
+// moved to the claim's end in the same statement: a job is claimed by one process until its claim lapses.
+const CLAIM = `
+with due as (
+  select id from video_jobs
+  where status in ('queued', 'in_progress') and next_poll_at <= now()
+  order by next_poll_at
+  limit $1::int
+  for update skip locked
+)
+update video_jobs set next_poll_at = now() + make_interval(secs => $2::int), poll_claim = $3::uuid
+where id in (select id from due)
+returning ${COLUMNS}`;
+
+/** Claims at most `batch` due jobs for `claimSeconds`, all under the token `claim`. */
+export async function claimDueVideoJobs(pool: Pool, batch: number, claimSeconds: number, claim: string): Promise<ClaimedVideoJob[]> {
+  const { rows } = await pool.query<Row>(CLAIM, [batch, claimSeconds, claim]);
+  return rows.map((r) => Object.assign(fromRow(r), { claim }));
+}
+
+// Only under the poll's own claim: a poll that overran its claim (another process has the job now) changes nothing.
+// updated_at is the last status change.
+const NEXT_POLL = `
+update video_jobs
+set status = coalesce($3::text, status), updated_at = case when $3::text <> status then $4::timestamptz else updated_at end,
+  next_poll_at = now() + make_interval(secs => $5::int), poll_claim = null
+where id = $1::uuid and poll_claim = $2::uuid and status in ('queued', 'in_progress')`;
+
+/** Ends a poll of a running job: its status as the upstream said (null: no answer), and its next poll. */
+export async function scheduleNextPoll(
+  pool: Pool,
+  job: ClaimedVideoJob,
+  status: "queued" | "in_progress" | null,
+  now: Date,
+  intervalSeconds: number,
+): Promise<void> {
+  await pool.query(NEXT_POLL, [job.id, job.claim, status, now, intervalSeconds]);
+}
+
+/** Locks a job's row for the transaction that ends it; its status (undefined: no such job). */
+export async function lockVideoJob(client: Queryable, id: string): Promise<VideoJobStatus | undefined> {
+  const { rows } = await client.query<{ status: VideoJobStatus }>(`select status from video_jobs where id = $1 for update`, [id]);
+  return rows[0]?.status;
 }
 
 export interface VideoJobEnd {
@@ -158,12 +192,13 @@ export interface VideoJobEnd {
 
 /**
  * Ends a running job and writes its request-log row, in one statement: both or neither. Once ended, running it
- * again changes nothing (no second row: the row is written only by the statement that ended the job).
+ * again changes nothing (no second row: the row is written only by the statement that ended the job). Run on the
+ * transaction that resolved the job's hold (./video-end.ts), so the three commit together.
  */
-export async function endVideoJob(pool: Pool, id: string, end: VideoJobEnd): Promise<void> {
-  await pool.query(
+export async function endVideoJob(client: Queryable, id: string, end: VideoJobEnd): Promise<void> {
+  await client.query(
     `with ended as (
-       update video_jobs set status = $2, charged = $3, videos = $4, error_code = $5, updated_at = $6, ended_at = $6
+       update video_jobs set status = $2, charged = $3, videos = $4, error_code = $5, updated_at = $6, ended_at = $6, poll_claim = null
        where id = $1 and status in ('queued', 'in_progress') returning id)
      ${insertRows(`(select case when exists (select 1 from ended) then $7::json else '[]'::json end)`)}`,
     [

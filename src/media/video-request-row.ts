@@ -2,10 +2,11 @@ import type { RequestLogRow } from "../analytics/types.js";
 import { ERROR_CODES, type ErrorCode } from "../errors.js";
 import type { VideoJobRow } from "./video-jobs.js";
 
-// The request-log row of a video submission the upstream accepted, written once when its job ends (by the poll
-// task, on whichever process runs it), so that it carries the charge: one row per request id, as for every
-// route. A submission refused or failed before the upstream accepted it is logged at once by the route instead.
-// Latency is the job's whole run (submission to end); ttfb is the time the submission took to be answered.
+// The request-log row of a video submission the upstream accepted, written once when its job ends (in the
+// transaction that resolves its hold, on whichever process polled it, ./video-end.ts), so that it carries the
+// charge: one row per request id, as for every route. A submission refused or failed before the upstream accepted
+// it is logged at once by the route instead. Latency is the job's whole run (submission to end); ttfb is the time
+// the submission took to be answered.
 
 export const VIDEO_ROUTE = "/v1/video/generations";
 

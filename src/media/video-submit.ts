@@ -25,8 +25,9 @@ import type { VideoRequest } from "./video-request-schema.js";
 
 // Submitting a video job (docs/api.md, "Video"): resolve the model, hold the quota durably BEFORE any upstream
 // call, submit with fallback (only until an upstream accepts: after that the job is that provider's), then store
-// the job with its first poll. Every failure after the hold voids it; every refusal is logged at once (one
-// request-log row per request id; an accepted job's row is written when it ends, src/media/video-poll.ts).
+// the job, due for its first poll by any serving process. Every failure after the hold voids it; every refusal is
+// logged at once (one request-log row per request id; an accepted job's row is written when it ends,
+// src/media/video-end.ts).
 
 export interface VideoDeps {
   config: Config;
@@ -134,7 +135,7 @@ export async function submitVideo(
       endedAt: null,
       deadline: new Date(created.getTime() + video.job_timeout_seconds * 1000),
     };
-    await insertVideoJob(deps.pool, job, new Date(created.getTime() + video.poll_interval_seconds * 1000));
+    await insertVideoJob(deps.pool, job, video.poll_interval_seconds);
     return job;
   } catch (err) {
     // Nothing was accepted, or the job could not be stored (then nothing would ever poll or settle it).

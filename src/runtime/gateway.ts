@@ -3,6 +3,7 @@ import type { Config } from "../config/schema.js";
 import { faultCode, waitForDatabase } from "../db/faults.js";
 import { runMigrations } from "../db/migrate.js";
 import { startWorker, type BackgroundWorker } from "../jobs/worker.js";
+import { startVideoPoller } from "../media/video-poller.js";
 import { createApp, createMetricsApp } from "./app.js";
 import { checkListenAddress, listen, type HttpServer } from "../server/listen.js";
 import { openDatabase } from "./database.js";
@@ -28,7 +29,7 @@ export interface RunningGateway {
   hurry(): void;
 }
 
-/** What `gateway serve` runs: database, migrations, services, HTTP server and background worker. */
+/** What `gateway serve` runs: database, migrations, services, the video poller, HTTP server and background worker. */
 export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
   const { config, logger } = opts;
   const cleanups: (() => Promise<void>)[] = [];
@@ -54,6 +55,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     await runMigrations(db.pool, logger);
     const services = await createServices({ config, pool: db.pool, logger, env: opts.env });
     cleanups.push(() => services.close());
+    // Every serving process polls due video jobs, worker or not; stopped before the services it polls with.
+    const videoPoller = startVideoPoller(videoPollDeps(services), services.health);
+    cleanups.push(() => videoPoller.stop());
     let worker: BackgroundWorker | undefined;
     if (opts.worker) {
       worker = await startWorker({
@@ -66,7 +70,6 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
           ledger: services.ledger,
           pool: db.pool,
           retention: config.retention,
-          video: videoPollDeps(services),
           transfers: services.transfers,
         },
       });

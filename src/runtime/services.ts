@@ -47,10 +47,10 @@ export interface ServiceOptions {
   clock?: Clock;
 }
 
-/** What the video poll task needs of a process's services (src/media/video-poll.ts). */
+/** What the video poller needs of a process's services (src/media/video-poll.ts). */
 export function videoPollDeps(services: Services): VideoPollDeps {
-  const { pool, ledger, providers, config, logger, clock } = services;
-  return { pool, ledger, providers, config, clock, logger };
+  const { pool, providers, config, logger, clock } = services;
+  return { pool, providers, config, clock, logger };
 }
 
 /** The composition root shared by `serve`, the admin commands and the tests. */

@@ -4,7 +4,7 @@ import type { ConfigInput } from "../../src/config/schema.js";
 import type { Pool } from "../../src/db/pool.js";
 import type { Clock } from "../../src/quota/clock.js";
 import { taskList } from "../../src/jobs/tasks.js";
-import { createServices, videoPollDeps, type Services } from "../../src/runtime/services.js";
+import { createServices, type Services } from "../../src/runtime/services.js";
 import { createApp } from "../../src/runtime/app.js";
 import { listen } from "../../src/server/listen.js";
 import { transportOf } from "../../src/runtime/transport.js";
@@ -70,7 +70,6 @@ export function gatewayTasks(gw: TestGateway) {
     ledger: s.ledger,
     pool: gw.db.pool,
     retention: s.config.retention,
-    video: videoPollDeps(s),
     transfers: s.transfers,
   });
 }

@@ -2,7 +2,6 @@ import { quickAddJob, runOnce } from "graphile-worker";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { crontab, taskList, type JobDeps } from "../../src/jobs/tasks.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
-import { videoPollDeps } from "../../src/runtime/services.js";
 
 describe("background jobs", () => {
   let gw: TestGateway;
@@ -14,7 +13,6 @@ describe("background jobs", () => {
       ledger: gw.services.ledger,
       pool: gw.db.pool,
       retention: gw.services.config.retention,
-      video: videoPollDeps(gw.services),
       transfers: gw.services.transfers,
     };
   });

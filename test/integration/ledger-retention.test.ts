@@ -14,7 +14,7 @@ import {
   type QuotaLedger,
   type ReserveInput,
 } from "../../src/quota/index.js";
-import { createServices, videoPollDeps } from "../../src/runtime/services.js";
+import { createServices } from "../../src/runtime/services.js";
 import { createLogger } from "../../src/server/logger.js";
 import type { TestDatabase } from "../helpers/db.js";
 import { testConfig } from "../helpers/gateway-app.js";
@@ -473,7 +473,6 @@ describe("retention of the ledger and the request log", () => {
         ledger,
         pool: db.pool,
         retention: services.config.retention,
-        video: videoPollDeps(services),
         transfers: services.transfers,
       });
       await quickAddJob({ pgPool: db.pool }, "ledger_retention", {});

@@ -11,7 +11,7 @@ import {
   type QuotaLedger,
   type ReserveInput,
 } from "../../src/quota/index.js";
-import { createServices, videoPollDeps, type Services } from "../../src/runtime/services.js";
+import { createServices, type Services } from "../../src/runtime/services.js";
 import { createLogger } from "../../src/server/logger.js";
 import type { TestDatabase } from "../helpers/db.js";
 import { useLedgerFixture } from "../helpers/ledger-fixture.js";
@@ -268,7 +268,6 @@ describe("quota ledger", () => {
         ledger,
         pool: db.pool,
         retention: services.config.retention,
-        video: videoPollDeps(services),
         transfers: services.transfers,
       });
       await quickAddJob({ pgPool: db.pool }, "expire_ledger", {});

@@ -1,17 +1,14 @@
-import { runOnce } from "graphile-worker";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Pool } from "../../src/db/pool.js";
-import { taskList } from "../../src/jobs/tasks.js";
-import { pollVideoJob, type VideoPollDeps } from "../../src/media/video-poll.js";
+import { pollDueVideoJobs } from "../../src/media/video-poller.js";
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
 import { videoPollDeps } from "../../src/runtime/services.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { quiesce, rowsOf } from "../helpers/metering-checks.js";
 
-// Video jobs end to end over raw HTTP: submission holds the quota durably before the upstream call, the
-// poll_video task (through graphile-worker and called directly) settles or releases the hold exactly once,
-// however often and wherever it runs, and the request log gets one row per submission.
+// Video jobs end to end over raw HTTP: submission holds the quota durably before the upstream call, a poll
+// settles or releases the hold exactly once, and the request log gets one row per submission. How polls are
+// claimed, and what a poll that dies or fails does, is test/integration/video-poller.test.ts.
 
 let mock: MockUpstream;
 let proxy: FaultProxy;
@@ -84,35 +81,22 @@ async function read(id: string, key = owner.key, suffix = "") {
   return fetch(`${gw.url}/v1/video/generations/${id}${suffix}`, { headers: { authorization: `Bearer ${key}` } });
 }
 
-const deps = (): VideoPollDeps => videoPollDeps(gw.services);
-const noNext = async () => {};
-
 const jobRow = async (id: string) => (await rowsOf(gw.db.pool, "select * from video_jobs where id = $1", [id]))[0]!;
 const holdOf = async (id: string) =>
   (await rowsOf(gw.db.pool, "select h.* from quota_holds h join video_jobs j on j.hold_id = h.id where j.id = $1", [id]))[0]!;
 const logRows = async (requestId: string) => rowsOf(gw.db.pool, "select * from request_logs where request_id = $1", [requestId]);
 const used = async (userId: string) => (await gw.services.ledger.balance({ kind: "daily_allowance", userId, base: 200_000n })).used;
 
-/** Makes the job's pending poll due now and lets graphile-worker run what is due. */
-async function runDuePolls(pool: Pool) {
-  await pool.query(
-    "update graphile_worker._private_jobs set run_at = now() where task_id = (select id from graphile_worker._private_tasks where identifier = 'poll_video')",
-  );
-  await runOnce({
-    pgPool: pool,
-    taskList: taskList({
-      sessions: gw.services.auth.sessions,
-      ledger: gw.services.ledger,
-      pool,
-      retention: gw.services.config.retention,
-      video: deps(),
-      transfers: gw.services.transfers,
-    }),
-  });
+/** Makes the job due now (as if its poll interval had passed) and runs one round of this process's poller. */
+async function pollNow(id: string) {
+  await gw.db.pool.query("update video_jobs set next_poll_at = now() where id = $1", [id]);
+  const round = await pollDueVideoJobs(videoPollDeps(gw.services));
+  expect(round.failed).toEqual([]);
+  return round;
 }
 
 describe("POST /v1/video/generations", () => {
-  it("answers the gateway's own job, holds the quota, and the task settles it once through graphile-worker", async () => {
+  it("answers the gateway's own job, holds the quota, and the poller settles it once", async () => {
     const before = await used(owner.id);
     const { res, body } = await submit({ model: "video-a", prompt: "a cat surfing", duration: 4, n: 2 });
     expect(res.status).toBe(200);
@@ -133,10 +117,10 @@ describe("POST /v1/video/generations", () => {
     const requestId = res.headers.get("x-request-id")!;
     expect(await holdOf(body.id)).toMatchObject({ status: "pending", amount: "1200", request_id: `video:${body.id}` });
 
-    await runDuePolls(gw.db.pool);
+    await pollNow(body.id);
     expect((await jobRow(body.id)).status).toBe("in_progress");
     expect(await logRows(requestId)).toHaveLength(0);
-    await runDuePolls(gw.db.pool);
+    await pollNow(body.id);
 
     const row = await jobRow(body.id);
     expect(row).toMatchObject({ status: "completed", charged: "1200" });
@@ -167,8 +151,8 @@ describe("POST /v1/video/generations", () => {
         .toString("latin1"),
     ).toBe("ftyp");
 
-    // Delivered again (at least once): no second effect.
-    expect(await pollVideoJob(deps(), body.id, noNext)).toBe("ended");
+    // An ended job is never claimed again: no second effect.
+    await pollNow(body.id);
     expect(await used(owner.id)).toBe(before + 1200n);
     expect(await logRows(requestId)).toHaveLength(1);
   });
@@ -177,8 +161,9 @@ describe("POST /v1/video/generations", () => {
     const before = await used(owner.id);
     const { res, body } = await submit({ model: "video-fail", prompt: "a dog" });
     expect(res.status).toBe(200);
-    expect(await pollVideoJob(deps(), body.id, noNext)).toBe("running");
-    expect(await pollVideoJob(deps(), body.id, noNext)).toBe("ended");
+    await pollNow(body.id);
+    expect((await jobRow(body.id)).status).toBe("in_progress");
+    await pollNow(body.id);
     expect(await holdOf(body.id)).toMatchObject({ status: "voided" });
     expect(await used(owner.id)).toBe(before);
     const logs = await logRows(res.headers.get("x-request-id")!);
@@ -191,8 +176,8 @@ describe("POST /v1/video/generations", () => {
 
   it("charges the requested duration when the provider reports none", async () => {
     const { body } = await submit({ model: "video-quiet", prompt: "rain", duration: 3 });
-    await pollVideoJob(deps(), body.id, noNext);
-    await pollVideoJob(deps(), body.id, noNext);
+    await pollNow(body.id);
+    await pollNow(body.id);
     // 3 s × 100.
     expect(await holdOf(body.id)).toMatchObject({ status: "posted", amount: "300", charged: "300" });
   });
@@ -270,48 +255,5 @@ describe("GET /v1/video/generations/{id}", () => {
     expect(a.error.code).toBe(b.error.code);
     expect((await read(body.id, other.key, "/content/0")).status).toBe(404);
     expect((await read(body.id)).status).toBe(200);
-  });
-});
-
-describe("the poll_video task runs at least once, on any process", () => {
-  it("settles once when run concurrently and again sequentially", async () => {
-    const before = await used(owner.id);
-    const { res, body } = await submit({ model: "video-a", prompt: "concurrent", duration: 2 });
-    const outcomes = await Promise.all([1, 2, 3].map(() => pollVideoJob(deps(), body.id, noNext)));
-    expect(outcomes).toContain("ended");
-    // 2 s × 150 = 300, charged once.
-    expect(await holdOf(body.id)).toMatchObject({ status: "posted", charged: "300" });
-    expect(await pollVideoJob(deps(), body.id, noNext)).toBe("ended");
-    expect(await used(owner.id)).toBe(before + 300n);
-    expect(await logRows(res.headers.get("x-request-id")!)).toHaveLength(1);
-  });
-
-  it("finishes a job on another process after one died between the ledger's post and the job row", async () => {
-    const before = await used(owner.id);
-    const { res, body } = await submit({ model: "video-a", prompt: "crash", duration: 2 });
-    expect(await pollVideoJob(deps(), body.id, noNext)).toBe("running");
-    // The first process posts the hold, then dies before the statement that ends the job.
-    const dying = deps();
-    const pool = dying.pool;
-    const cut = Object.create(pool) as Pool;
-    cut.query = ((text: unknown, values?: unknown) => {
-      if (typeof text === "string" && text.includes("with ended as")) return Promise.reject(new Error("process killed"));
-      return pool.query(text as string, values as unknown[]);
-    }) as Pool["query"];
-    await expect(pollVideoJob(Object.assign({}, dying, { pool: cut }), body.id, noNext)).rejects.toThrow("process killed");
-    expect(await holdOf(body.id)).toMatchObject({ status: "posted", charged: "300" });
-    expect((await jobRow(body.id)).status).toBe("in_progress");
-    expect(await logRows(res.headers.get("x-request-id")!)).toHaveLength(0);
-
-    // Another gateway process on the same database runs the retried task.
-    const second = await startTestGateway({ config: config(), db: gw.db });
-    try {
-      expect(await pollVideoJob(videoPollDeps(second.services), body.id, noNext)).toBe("ended");
-    } finally {
-      await second.close();
-    }
-    expect(await jobRow(body.id)).toMatchObject({ status: "completed", charged: "300" });
-    expect(await used(owner.id)).toBe(before + 300n);
-    expect(await logRows(res.headers.get("x-request-id")!)).toMatchObject([{ quota_charged: "300", status: 200 }]);
   });
 });
