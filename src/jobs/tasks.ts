@@ -60,8 +60,9 @@ function expireLedger(deps: JobDeps): Task {
 }
 
 // Rolls up and deletes the ledger's and the request log's history past their retention, and deletes the money
-// calls' idempotency keys past theirs (docs/billing.md, "Retention"). Running it twice is harmless: the second run finds nothing older than its cutoff, and a run cut
-// short (a batch per statement, each committed) leaves nothing half-deleted for the next to finish.
+// calls' idempotency keys past theirs (docs/billing.md, "Retention"). Running it twice is harmless: the second run
+// finds nothing older than its cutoff, and a run cut short (a batch per statement, each committed) leaves nothing
+// half-deleted for the next to finish.
 function ledgerRetention(deps: JobDeps): Task {
   return async (_payload, helpers) => {
     const { ledger_days, request_log_days, batch_rows } = deps.retention;
