@@ -3,6 +3,7 @@ import type { PublicResellerBalance } from "../src/account/reseller-accounts.js"
 import { action, printJson } from "./output.js";
 import { withServices, type CommonOptions } from "./context.js";
 import { withCommonOptions } from "./options.js";
+import { commandKey, idempotencyKeyOption, printKeyed } from "./idempotency-key.js";
 
 const print = (balance: PublicResellerBalance, opts: CommonOptions) => {
   if (opts.json) return printJson(balance);
@@ -18,10 +19,12 @@ export function resellerCommand(): Command {
     .requiredOption("--user <email|id>", "owner of the reseller keys")
     .requiredOption("--usd <amount>", "amount in USD, exact decimal (e.g. 25 or 0.50; at most 9 decimals)")
     .option("--note <text>", "why, kept with the credit", "")
+    .option(...idempotencyKeyOption)
     .action(
-      action(async (opts: CommonOptions & { user: string; usd: string; note: string }) => {
-        const balance = await withServices(opts, (s) => s.resellers.credit(opts.user, opts.usd, opts.note));
-        print(balance, opts);
+      action(async (opts: CommonOptions & { user: string; usd: string; note: string; idempotencyKey?: string }) => {
+        const key = commandKey(opts.idempotencyKey, "credit");
+        const credited = await withServices(opts, (s) => s.resellers.credit(opts.user, opts.usd, opts.note, key));
+        printKeyed(credited, opts, "credit", (balance) => print(balance, opts));
       }),
     );
 

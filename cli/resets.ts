@@ -4,6 +4,7 @@ import { errors } from "../src/errors.js";
 import { action, printJson } from "./output.js";
 import { withServices, type CommonOptions } from "./context.js";
 import { withCommonOptions } from "./options.js";
+import { commandKey, idempotencyKeyOption, printKeyed } from "./idempotency-key.js";
 
 const print = (r: PublicQuotaResets, opts: CommonOptions) => {
   if (opts.json) return printJson(r);
@@ -34,13 +35,15 @@ export function resetsCommand(): Command {
     .requiredOption("--count <n>", "how many resets (1 to 1000)")
     .option("--expires <date>", "YYYY-MM-DD (valid through that UTC day) or an ISO 8601 instant; default: never")
     .option("--note <text>", "why, kept with the grant", "")
+    .option(...idempotencyKeyOption)
     .action(
-      action(async (opts: CommonOptions & { user: string; count: string; expires?: string; note: string }) => {
+      action(async (opts: CommonOptions & { user: string; count: string; expires?: string; note: string; idempotencyKey?: string }) => {
         const n = count(opts.count);
-        const state = await withServices(opts, (s) =>
-          s.resets.grant(opts.user, { count: n, expires: opts.expires, note: opts.note }, "cli"),
+        const key = commandKey(opts.idempotencyKey, "grant");
+        const granted = await withServices(opts, (s) =>
+          s.resets.grant(opts.user, { count: n, expires: opts.expires, note: opts.note }, "cli", key),
         );
-        print(state, opts);
+        printKeyed(granted, opts, "grant", (state) => print(state, opts));
       }),
     );
 

@@ -5,10 +5,11 @@ import { ours, type OperationDescription } from "../server/api-description.js";
 import { readValidJson } from "../server/body.js";
 import type { BodyCaps } from "../server/body-rules.js";
 import type { AppEnv } from "../server/context.js";
+import { idempotencyErrors, idempotencyHeaderDescription, idempotencyKeyOf, keyedJson } from "./idempotency-header.js";
 import { resellerBalanceSchema, type ResellerAccounts } from "./reseller-accounts.js";
 
 // The HTTP face of the reseller balances (reseller-accounts.ts): a user reads their own; an admin reads any and
-// credits one.
+// credits one, idempotently by the Idempotency-Key header.
 
 const creditBody = z.object({
   usd: z.string().meta({ description: "A positive decimal amount in USD, at most 9 decimals: `25` or `0.50`." }),
@@ -27,8 +28,9 @@ export function resellerAdminRoutes(deps: { accounts: ResellerAccounts; bodies: 
   return new Hono<AppEnv>()
     .get("/reseller-balances/:user", async (c) => c.json(await deps.read(() => deps.accounts.balance(c.req.param("user")))))
     .post("/reseller-balances/:user/credits", async (c) => {
+      const key = idempotencyKeyOf(c);
       const body = await readValidJson(c, creditBody, deps.bodies.small);
-      return c.json(await deps.accounts.credit(c.req.param("user"), body.usd, body.note), 201);
+      return keyedJson(c, await deps.accounts.credit(c.req.param("user"), body.usd, body.note, key));
     });
 }
 
@@ -64,8 +66,9 @@ export const resellerOperations: OperationDescription[] = [
     tag: "Admin",
     access: "admin",
     pathParams: userParam,
+    headers: idempotencyHeaderDescription("credit"),
     body: ours("ResellerCredit", creditBody),
-    ok: { status: 201, description: "The balance after the credit.", schema: balance },
-    errors: ["user_not_found"],
+    ok: { status: 201, description: "The balance after the credit (a replay: after the first credit with that key).", schema: balance },
+    errors: ["user_not_found", ...idempotencyErrors],
   },
 ];

@@ -6,10 +6,12 @@ import { readValidJson } from "../server/body.js";
 import { anyObject, strictly } from "../server/strict-body.js";
 import type { BodyCaps } from "../server/body-rules.js";
 import type { AppEnv } from "../server/context.js";
+import { idempotencyErrors, idempotencyHeaderDescription, idempotencyKeyOf, keyedJson } from "./idempotency-header.js";
 import { quotaResetsSchema, resetUsedSchema, type ReserveResets } from "./reserve-resets.js";
 
 // The HTTP face of the reserve resets (reserve-resets.ts): a user's own under /api/v1/user (session only; an API
-// key never authorizes them), anyone's for an admin under /api/v1/admin (CSRF on POST).
+// key never authorizes them), anyone's for an admin under /api/v1/admin (CSRF on POST). A use and a grant are
+// idempotent by the Idempotency-Key header.
 
 const settingsBody = z.strictObject({
   auto_reset_enabled: z.boolean().meta({ description: "Use a reset automatically when the day's allowance runs low." }),
@@ -33,7 +35,10 @@ export function reserveResetUserRoutes(deps: { resets: ReserveResets; bodies: Bo
       const body = strictly(settingsBody, await readValidJson(c, anyObject, deps.bodies.small));
       return c.json({ auto_reset_enabled: await deps.resets.setAuto(c.get("session").userId, body.auto_reset_enabled) });
     })
-    .post("/quota-resets/use", async (c) => c.json(await deps.resets.use(c.get("session").userId)));
+    .post("/quota-resets/use", async (c) => {
+      const key = idempotencyKeyOf(c);
+      return keyedJson(c, await deps.resets.use(c.get("session").userId, key));
+    });
 }
 
 /** Mounted under /api/v1/admin (admin session; CSRF on POST). */
@@ -41,8 +46,9 @@ export function reserveResetAdminRoutes(deps: { resets: ReserveResets; bodies: B
   return new Hono<AppEnv>()
     .get("/users/:user/quota-resets", async (c) => c.json(await deps.read(() => deps.resets.state(c.req.param("user")))))
     .post("/users/:user/quota-resets", async (c) => {
+      const key = idempotencyKeyOf(c);
       const body = strictly(grantBody, await readValidJson(c, anyObject, deps.bodies.small));
-      return c.json(await deps.resets.grant(c.req.param("user"), body, `admin:${c.get("session").userId}`), 201);
+      return keyedJson(c, await deps.resets.grant(c.req.param("user"), body, `admin:${c.get("session").userId}`, key));
     });
 }
 
@@ -79,11 +85,13 @@ export const reserveResetOperations: OperationDescription[] = [
     operationId: "useQuotaReset",
     summary: "Uses one reserve reset now",
     description:
-      "Uses one of the week's resets, else the gifted one that expires first, and restores today's allowance (holds in flight stay held). Nothing spent today: 409 `nothing_to_restore`, no reset used. No reset left: 429 `insufficient_quota`.",
+      "Uses one of the week's resets, else the gifted one that expires first, and restores today's allowance (holds in flight stay held). Nothing spent today: 409 `nothing_to_restore`, no reset used. No reset left: 429 `insufficient_quota`. With an `Idempotency-Key`, either refusal is that key's answer as well: a retry with the key answers it again (without `Retry-After`); try later with a new key.",
     tag: "Account",
     access: "session",
+    headers: idempotencyHeaderDescription("use"),
     ok: { status: 200, description: "The use and the resets after it.", schema: ours("QuotaResetUsed", resetUsedSchema) },
-    errors: ["nothing_to_restore", "insufficient_quota"],
+    // Without a body, a key cannot come back with another one: no idempotency_key_reused.
+    errors: ["nothing_to_restore", "insufficient_quota", "invalid_value"],
   },
   {
     method: "get",
@@ -104,8 +112,9 @@ export const reserveResetOperations: OperationDescription[] = [
     tag: "Admin",
     access: "admin",
     pathParams: userParam,
+    headers: idempotencyHeaderDescription("grant"),
     body: ours("QuotaResetGrant", grantBody),
-    ok: { status: 201, description: "The reserve resets after the grant.", schema: resets },
-    errors: ["user_not_found"],
+    ok: { status: 201, description: "The reserve resets after the grant (a replay: after the first grant with that key).", schema: resets },
+    errors: ["user_not_found", ...idempotencyErrors],
   },
 ];

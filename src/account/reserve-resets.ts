@@ -1,17 +1,21 @@
 import { randomUUID } from "node:crypto";
+import type pg from "pg";
 import { z } from "zod";
 import type { UserService } from "../auth/types.js";
 import type { Config } from "../config/schema.js";
-import type { Pool } from "../db/pool.js";
+import type { Pool, Queryable } from "../db/pool.js";
 import { errors, GatewayError } from "../errors.js";
 import type { Clock } from "../quota/clock.js";
 import type { QuotaLedger, ResetBalance } from "../quota/types.js";
 import { nextWeekAt } from "../quota/week.js";
+import type { Idempotency, Keyed } from "./idempotency.js";
 
 // Reserve resets (docs/billing.md, "Reserve resets"): a user reads their own, sets whether resets are used
 // automatically, and uses one by hand; operators grant gifted ones (`gateway resets grant`, or the admin endpoint
 // with CSRF) and read anyone's. The balances and every grant and use are the ledger's (src/quota/resets-sql.ts);
-// the flag is a column of the user, so no renewal touches it.
+// the flag is a column of the user, so no renewal touches it. A use and a grant are idempotent by the caller's key,
+// scoped to the user whose resets they move (idempotency.ts): each runs, and reads its answer, in the transaction
+// that records the key.
 
 const when = z.iso.datetime();
 
@@ -65,8 +69,10 @@ export interface ReserveResets {
   /** By user id (the session's) or, for operators, id or email. */
   state(user: string): Promise<PublicQuotaResets>;
   setAuto(userId: string, enabled: boolean): Promise<boolean>;
-  use(userId: string): Promise<z.infer<typeof resetUsedSchema>>;
-  grant(user: string, input: GrantInput, grantedBy: string): Promise<PublicQuotaResets>;
+  /** The same `key` again answers the first use (or its refusal) and uses nothing. */
+  use(userId: string, key?: string): Promise<Keyed<z.infer<typeof resetUsedSchema>>>;
+  /** The same `key` and input again answers the first grant's resets and grants nothing (whoever grants). */
+  grant(user: string, input: GrantInput, grantedBy: string, key?: string): Promise<Keyed<PublicQuotaResets>>;
 }
 
 const MAX_NOTE = 500;
@@ -96,14 +102,15 @@ export function createReserveResets(deps: {
   users: UserService;
   config: Config;
   clock: Clock;
+  idempotency: Idempotency;
 }): ReserveResets {
   const plans = deps.config.plans;
   const planOf = (plan: string) => (Object.hasOwn(plans, plan) ? plans[plan] : undefined);
 
   const userIdOf = async (idOrEmail: string): Promise<string> => (await deps.users.get(idOrEmail)).id;
 
-  async function account(userId: string): Promise<{ plan: string; auto: boolean }> {
-    const row = (await deps.pool.query<{ plan: string; auto_reset_enabled: boolean }>(FLAG, [userId])).rows[0];
+  async function account(userId: string, q: Queryable): Promise<{ plan: string; auto: boolean }> {
+    const row = (await q.query<{ plan: string; auto_reset_enabled: boolean }>(FLAG, [userId])).rows[0];
     if (!row) throw errors.notFound(`no user ${userId}`, "user_not_found");
     return { plan: row.plan, auto: row.auto_reset_enabled };
   }
@@ -117,9 +124,10 @@ export function createReserveResets(deps: {
     created_at: u.createdAt.toISOString(),
   });
 
-  async function stateOf(userId: string): Promise<PublicQuotaResets> {
-    const { plan, auto } = await account(userId);
-    const b = await deps.ledger.resets(userId, BigInt(planOf(plan)?.weekly_resets ?? 0));
+  /** On `client`, inside the transaction that just changed them. */
+  async function stateOf(userId: string, client?: pg.PoolClient): Promise<PublicQuotaResets> {
+    const { plan, auto } = await account(userId, client ?? deps.pool);
+    const b = await deps.ledger.resets(userId, BigInt(planOf(plan)?.weekly_resets ?? 0), client);
     let gifted = 0;
     for (const g of b.gifts) gifted += Number(g.left);
     return {
@@ -153,44 +161,49 @@ export function createReserveResets(deps: {
       return row.auto_reset_enabled;
     },
 
-    async use(userId) {
-      const { plan } = await account(userId);
-      const terms = planOf(plan);
-      const weeklyBase = BigInt(terms?.weekly_resets ?? 0);
+    use(userId, key) {
+      // One id for every attempt of the call: the ledger's use is idempotent by it too.
       const id = randomUUID();
-      const used = await deps.ledger.useReset({
-        userId,
-        id,
-        dailyBase: BigInt(terms?.daily_tokens ?? 0),
-        weeklyBase,
-        trigger: "manual",
-      });
-      if (used.outcome === "nothing_spent") {
-        throw errors.conflict("Nothing was spent today: the daily allowance is whole, so no reset was used.", "nothing_to_restore");
-      }
-      if (used.outcome === "none_available") {
-        const now = deps.clock.now();
-        const renews = nextWeekAt(now);
-        throw new GatewayError({
-          code: "insufficient_quota",
-          message: `No reserve reset available: this week's ${weeklyBase} are used and no gifted reset is left; the weekly resets renew at ${renews.toISOString()} (Monday 00:00 UTC).`,
-          headers: { "Retry-After": String(Math.max(1, Math.ceil((renews.getTime() - now.getTime()) / 1000))) },
-        });
-      }
-      return {
-        use: {
-          id,
-          kind: used.kind,
-          day: used.day,
-          restored: Number(used.restored),
-          trigger: "manual",
-          created_at: used.createdAt.toISOString(),
+      return deps.idempotency.run({
+        operation: "reset_use",
+        ownerId: userId,
+        key,
+        request: {},
+        status: 200,
+        work: async (client) => {
+          const { plan } = await account(userId, client);
+          const terms = planOf(plan);
+          const weeklyBase = BigInt(terms?.weekly_resets ?? 0);
+          const input = { userId, id, dailyBase: BigInt(terms?.daily_tokens ?? 0), weeklyBase, trigger: "manual" as const };
+          const used = await deps.ledger.useReset(input, client);
+          if (used.outcome === "nothing_spent") {
+            throw errors.conflict("Nothing was spent today: the daily allowance is whole, so no reset was used.", "nothing_to_restore");
+          }
+          if (used.outcome === "none_available") {
+            const now = deps.clock.now();
+            const renews = nextWeekAt(now);
+            throw new GatewayError({
+              code: "insufficient_quota",
+              message: `No reserve reset available: this week's ${weeklyBase} are used and no gifted reset is left; the weekly resets renew at ${renews.toISOString()} (Monday 00:00 UTC).`,
+              headers: { "Retry-After": String(Math.max(1, Math.ceil((renews.getTime() - now.getTime()) / 1000))) },
+            });
+          }
+          return {
+            use: {
+              id,
+              kind: used.kind,
+              day: used.day,
+              restored: Number(used.restored),
+              trigger: "manual" as const,
+              created_at: used.createdAt.toISOString(),
+            },
+            quota_resets: await stateOf(userId, client),
+          };
         },
-        quota_resets: await stateOf(userId),
-      };
+      });
     },
 
-    async grant(user, input, grantedBy) {
+    async grant(user, input, grantedBy, key) {
       if (!Number.isSafeInteger(input.count) || input.count < 1 || input.count > MAX_GRANT) {
         throw errors.badRequest(`count must be a whole number from 1 to ${MAX_GRANT}.`, "count", "invalid_value");
       }
@@ -206,12 +219,24 @@ export function createReserveResets(deps: {
             "invalid_value",
           );
         }
-        if (expiresAt.getTime() <= deps.clock.now().getTime())
-          throw errors.badRequest("expires must be in the future.", "expires", "invalid_value");
       }
       const userId = await userIdOf(user);
-      await deps.ledger.grantResets({ userId, count: input.count, expiresAt, note, grantedBy });
-      return stateOf(userId);
+      return deps.idempotency.run({
+        operation: "reset_grant",
+        ownerId: userId,
+        key,
+        // Who grants is not part of it: an operator may retry through the CLI what the API did not confirm.
+        request: { count: input.count, expires_at: expiresAt?.toISOString() ?? null, note },
+        status: 201,
+        work: async (client) => {
+          // Checked when the grant is made, not when it is replayed: a replay after the expiry still answers it.
+          // A 400 is no refusal to store, so the key stays free for a corrected grant.
+          if (expiresAt && expiresAt.getTime() <= deps.clock.now().getTime())
+            throw errors.badRequest("expires must be in the future.", "expires", "invalid_value");
+          await deps.ledger.grantResets({ userId, count: input.count, expiresAt, note, grantedBy }, client);
+          return stateOf(userId, client);
+        },
+      });
     },
   };
 }

@@ -381,6 +381,11 @@ export const configSchema = z
         ledger_days: retentionDays(35),
         /** Days a request-log row is kept before it is rolled up and deleted; 0 keeps them for ever. */
         request_log_days: retentionDays(90),
+        /**
+         * Days an idempotency key of a money call (a credit, a reset grant or use) is kept, so that its retry answers
+         * the first answer; 0 keeps them for ever. At least a day: the IETF draft's 24 hours.
+         */
+        idempotency_days: retentionDays(7),
         /** Rows one statement of the retention deletes at most. */
         batch_rows: z.int().positive().max(100_000).default(5000),
       })

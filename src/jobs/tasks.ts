@@ -1,5 +1,6 @@
 import { isUuid } from "../ids.js";
 import type { Task, TaskList } from "graphile-worker";
+import { pruneIdempotencyKeys } from "../account/idempotency-sql.js";
 import { pruneRequestLogs } from "../analytics/retention-sql.js";
 import type { SessionService } from "../auth/types.js";
 import type { RetentionConfig } from "../config/schema.js";
@@ -54,9 +55,10 @@ function expireLedger(deps: JobDeps): Task {
   };
 }
 
-// Rolls up and deletes the ledger's and the request log's history past their retention (docs/billing.md,
-// "Retention"). Running it twice is harmless: the second run finds nothing older than its cutoff, and a run cut
-// short (a batch per statement, each committed) leaves nothing half-deleted for the next to finish.
+// Rolls up and deletes the ledger's and the request log's history past their retention, and deletes the money
+// calls' idempotency keys past theirs (docs/billing.md, "Retention"). Running it twice is harmless: the second run
+// finds nothing older than its cutoff, and a run cut short (a batch per statement, each committed) leaves nothing
+// half-deleted for the next to finish.
 function ledgerRetention(deps: JobDeps): Task {
   return async (_payload, helpers) => {
     const { ledger_days, request_log_days, batch_rows } = deps.retention;
@@ -69,6 +71,11 @@ function ledgerRetention(deps: JobDeps): Task {
       ? `${log.rows} request-log rows (rolled up) before ${log.cutoff}`
       : "no request-log rows (request_log_days 0: kept for ever)";
     helpers.logger.info(`retention deleted ${ledgerPart}; ${logPart}`);
+    // The money calls' keys: no balance depends on them, so they need no rollup (docs/billing.md, "Retention").
+    if (deps.retention.idempotency_days > 0) {
+      const pruned = await pruneIdempotencyKeys(deps.pool, deps.retention.idempotency_days, batch_rows);
+      if (pruned.keys > 0) helpers.logger.info(`pruned ${pruned.keys} idempotency keys created before ${pruned.cutoff}`);
+    }
   };
 }
 

@@ -362,10 +362,10 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
 
     grantResets: (input, client) => grantResetsRow(client ?? pool, input),
 
-    async resets(userId, weeklyBase) {
+    async resets(userId, weeklyBase, client) {
       const now = clock.now();
       const week = isoWeek(now);
-      const rows = await readResetsRows(pool, userId, week, now.toISOString());
+      const rows = await readResetsRows(client ?? pool, userId, week, now.toISOString());
       const left = weeklyBase - rows.weeklyUsed;
       return Object.assign(rows, {
         week,

@@ -236,16 +236,26 @@ export interface ResetsRows {
   uses: { id: string; kind: ResetKind; day: string; restored: bigint; trigger: ResetTrigger; createdAt: Date }[];
 }
 
-/** The user's resets now: this week's used, the unexpired gifts left (soonest expiry first), the latest records. */
-export async function readResetsRows(pool: Pool, userId: string, week: string, nowIso: string): Promise<ResetsRows> {
-  const [week_, gifts, grants, uses] = await Promise.all([
-    pool.query<{ used: string }>(WEEK, [userId, week]),
-    pool.query<{ period: string; left_count: string }>(GIFTS, [userId, nowIso, GIFT_PERPETUAL]),
-    pool.query<{ id: string; count: number; expires_at: Date | null; note: string; granted_by: string; created_at: Date }>(GRANTS, [
-      userId,
-    ]),
-    pool.query<{ id: string; kind: ResetKind; day: string; restored: string; trigger: ResetTrigger; created_at: Date }>(USES, [userId]),
-  ]);
+/**
+ * The user's resets now: this week's used, the unexpired gifts left (soonest expiry first), the latest records. On a
+ * transaction's client, what that transaction changed too.
+ */
+export async function readResetsRows(q: Queryable, userId: string, week: string, nowIso: string): Promise<ResetsRows> {
+  // One after the other: a transaction's client runs one statement at a time.
+  const week_ = await q.query<{ used: string }>(WEEK, [userId, week]);
+  const gifts = await q.query<{ period: string; left_count: string }>(GIFTS, [userId, nowIso, GIFT_PERPETUAL]);
+  const grants = await q.query<{
+    id: string;
+    count: number;
+    expires_at: Date | null;
+    note: string;
+    granted_by: string;
+    created_at: Date;
+  }>(GRANTS, [userId]);
+  const uses = await q.query<{ id: string; kind: ResetKind; day: string; restored: string; trigger: ResetTrigger; created_at: Date }>(
+    USES,
+    [userId],
+  );
   return {
     weeklyUsed: BigInt(week_.rows[0]?.used ?? "0"),
     gifts: gifts.rows.map((g) => ({ expiresAt: g.period === GIFT_PERPETUAL ? null : new Date(g.period), left: BigInt(g.left_count) })),

@@ -201,8 +201,8 @@ export interface QuotaLedger {
   useReset(input: UseResetInput, client?: pg.PoolClient): Promise<UseResetOutcome>;
   /** Credits gifted resets (perpetual, or until `expiresAt`), with the grant's record; with `client`, in the caller's transaction. */
   grantResets(input: GrantResetsInput, client?: pg.PoolClient): Promise<{ id: string; createdAt: Date }>;
-  /** The user's reserve resets now, with the latest grants and uses. */
-  resets(userId: string, weeklyBase: bigint): Promise<ResetBalance>;
+  /** The user's reserve resets now, with the latest grants and uses; with `client`, as the caller's transaction sees them. */
+  resets(userId: string, weeklyBase: bigint, client?: pg.PoolClient): Promise<ResetBalance>;
   /** The account in the current period (zeros, with the base credits, when nothing was used yet). */
   balance(account: AccountRef): Promise<AccountBalance>;
   /** Gives this process's unused leased units back to the accounts and waits until the ledger has everything. */

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { AppDeps } from "./app.js";
+import { createIdempotency } from "../account/idempotency.js";
 import { createResellerAccounts } from "../account/reseller-accounts.js";
 import { insertRows, rewriteRows } from "../analytics/row-json.js";
 import { createRequestLogWriter } from "../analytics/writer.js";
@@ -124,6 +125,11 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
   }
   const metering = createMetering({ config, ledger, requestLog, logger, clock, metrics: metrics.upstream });
   const bodyBudget = createBodyBudget(config.systemone.admission_budget_bytes);
+  const idempotency = createIdempotency({
+    pool,
+    timeoutMs: database.request_timeout_ms,
+    onFault: (err) => health.failed(err, "money call"),
+  });
   metrics.watch({ requestLog, bodyBudget, health, ledger });
   const transfers = createTransfers({ pool, config, clock, ledger, logger, health });
   return {
@@ -140,8 +146,8 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
     metering,
     bodyBudget,
     requestBodyBudget: createBodyBudget(config.server.body_budget_bytes),
-    resellers: createResellerAccounts({ ledger, users: auth.users }),
-    resets: createReserveResets({ ledger, pool, users: auth.users, config, clock }),
+    resellers: createResellerAccounts({ ledger, users: auth.users, idempotency }),
+    resets: createReserveResets({ ledger, pool, users: auth.users, config, clock, idempotency }),
     transfers,
     metrics,
     clock,

@@ -75,6 +75,8 @@ describe("gateway admin commands", () => {
       spent_usd: "0",
       reserved_usd: "0",
       available_usd: "25.5",
+      idempotency_key: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      replayed: false,
     });
     await run("reseller", "credit", "--user", user.id as string, "--usd", "0.000000001");
     const balance = await run("reseller", "balance", "--user", "ops@example.com");

@@ -34,12 +34,15 @@ export function gateway(args: string[], opts: { cwd: string; env?: Record<string
   return execa(gatewayBin, args, { cwd: opts.cwd, env: cleanEnv(opts.env), extendEnv: true, reject: false, timeout: 120_000 });
 }
 
-/** A command's stderr without the line every admin command writes first ("gateway: database: …", docs/cli.md). */
+/**
+ * A command's stderr without its notices: the line every admin command writes first ("gateway: database: …") and
+ * the key a money command made for itself ("gateway: idempotency key: …"; docs/cli.md).
+ */
 export const errorLines = (stderr: string): string[] =>
   stderr
     .trim()
     .split("\n")
-    .filter((line) => !line.startsWith("gateway: database: "));
+    .filter((line) => !line.startsWith("gateway: database: ") && !line.startsWith("gateway: idempotency key: "));
 
 export interface ServeProcess {
   proc: ResultPromise;

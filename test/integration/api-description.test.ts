@@ -171,12 +171,30 @@ describe("real answers of the gateway's own routes match the description", () =>
     await expectDescribed("GET", "/api/v1/admin/keys", await fetch(`${gw.url}/api/v1/admin/keys?user=user@example.test`, { headers }), 200);
     const revoked = await fetch(`${gw.url}/api/v1/admin/keys/${key.id}/revoke`, { method: "POST", headers });
     await expectDescribed("POST", "/api/v1/admin/keys/{id}/revoke", revoked, 200);
-    const credit = await fetch(`${gw.url}/api/v1/admin/reseller-balances/user@example.test/credits`, {
-      method: "POST",
-      headers,
-      body: JSON.stringify({ usd: "2.50" }),
-    });
-    await expectDescribed("POST", "/api/v1/admin/reseller-balances/{user}/credits", credit, 201);
+    const credit = (key: string | null, usd = "2.50") =>
+      fetch(`${gw.url}/api/v1/admin/reseller-balances/user@example.test/credits`, {
+        method: "POST",
+        headers: key === null ? headers : { ...headers, "idempotency-key": key },
+        body: JSON.stringify({ usd }),
+      });
+    const credits = "/api/v1/admin/reseller-balances/{user}/credits";
+    await expectDescribed("POST", credits, await credit(null), 201);
+    await expectDescribed("POST", credits, await credit("described-credit"), 201);
+    await expectDescribed("POST", credits, await credit("described-credit"), 201);
+    await expectDescribed("POST", credits, await credit("described-credit", "3"), 422);
+    await expectDescribed("POST", credits, await credit(""), 400);
+    const grant = (key: string, count: number) =>
+      fetch(`${gw.url}/api/v1/admin/users/user@example.test/quota-resets`, {
+        method: "POST",
+        headers: { ...headers, "idempotency-key": key },
+        body: JSON.stringify({ count }),
+      });
+    await expectDescribed("POST", "/api/v1/admin/users/{user}/quota-resets", await grant("described-grant", 1), 201);
+    await expectDescribed("POST", "/api/v1/admin/users/{user}/quota-resets", await grant("described-grant", 1), 201);
+    await expectDescribed("POST", "/api/v1/admin/users/{user}/quota-resets", await grant("described-grant", 2), 422);
+    await expectDescribed("POST", "/api/v1/admin/users/{user}/quota-resets", await grant("x".repeat(256), 1), 400);
+    const described = document.paths[credits]!.post! as unknown as { parameters: { name: string; in: string }[] };
+    expect(described.parameters).toContainEqual(expect.objectContaining({ name: "Idempotency-Key", in: "header" }));
   });
 
   it("reserve resets and token transfers, the user's and the admin's", async () => {
@@ -189,6 +207,10 @@ describe("real answers of the gateway's own routes match the description", () =>
     const flag = await call("PUT", "/api/v1/user/quota-resets", user, { auto_reset_enabled: true });
     await expectDescribed("PUT", "/api/v1/user/quota-resets", flag, 200);
     await expectDescribed("POST", "/api/v1/user/quota-resets/use", await call("POST", "/api/v1/user/quota-resets/use", user), 409);
+    const keyed = (key: string) => ({ ...user, "idempotency-key": key });
+    await expectDescribed("POST", "/api/v1/user/quota-resets/use", await call("POST", "/api/v1/user/quota-resets/use", keyed("u")), 409);
+    await expectDescribed("POST", "/api/v1/user/quota-resets/use", await call("POST", "/api/v1/user/quota-resets/use", keyed("u")), 409);
+    await expectDescribed("POST", "/api/v1/user/quota-resets/use", await call("POST", "/api/v1/user/quota-resets/use", keyed("\t")), 400);
 
     const prefs = await call("PATCH", "/api/v1/user/token-transfers/preferences", user, { receive_disabled: false });
     await expectDescribed("PATCH", "/api/v1/user/token-transfers/preferences", prefs, 200);

@@ -117,10 +117,12 @@ describe("config loading", () => {
     expect(err.message).toContain(`at ${expectedPath}`);
   });
 
-  it("keeps 35 days of the ledger and 90 of the request log by default; 0 keeps for ever", () => {
-    expect(parseConfig({}, "t").retention).toEqual({ ledger_days: 35, request_log_days: 90, batch_rows: 5000 });
-    const config = loadConfigFile(file("retention.yaml", "retention: { ledger_days: 0, request_log_days: 400, batch_rows: 1 }\n"));
-    expect(config.retention).toEqual({ ledger_days: 0, request_log_days: 400, batch_rows: 1 });
+  it("keeps 35 days of the ledger, 90 of the request log and 7 of idempotency keys by default; 0 keeps for ever", () => {
+    expect(parseConfig({}, "t").retention).toEqual({ ledger_days: 35, request_log_days: 90, idempotency_days: 7, batch_rows: 5000 });
+    const config = loadConfigFile(
+      file("retention.yaml", "retention: { ledger_days: 0, request_log_days: 400, idempotency_days: 1, batch_rows: 1 }\n"),
+    );
+    expect(config.retention).toEqual({ ledger_days: 0, request_log_days: 400, idempotency_days: 1, batch_rows: 1 });
     // The shortest ledger retention is a day, which the default quota.max_hold_seconds (6 h) is under.
     expect(parseConfig({ retention: { ledger_days: 1 } }, "t").retention.ledger_days).toBe(1);
     expect(parseConfig({ retention: { ledger_days: 2 }, quota: { max_hold_seconds: 86_401 } }, "t").retention.ledger_days).toBe(2);
@@ -133,6 +135,8 @@ describe("config loading", () => {
   it.each([
     ["negative", "retention: { ledger_days: -1 }", "retention.ledger_days"],
     ["fractional", "retention: { request_log_days: 1.5 }", "retention.request_log_days"],
+    // Under a day would break the IETF draft's 24 hours of a money call's idempotency key.
+    ["idempotency keys kept less than a day", "retention: { idempotency_days: 0.5 }", "retention.idempotency_days"],
     ["longer than a century", "retention: { request_log_days: 36501 }", "retention.request_log_days"],
     ["a batch of nothing", "retention: { batch_rows: 0 }", "retention.batch_rows"],
     ["a batch too large for one short statement", "retention: { batch_rows: 100001 }", "retention.batch_rows"],
