@@ -93,7 +93,7 @@ export function parseExpiry(text: string): Date | null {
   return date;
 }
 
-const FLAG = `select plan, auto_reset_enabled from users where id = $1::uuid`;
+const FLAG = `select plan, plan_revision, auto_reset_enabled from users where id = $1::uuid`;
 const SET_FLAG = `update users set auto_reset_enabled = $2::bool where id = $1::uuid returning auto_reset_enabled`;
 
 export function createReserveResets(deps: {
@@ -109,10 +109,10 @@ export function createReserveResets(deps: {
 
   const userIdOf = async (idOrEmail: string): Promise<string> => (await deps.users.get(idOrEmail)).id;
 
-  async function account(userId: string, q: Queryable): Promise<{ plan: string; auto: boolean }> {
-    const row = (await q.query<{ plan: string; auto_reset_enabled: boolean }>(FLAG, [userId])).rows[0];
+  async function account(userId: string, q: Queryable): Promise<{ plan: string; planRevision: number; auto: boolean }> {
+    const row = (await q.query<{ plan: string; plan_revision: number; auto_reset_enabled: boolean }>(FLAG, [userId])).rows[0];
     if (!row) throw errors.notFound(`no user ${userId}`, "user_not_found");
-    return { plan: row.plan, auto: row.auto_reset_enabled };
+    return { plan: row.plan, planRevision: row.plan_revision, auto: row.auto_reset_enabled };
   }
 
   const toUse = (u: ResetBalance["uses"][number]): PublicResetUse => ({
@@ -171,10 +171,11 @@ export function createReserveResets(deps: {
         request: {},
         status: 200,
         work: async (client) => {
-          const { plan } = await account(userId, client);
+          const { plan, planRevision } = await account(userId, client);
           const terms = planOf(plan);
           const weeklyBase = BigInt(terms?.weekly_resets ?? 0);
-          const input = { userId, id, dailyBase: BigInt(terms?.daily_tokens ?? 0), weeklyBase, trigger: "manual" as const };
+          const dailyBase = BigInt(terms?.daily_tokens ?? 0);
+          const input = { userId, id, dailyBase, weeklyBase, planRevision, trigger: "manual" as const };
           const used = await deps.ledger.useReset(input, client);
           if (used.outcome === "nothing_spent") {
             throw errors.conflict("Nothing was spent today: the daily allowance is whole, so no reset was used.", "nothing_to_restore");

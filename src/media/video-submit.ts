@@ -96,6 +96,7 @@ export async function submitVideo(
     kind: "daily_allowance",
     userId: key.userId,
     base: BigInt(dailyTokens),
+    planRevision: key.planRevision,
     id: holdId,
     amount,
     reference: `video:${jobId}`,

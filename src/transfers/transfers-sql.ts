@@ -170,9 +170,10 @@ export async function dayTotals(pool: Pool | pg.PoolClient, day: string, userId:
   };
 }
 
-// The sender's day (created as a lease would), locked: its remaining decides the send.
+// The sender's day (created as a lease would), locked: its remaining decides the send. Its credits are the newest
+// view of the sender's plan the ledger has (a lease states it with its revision; account-kinds.ts, baseRevision).
 const LOCK_DAY = `
-select restored::text, debits_posted::text, debits_pending::text from quota_accounts
+select credits::text, restored::text, debits_posted::text, debits_pending::text from quota_accounts
 where user_id = $1::uuid and kind = 'daily_allowance' and period = $2::text
 for no key update`;
 
@@ -226,9 +227,13 @@ export function sendRows(pool: Pool, s: SendRow, policy: (client: pg.PoolClient)
     const p = await policy(client);
     const totals = await dayTotals(client, s.day, s.senderId, s.recipientId);
     await createAccount(client, { userId: s.senderId, kind: "daily_allowance", period: s.day }, s.senderBase);
-    const day = (await client.query<{ restored: string; debits_posted: string; debits_pending: string }>(LOCK_DAY, [s.senderId, s.day]))
-      .rows[0]!;
-    const remaining = s.senderBase + BigInt(day.restored) - BigInt(day.debits_posted) - BigInt(day.debits_pending);
+    const day = (
+      await client.query<{ credits: string; restored: string; debits_posted: string; debits_pending: string }>(LOCK_DAY, [
+        s.senderId,
+        s.day,
+      ])
+    ).rows[0]!;
+    const remaining = BigInt(day.credits) + BigInt(day.restored) - BigInt(day.debits_posted) - BigInt(day.debits_pending);
     const refused = refusalOf(p, totals, s.amount, transferableOf(remaining, totals));
     if (refused) return { outcome: "refused", ...refused };
     const held = await reserveDurableRow(client, {

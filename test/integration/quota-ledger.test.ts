@@ -160,6 +160,28 @@ describe("quota ledger", () => {
     expect(await settledAccount(h)).toMatchObject({ credits: 1000n, pending: 0n });
   });
 
+  it("a process with an older view of the plan never overwrites a newer one, and never grants on it", async () => {
+    const user = await newUser();
+    const stale = await second();
+    // The plan changed to 1000 (revision 1); the other process's key cache still has the old plan of 5000.
+    const fresh = await hold(user, 100n, { base: 1000n, planRevision: 1 });
+    const granted: Hold[] = [];
+    for (let i = 0; i < 20; i++) {
+      const r = await stale.reserve(input(user, 100n, { base: 5000n, planRevision: 0 }));
+      if (r.ok) granted.push(r.hold);
+    }
+    // Its syncs stated 5000 at an older revision: the account kept 1000, and nothing was held above it.
+    const account = await settledAccount(fresh, ledger, stale);
+    expect(account.credits).toBe(1000n);
+    expect(account.pending + account.posted).toBeLessThanOrEqual(1000n);
+    expect(granted.length).toBeLessThanOrEqual(9);
+    // A newer revision applies, whichever process states it.
+    await stale.release((await hold(user, 10n, { base: 2000n, planRevision: 2 }, stale)).id);
+    expect((await settledAccount(fresh, ledger, stale)).credits).toBe(2000n);
+    await ledger.release(fresh.id);
+    for (const h of granted) await stale.release(h.id);
+  });
+
   it("the day ends at 00:00 UTC; a hold posts to the day it was made on", async () => {
     const user = await newUser();
     const late = new Date("2026-11-22T23:59:59.999Z");
