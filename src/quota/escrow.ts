@@ -112,7 +112,10 @@ export function createEscrow(opts: EscrowOptions): Escrow {
     metrics,
     fresh: () => instance.fresh(),
     beaten: (sentAt) => instance.beaten(sentAt),
-    fenced: () => instance.fenced(),
+    // Only a lease of the process's current id tells it it was fenced: one opened before an earlier fence is over.
+    fenced: (lease) => {
+      if (lease.instanceId === instance.id) instance.fenced();
+    },
     periodOver(lease) {
       const end = spec.periodEndOf(lease.period);
       return end !== null && clock.now() >= end;

@@ -65,8 +65,10 @@ with lease as (
   where id = $10::uuid and fenced_at is null and $16::bool and exists (select from account)
   returning id
 ), alive as (
+  -- Renewed now, or (not asked to renew, or a retry of a sync applied before, which touches nothing) not fenced.
   select exists (select from touched)
-    or (not $16::bool and exists (select from gateway_instances where id = $10::uuid and fenced_at is null)) as ok
+    or ((not $16::bool or not exists (select from account))
+      and exists (select from gateway_instances where id = $10::uuid and fenced_at is null)) as ok
 ), moved as (
   select id, open, open and (select ok from alive) as live,
     case when $6::bigint is not null and $17::bigint >= credits_revision then $6::bigint else credits end as credits,

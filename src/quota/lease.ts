@@ -70,8 +70,8 @@ export interface LeaseContext {
   fresh(): boolean;
   /** A sync that renewed the heartbeat, sent at `sentAt` (performance.now()), committed. */
   beaten(sentAt: number): void;
-  /** The database answered that this process was fenced. */
-  fenced(): void;
+  /** The database answered that the process id `lease` was opened under is fenced. */
+  fenced(lease: Lease): void;
   /** Whether the lease's account has stopped applying (its day is over, by the ledger's clock, which is the database's). */
   periodOver(lease: Lease): boolean;
   /** The period a reservation of `waiter`'s made now draws on: a waiter is admitted to the day it is admitted in. */
@@ -621,7 +621,7 @@ export class Lease {
     }
     if (this.refunds.length > 0) this.schedule();
     for (const done of this.afterSync.splice(0)) done();
-    if (reply.fenced) this.ctx.fenced();
+    if (reply.fenced) this.ctx.fenced(this);
     this.outside = reply.credits + reply.restored - reply.posted - reply.pending;
     this.autoReset = reply.autoReset;
     if (outcome) this.afterReset(outcome);

@@ -184,6 +184,12 @@ describe("quota escrow", () => {
         instanceId: live.id,
       });
       await expect(syncLease(db.pool, { ...base(other, 1), need: 0n, headroom: 0n, giveBack: 1n })).rejects.toThrow();
+      // A sync that renews the heartbeat, retried after a lost reply, touches nothing the second time: it is still
+      // not told that its process was fenced.
+      const renewing = { ...base(other, 1), touch: true };
+      const renewed = await syncLease(db.pool, renewing);
+      expect(renewed).toMatchObject({ live: true, fenced: false });
+      expect(await syncLease(db.pool, renewing)).toEqual(renewed);
     });
   });
 

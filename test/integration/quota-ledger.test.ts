@@ -42,7 +42,7 @@ describe("quota ledger", () => {
     const [credits, posted, pending] = [row.credits, row.debits_posted, row.debits_pending].map(BigInt);
     return { period: row.period, credits, posted, pending };
   };
-  type HoldRow = { status: string; charged: string | null; resolved_at: Date | null };
+  type HoldRow = { status: string; charged: string | null; resolved_at: Date | null; instance_id: string };
   const holdRow = async (id: string) => (await db.pool.query<HoldRow>("select * from quota_holds where id = $1", [id])).rows[0]!;
   const input = (userId: string, amount: bigint, extra: Partial<ReserveInput> = {}): ReserveInput => ({
     kind: "daily_allowance",
@@ -173,7 +173,7 @@ describe("quota ledger", () => {
     // Its syncs stated 5000 at an older revision: the account kept 1000, and nothing was held above it.
     const account = await settledAccount(fresh, ledger, stale);
     expect(account.credits).toBe(1000n);
-    expect(account.pending + account.posted).toBeLessThanOrEqual(1000n);
+    expect(account.pending! + account.posted!).toBeLessThanOrEqual(1000n);
     expect(granted.length).toBeLessThanOrEqual(9);
     // A newer revision applies, whichever process states it.
     await stale.release((await hold(user, 10n, { base: 2000n, planRevision: 2 }, stale)).id);
@@ -334,6 +334,36 @@ describe("quota ledger", () => {
       await stalledLedger.settle(first.id, 100n);
       await ledger.release(rest.id);
       expect(await settledAccount(first, ledger, stalledLedger)).toMatchObject({ posted: 100n, pending: 0n });
+      await stalled.stop();
+    });
+
+    it("a fenced process admits nothing from its leases, even before an expiry returned their units", async () => {
+      const user = await newUser();
+      const stalled = await registerInstance(db.pool, { heartbeatMs: 3_600_000, timeoutMs: 3_600_100 });
+      const { ledger: stalledLedger } = await fixture.process({ instance: stalled });
+      const first = await hold(user, 100n, {}, stalledLedger);
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      // An expiry's first statement fenced the process; the statements returning its leases' units have not run.
+      await db.pool.query("update gateway_instances set fenced_at = now() where id = $1", [stalled.id]);
+      const fencedId = stalled.id;
+      const leaseOf = async () =>
+        (await db.pool.query("select amount::text, last_grant::text, status from quota_leases where instance_id = $1", [fencedId])).rows;
+      const [before] = await leaseOf();
+      // Its lease still holds free units, but a fenced process may not draw on them (the expiry will hand them out):
+      // it registers anew, and what it admits comes from a new lease, out of what is free in the account.
+      const second = await hold(user, 10n, {}, stalledLedger);
+      expect(stalled.id).not.toBe(fencedId);
+      expect(await leaseOf()).toEqual([{ amount: before.amount, last_grant: "0", status: "pending" }]);
+      await stalledLedger.settle(second.id, 10n);
+      await stalledLedger.flush();
+      expect((await holdRow(second.id)).instance_id).toBe(stalled.id);
+      await ledger.expire();
+      expect((await leaseOf()).map((l) => l.status)).toEqual(["expired"]);
+      // The old lease's late settlement hears that its process id is fenced: that is over, the process stays as it is.
+      const renewedId = stalled.id;
+      await stalledLedger.settle(first.id, 100n);
+      expect(await settledAccount(first, ledger, stalledLedger)).toMatchObject({ posted: 110n, pending: 0n });
+      expect(stalled.id).toBe(renewedId);
       await stalled.stop();
     });
 
