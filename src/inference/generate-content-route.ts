@@ -15,11 +15,10 @@ import type { ChatRequestBody } from "../providers/openai/chat-types.js";
 import { UpstreamError } from "../providers/types.js";
 import { validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
-import { answeredIn, deliverJson, deliverStream, deliverTranslatedJson, localUsage, withPublicModel } from "../metering/deliver.js";
+import { answeredIn, deliverJson, deliverRelayed, deliverTranslatedJson, localUsage, withPublicModel } from "../metering/deliver.js";
 import { meteredHandler, type InferenceDeps, type RouteSpec } from "../metering/runner.js";
 import { generateContentErrorFrame, relayNativeGenerateContent } from "../metering/relays/generate-content-relay.js";
 import { translatedChatRelay } from "../metering/relays/relay-protocols.js";
-import { relayStream } from "../metering/relays/stream-relay.js";
 import { extended } from "../objects.js";
 
 // POST /compatible/v1beta/models/{model}:generateContent and :streamGenerateContent?alt=sse, what @google/genai
@@ -101,7 +100,7 @@ function generateContent(stream: boolean): RouteSpec<GenerateContentBody> {
       });
     },
     stream(opened, delivery) {
-      const { c, body, request, meter, upstream, outputCap } = delivery;
+      const { body, request } = delivery;
       const protocol =
         answeredIn(delivery) === "gemini"
           ? relayNativeGenerateContent(body.model, request.countPrompt)
@@ -109,13 +108,7 @@ function generateContent(stream: boolean): RouteSpec<GenerateContentBody> {
               countPrompt: request.countPrompt,
               errorFrame: generateContentErrorFrame,
             });
-      return deliverStream(
-        delivery,
-        relayStream(
-          { meter, requestId: c.get("requestId"), first: opened.first, batches: opened.batches, upstream, outputCap, carrier: null },
-          protocol,
-        ),
-      );
+      return deliverRelayed(delivery, opened, protocol, null);
     },
   };
 }

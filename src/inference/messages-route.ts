@@ -11,11 +11,10 @@ import { UpstreamError } from "../providers/types.js";
 import { validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
 import { requestHeader } from "../server/headers.js";
-import { answeredIn, deliverJson, deliverStream, deliverTranslatedJson, localUsage, withPublicModel } from "../metering/deliver.js";
+import { answeredIn, deliverJson, deliverRelayed, deliverTranslatedJson, localUsage, withPublicModel } from "../metering/deliver.js";
 import { meteredHandler, type InferenceDeps, type RouteSpec } from "../metering/runner.js";
 import { messagesErrorFrame, relayNativeMessages } from "../metering/relays/messages-relay.js";
 import { translatedChatRelay } from "../metering/relays/relay-protocols.js";
-import { relayStream } from "../metering/relays/stream-relay.js";
 import { messagesCharge } from "../metering/relays/charge-frames.js";
 import { extended } from "../objects.js";
 
@@ -78,7 +77,7 @@ const messages: RouteSpec<MessagesBody> = {
     });
   },
   stream(opened, delivery) {
-    const { c, body, request, meter, upstream, outputCap } = delivery;
+    const { body, request } = delivery;
     const publicModel = body.request.model;
     const protocol =
       answeredIn(delivery) === "anthropic"
@@ -87,21 +86,7 @@ const messages: RouteSpec<MessagesBody> = {
             countPrompt: request.countPrompt,
             errorFrame: messagesErrorFrame,
           });
-    return deliverStream(
-      delivery,
-      relayStream(
-        {
-          meter,
-          requestId: c.get("requestId"),
-          first: opened.first,
-          batches: opened.batches,
-          upstream,
-          outputCap,
-          carrier: messagesCharge,
-        },
-        protocol,
-      ),
-    );
+    return deliverRelayed(delivery, opened, protocol, messagesCharge);
   },
 };
 

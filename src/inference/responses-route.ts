@@ -5,9 +5,8 @@ import { countTextTokens, estimateTextTokens } from "../metering/estimate.js";
 import { UpstreamError } from "../providers/types.js";
 import { validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
-import { deliverJson, deliverStream, localUsage, withPublicModel } from "../metering/deliver.js";
+import { deliverJson, deliverRelayed, localUsage, withPublicModel } from "../metering/deliver.js";
 import { meteredHandler, type InferenceDeps, type RouteSpec } from "../metering/runner.js";
-import { relayStream } from "../metering/relays/stream-relay.js";
 import { responsesCharge } from "../metering/relays/charge-frames.js";
 import { relayResponses } from "../metering/relays/responses-relay.js";
 import { extended } from "../objects.js";
@@ -76,22 +75,8 @@ const responses: RouteSpec<ResponsesRequest> = {
     );
   },
   stream(opened, delivery) {
-    const { c, body, request, meter, upstream, outputCap } = delivery;
-    return deliverStream(
-      delivery,
-      relayStream(
-        {
-          meter,
-          requestId: c.get("requestId"),
-          first: opened.first,
-          batches: opened.batches,
-          upstream,
-          outputCap,
-          carrier: responsesCharge,
-        },
-        relayResponses(body.model, request.countPrompt),
-      ),
-    );
+    const { body, request } = delivery;
+    return deliverRelayed(delivery, opened, relayResponses(body.model, request.countPrompt), responsesCharge);
   },
 };
 

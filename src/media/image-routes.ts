@@ -1,10 +1,9 @@
 import { Hono } from "hono";
 import type { ImageRequest } from "../billing/image-quota.js";
-import { deliverJson, deliverStream } from "../metering/deliver.js";
+import { deliverJson, deliverRelayed } from "../metering/deliver.js";
 import { countTextTokens, estimateTextTokens } from "../metering/estimate.js";
 import { deliverImage } from "../metering/image-delivery.js";
 import { imagePricing } from "../metering/pricing.js";
-import { relayStream } from "../metering/relays/stream-relay.js";
 import { meteredHandler, type Delivery, type InferenceDeps, type MeteredRequest, type RouteSpec } from "../metering/runner.js";
 import { convertResponsesUsage } from "../providers/openai/convert-openai-usage.js";
 import type { JsonResult, StreamEvent } from "../providers/types.js";
@@ -101,7 +100,7 @@ function edits(deps: InferenceDeps): RouteSpec<ImageEditRequest> {
     },
     json: (answer, delivery) => deliverImages(deps, answer, delivery),
     async stream(opened, delivery) {
-      const { c, meter, upstream } = delivery;
+      const { meter, upstream } = delivery;
       const signal = abortSignalOf(upstream);
       const check = async (base64: string) =>
         void (await deliverImage({ b64_json: base64 }, "b64_json", { download: deps.download, signal }));
@@ -112,13 +111,7 @@ function edits(deps: InferenceDeps): RouteSpec<ImageEditRequest> {
         // A stream cut before any image completed still delivered partial images: billed as one image at least.
         imageUsageReport(done.tokens, done.usage, Math.max(done.images, 1), upstreamModel, designated),
       );
-      return deliverStream(
-        delivery,
-        relayStream(
-          { meter, requestId: c.get("requestId"), first: opened.first, batches: opened.batches, upstream, carrier: null },
-          protocol,
-        ),
-      );
+      return deliverRelayed(delivery, opened, protocol, null);
     },
   };
 }

@@ -8,7 +8,9 @@ import type { Charge } from "./meter.js";
 import { clientGone } from "./client-disconnect.js";
 import { applyEdits, findMembers } from "./json-members.js";
 import { chatCompletionText } from "../providers/openai/chat-text.js";
-import type { Delivery } from "./runner.js";
+import type { Delivery, OpenedStream } from "./runner.js";
+import { relayStream, type RelayProtocol } from "./relays/stream-relay.js";
+import type { ChargeCarrier } from "./relays/charge-frames.js";
 
 /** The gateway's own time on a request, in ms (like LiteLLM's x-litellm-overhead-duration-ms). */
 const OVERHEAD_HEADER = "x-gateway-overhead-ms";
@@ -73,6 +75,24 @@ export function deliverStream(delivery: Delivery<unknown>, body: PushedBody): Re
     [OVERHEAD_HEADER]: delivery.meter.overheadMs().toFixed(3),
   };
   return respondStream(delivery.c, headers, body);
+}
+
+/**
+ * Relays an opened upstream stream in the client's `protocol` and sends it; `carrier` puts the charge in the
+ * protocol's final usage event (null: an SSE comment).
+ */
+export function deliverRelayed(
+  delivery: Delivery<unknown>,
+  opened: OpenedStream,
+  protocol: RelayProtocol,
+  carrier: ChargeCarrier | null,
+): Response {
+  const { c, meter, upstream, outputCap } = delivery;
+  const body = relayStream(
+    { meter, requestId: c.get("requestId"), first: opened.first, batches: opened.batches, upstream, outputCap, carrier },
+    protocol,
+  );
+  return deliverStream(delivery, body);
 }
 
 /** The local count of an answer without usage: the prompt by the tokenizer, plus the text it generated. */
