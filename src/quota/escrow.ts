@@ -51,7 +51,7 @@ export interface EscrowOptions {
   /** This kind's holds, resolutions, expiries and syncs. */
   metrics: AccountMetrics;
   /** Asks the other processes to give back their unused units on an account (give-back.ts). */
-  askOthers(accountId: string): Promise<void>;
+  askOthers(accountId: string, others: number): Promise<void>;
 }
 
 export interface Escrow {
@@ -68,7 +68,7 @@ export interface Escrow {
   /** This process was fenced: every lease ends, and new reservations open new leases under its new id. */
   fence(): void;
   /** Another process asks for the unused units of this process's lease on `accountId`: what was given back, once committed. */
-  yieldOn(accountId: string): Promise<bigint>;
+  yieldOn(accountId: string): Promise<bigint | null>;
   /** Gives every lease's free units back and waits until every sync has been applied. */
   flush(): Promise<void>;
   /** Closes every lease (outstanding requests still settle) and waits for the syncs. */
@@ -135,7 +135,7 @@ export function createEscrow(opts: EscrowOptions): Escrow {
       if (leases.get(key) === lease) leases.delete(key);
     },
     onSyncError: (err, lease) => opts.onSyncError?.(err, lease.id),
-    askOthers: (lease) => opts.askOthers(lease.accountId!),
+    askOthers: (lease, others) => opts.askOthers(lease.accountId!, others),
   };
   /**
    * The lease taking reservations on the account, stating the newest view of its base credits it was given: a
@@ -254,8 +254,8 @@ export function createEscrow(opts: EscrowOptions): Escrow {
       for (const lease of [...leases.values()]) lease.fence();
     },
     async yieldOn(accountId) {
-      let given = 0n;
-      for (const lease of leases.values()) if (lease.accountId === accountId) given += await lease.yieldFree();
+      let given: bigint | null = null;
+      for (const lease of leases.values()) if (lease.accountId === accountId) given = (given ?? 0n) + (await lease.yieldFree());
       return given;
     },
     async flush() {

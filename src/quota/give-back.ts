@@ -1,68 +1,69 @@
+import { randomUUID } from "node:crypto";
 import type { Listener } from "../db/listener.js";
 
 // Never a 429 while the account has room (docs/billing.md, "Escrow"). A lease whose sync cannot cover a request
-// asks the other processes, through NOTIFY, to give back what they hold leased and unused on that account, waits
-// for them (milliseconds), and syncs again before it refuses: a refusal then means that all processes together
-// cannot cover the request (what they hold for requests in flight stays held).
+// asks the other processes holding a lease on the account, through NOTIFY, to give back what they hold leased and
+// unused there; each answers once its give-back is committed (with what it gave, 0 included), and the lease syncs
+// again once every one has answered, before it refuses: a refusal then means that all processes together cannot
+// cover the request (what they hold for requests in flight stays held). The sync that fell short counted them, so
+// an account no other process holds a lease on is refused at once.
 
 export const QUOTA_CHANNEL = "gateway_quota";
 
-/** How long a lease waits for another process's give-back before it refuses anyway. */
-export const GIVE_BACK_WAIT_MS = 250;
-/** After the first answer that gave something back, how long a lease waits for others' before it syncs again. */
-const MORE_ANSWERS_MS = 5;
+/**
+ * How long a lease waits for the other processes' answers before it refuses anyway: a process that stopped
+ * answering (its leases expire) must not hold every refusal for long; a live one answers within a sync.
+ */
+export const GIVE_BACK_WAIT_MS = 1_000;
 
 export interface GiveBack {
-  /** Asks the other processes to give back their unused units on `accountId`; resolves once one has (or soon after). */
-  ask(accountId: string): Promise<void>;
+  /** Asks the `others` processes with a lease on `accountId` to give back their unused units; resolves once all answered (or after the wait). */
+  ask(accountId: string, others: number): Promise<void>;
   stop(): void;
 }
 
 /**
- * `give(accountId)` gives back this process's unused units on the account (resolving, once committed, with how
- * many); `selfId()` is this process's instance id, so that it does not answer itself.
+ * `give(accountId)` gives back this process's unused units on the account, resolving once committed with how many
+ * (null: it holds no lease there, and does not answer); `selfId()` is this process's instance id, so that it does
+ * not answer itself.
  */
 export function createGiveBack(
   listener: Listener | undefined,
   selfId: () => string,
-  give: (accountId: string) => Promise<bigint>,
+  give: (accountId: string) => Promise<bigint | null>,
 ): GiveBack {
-  const waiting = new Map<string, Set<() => void>>();
+  /** The asks waiting for answers, by their id: one call per answer. */
+  const waiting = new Map<string, () => void>();
   let stopped = false;
   listener?.on(QUOTA_CHANNEL, (payload) => {
-    const [verb, accountId, arg] = payload.split(":");
-    if (!accountId) return;
+    const [verb, accountId, askId, arg] = payload.split(":");
+    if (!accountId || !askId) return;
     if (verb === "ask" && arg !== selfId() && !stopped) {
       void give(accountId).then(
-        (given) => listener.notify(QUOTA_CHANNEL, `gave:${accountId}:${given}`),
+        (given) => (given === null ? undefined : listener.notify(QUOTA_CHANNEL, `gave:${accountId}:${askId}:${given}`)),
         // The asking process refuses after its wait anyway; a give-back that failed is retried by its lease.
         () => {},
       );
-    } else if (verb === "gave" && arg !== "0") {
-      for (const wake of waiting.get(accountId) ?? []) wake();
+    } else if (verb === "gave") {
+      waiting.get(askId)?.();
     }
   });
   return {
-    ask(accountId) {
-      if (!listener?.listening() || stopped) return Promise.resolve();
+    ask(accountId, others) {
+      if (others <= 0 || !listener?.listening() || stopped) return Promise.resolve();
       return new Promise<void>((resolve) => {
-        let timer: NodeJS.Timeout;
+        const askId = randomUUID();
+        let answers = 0;
         const done = () => {
           clearTimeout(timer);
-          const wakes = waiting.get(accountId);
-          wakes?.delete(wake);
-          if (wakes?.size === 0) waiting.delete(accountId);
+          waiting.delete(askId);
           resolve();
         };
-        const wake = () => {
-          clearTimeout(timer);
-          timer = setTimeout(done, MORE_ANSWERS_MS);
-        };
-        timer = setTimeout(done, GIVE_BACK_WAIT_MS);
-        let wakes = waiting.get(accountId);
-        if (!wakes) waiting.set(accountId, (wakes = new Set()));
-        wakes.add(wake);
-        listener.notify(QUOTA_CHANNEL, `ask:${accountId}:${selfId()}`).catch(done);
+        const timer = setTimeout(done, GIVE_BACK_WAIT_MS);
+        waiting.set(askId, () => {
+          if (++answers >= others) done();
+        });
+        listener.notify(QUOTA_CHANNEL, `ask:${accountId}:${askId}:${selfId()}`).catch(done);
       });
     },
     stop() {

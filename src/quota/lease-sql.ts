@@ -111,6 +111,11 @@ select
   lease.status,
   (select ok from alive) as alive,
   coalesce((select amount from granted), (select last_grant from lease))::text as granted,
+  -- Who could give back (give-back.ts): counted only when this sync fell short of what it needed.
+  case when coalesce((select amount from granted), (select last_grant from lease)) < $7::bigint then (
+    select count(distinct l.instance_id)::int from quota_leases l join gateway_instances i on i.id = l.instance_id
+    where l.account_id = lease.account_id and l.status = 'pending' and l.instance_id <> $10::uuid and i.fenced_at is null
+  ) else 0 end as others,
   coalesce((select posted from granted), a.debits_posted)::text as posted,
   coalesce((select pending + amount from granted), a.debits_pending)::text as pending,
   coalesce((select credits from granted), a.credits)::text as credits,
@@ -188,6 +193,11 @@ export interface SyncReply {
    * lease asks for a reset only where one may be used; the use checks it again under the account's lock.
    */
   autoReset: boolean;
+  /**
+   * How many other live processes hold an open lease on the account, counted only when the sync granted less than
+   * it needed (else 0): the processes that could give back (give-back.ts).
+   */
+  others: number;
 }
 
 export class LeaseSequenceError extends Error {
@@ -239,6 +249,7 @@ export function leaseSync(journal?: Journal, timeoutMs?: number): SyncLeaseFn {
       credits: string;
       restored: string;
       auto_reset: boolean | null;
+      others: number;
     }>(query);
     const row = rows[0];
     // At `seq` whether this call applied it or an earlier attempt did.
@@ -252,6 +263,7 @@ export function leaseSync(journal?: Journal, timeoutMs?: number): SyncLeaseFn {
       credits: BigInt(row.credits),
       restored: BigInt(row.restored),
       autoReset: row.auto_reset === true,
+      others: row.others,
     };
   };
 }

@@ -87,7 +87,7 @@ export interface LeaseContext {
   /** The lease must not take new reservations any more. */
   retire(lease: Lease): void;
   /** Asks the other processes to give back their unused units on the lease's account (give-back.ts). */
-  askOthers(lease: Lease): Promise<void>;
+  askOthers(lease: Lease, others: number): Promise<void>;
   onSyncError(err: unknown, lease: Lease): void;
   /** Where syncs are timed and their definitive failures counted. */
   metrics: AccountMetrics;
@@ -741,10 +741,10 @@ export class Lease {
       }
       // Other processes may hold units they do not use: they give them back, and this one syncs again, before
       // anyone is refused (give-back.ts). Once per waiter.
-      if (!refused && !w.askedOthers && !this.overshot && !this.retired && reply.pending > this.free + this.outstanding) {
+      if (!refused && !w.askedOthers && !this.overshot && !this.retired && reply.others > 0) {
         const rest = waiters.slice(i).filter((x) => !x.cancelled);
         for (const x of rest) x.askedOthers = true;
-        void this.ctx.askOthers(this).then(() => {
+        void this.ctx.askOthers(this, reply.others).then(() => {
           this.waiters.unshift(...rest);
           this.schedule();
         });

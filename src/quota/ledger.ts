@@ -118,8 +118,11 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
         opts.listener,
         () => instance.id,
         async (accountId) => {
-          let given = 0n;
-          for (const escrow of escrows.values()) given += await escrow.yieldOn(accountId);
+          let given: bigint | null = null;
+          for (const escrow of escrows.values()) {
+            const gave = await escrow.yieldOn(accountId);
+            if (gave !== null) given = (given ?? 0n) + gave;
+          }
           return given;
         },
       )
@@ -147,7 +150,7 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
           baseRevision: (planRevision) => baseRevision(planRevision, configRevision),
           onSyncError: opts.onSyncError,
           metrics: metrics.account(kind),
-          askOthers: (accountId) => giveBack!.ask(accountId),
+          askOthers: (accountId, others) => giveBack!.ask(accountId, others),
         }),
       );
     }

@@ -10,12 +10,16 @@ import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 // its locks) into whatever ran on it next.
 
 let db: TestDatabase;
-/** A pool like the gateway's, with a short client-side statement timeout. */
+/**
+ * A pool like the gateway's, with a short client-side statement timeout: its server-side limit comes 300 ms
+ * before it, a margin a loaded machine's event loop keeps.
+ */
 let pool: Pool;
+const QUERY_TIMEOUT_MS = 3_000;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  pool = createPool(db.url, 2, () => {}, { queryTimeoutMs: 600 });
+  pool = createPool(db.url, 2, () => {}, { queryTimeoutMs: QUERY_TIMEOUT_MS });
   await db.pool.query("create table tx_probe (id int primary key, n int not null)");
   await db.pool.query("insert into tx_probe values (1, 0)");
 });
@@ -33,8 +37,11 @@ async function openTransactions(): Promise<number> {
   return rows[0]!.n;
 }
 
+const probe = async () => (await db.pool.query<{ n: number }>("select n from tx_probe where id = 1")).rows[0]!.n;
+
 describe("inTransaction", () => {
   it("runs each statement under a server-side statement_timeout below the client's, so a slow one ends cleanly", async () => {
+    const start = await probe();
     const other = await db.pool.connect();
     try {
       await other.query("begin");
@@ -51,17 +58,18 @@ describe("inTransaction", () => {
     }
     // The connection went back to the pool clean: the next transaction on it commits its own work only.
     await inTransaction(pool, (client) => client.query("update tx_probe set n = n + 100 where id = 1"));
-    expect((await db.pool.query<{ n: number }>("select n from tx_probe where id = 1")).rows[0]!.n).toBe(100);
+    expect(await probe()).toBe(start + 100);
     expect(await openTransactions()).toBe(0);
   });
 
   it("destroys a connection whose statement the client abandoned instead of returning it inside its transaction", async () => {
+    const start = await probe();
     const before = await pool.query<{ pid: number }>("select pg_backend_pid() as pid");
     const err = await inTransaction(pool, async (client) => {
       await client.query("update tx_probe set n = n + 1000 where id = 1");
       // No server-side limit for this one: only the client's timeout ends the wait.
       await client.query("set local statement_timeout = 0");
-      await client.query("select pg_sleep(2)");
+      await client.query(`select pg_sleep(${(QUERY_TIMEOUT_MS * 2) / 1000})`);
     }).catch((e: unknown) => e);
     expect(String((err as Error).message)).toMatch(/Query read timeout/);
     expect(answeredByServer(err)).toBe(false);
@@ -70,12 +78,21 @@ describe("inTransaction", () => {
       const { rows } = await pool.query<{ tx: string | null }>("select txid_current_if_assigned()::text as tx");
       expect(rows[0]!.tx).toBeNull();
     }
-    await expect.poll(openTransactions, { timeout: 10_000, interval: 100 }).toBe(0);
-    expect((await db.pool.query<{ n: number }>("select n from tx_probe where id = 1")).rows[0]!.n).toBe(100);
+    await expect.poll(openTransactions, { timeout: 15_000, interval: 100 }).toBe(0);
+    // The abandoned statement runs on in its session until its sleep ends; then its transaction is gone, uncommitted.
+    const sleeping = async () =>
+      (
+        await db.pool.query<{ n: number }>(
+          "select count(*)::int as n from pg_stat_activity where datname = current_database() and query like 'select pg_sleep%'",
+        )
+      ).rows[0]!.n;
+    await expect.poll(sleeping, { timeout: 15_000, interval: 100 }).toBe(0);
+    expect(await probe()).toBe(start);
     expect(before.rows[0]!.pid).toBeGreaterThan(0);
   });
 
   it("rolls back a transaction whose work threw an error of its own and keeps the connection", async () => {
+    const start = await probe();
     const pids = new Set<number>();
     for (let i = 0; i < 3; i++) {
       await inTransaction(pool, async (client) => {
@@ -84,7 +101,7 @@ describe("inTransaction", () => {
         throw new Error("a rule refused it");
       }).catch(() => {});
     }
-    expect((await db.pool.query<{ n: number }>("select n from tx_probe where id = 1")).rows[0]!.n).toBe(100);
+    expect(await probe()).toBe(start);
     // At most the pool's two connections served the three: none was destroyed for an ordinary error.
     expect(pids.size).toBeLessThanOrEqual(2);
     expect(await openTransactions()).toBe(0);

@@ -136,6 +136,7 @@ describe("quota escrow", () => {
         credits: 1000n,
         restored: 0n,
         autoReset: false,
+        others: 0,
       });
       // The reply was lost: the same sync again has no second effect and returns the same grant.
       expect(await syncLease(db.pool, base(leaseId, 1))).toEqual(first);
@@ -167,6 +168,7 @@ describe("quota escrow", () => {
         credits: 1000n,
         restored: 0n,
         autoReset: false,
+        others: 0,
       });
       const after = await db.pool.query<{ amount: string; status: string }>("select amount, status from quota_leases where id = $1", [
         leaseId,

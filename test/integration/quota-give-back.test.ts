@@ -1,4 +1,6 @@
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { QUOTA_CHANNEL } from "../../src/quota/give-back.js";
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
 import { reconcileLedger } from "../../src/quota/index.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
@@ -9,7 +11,8 @@ import { quiesce, rowsOf } from "../helpers/metering-checks.js";
 // several gateway processes gets every request the day can still hold, to the last units; a process short of units
 // has the others give back what they hold unused before it refuses (src/quota/give-back.ts). Before, a process
 // refused while another sat on unused leased units (182 units left, 73 of them in the other process's lease, a
-// request of 139: 429).
+// request of 139: 429). A process asks only the processes that hold a lease on the account, and waits for each
+// one's answer: alone on it, it refuses without asking, even with units held by no process (a durable hold).
 
 const ALLOWANCE = 2_000;
 
@@ -17,10 +20,17 @@ let mock: MockUpstream;
 let db: TestDatabase;
 const gateways: TestGateway[] = [];
 let users = 0;
+/** Every message on the give-back channel, as the processes sent them. */
+const heard: string[] = [];
+let observer: pg.Client;
 
 beforeAll(async () => {
   mock = await startMockUpstream();
   db = await createTestDatabase();
+  observer = new pg.Client({ connectionString: db.url });
+  await observer.connect();
+  observer.on("notification", (n) => heard.push(n.payload ?? ""));
+  await observer.query(`listen ${QUOTA_CHANNEL}`);
   for (let i = 0; i < 3; i++) {
     gateways.push(
       await startTestGateway({
@@ -38,6 +48,7 @@ beforeAll(async () => {
   }
 });
 afterAll(async () => {
+  await observer?.end();
   for (const gw of gateways) await gw.close();
   await mock?.close();
   await db?.drop();
@@ -67,7 +78,7 @@ async function day(userId: string) {
   return { allowance: BigInt(row!.credits as string) + BigInt(row!.restored as string), used: BigInt(row!.debits_posted as string) };
 }
 
-describe.each([2, 3])("a day spent alternately through %i gateway processes", (processes) => {
+describe.each([1, 2, 3])("a day spent alternately through %i gateway processes", (processes) => {
   it("is spent to its last units: the first 429 comes only when no request's hold fits what is left", async () => {
     const on = gateways.slice(0, processes);
     const user = await freshUser(on[0]!);
@@ -75,6 +86,17 @@ describe.each([2, 3])("a day spent alternately through %i gateway processes", (p
     // answers a few words): after a few rounds, what is left is a few holds' worth, spread over the processes'
     // leases.
     const maxTokens = 130;
+    // A durable hold (a video job's, a transfer's) is held by no process: nobody to ask for it.
+    const durable = 300n;
+    await on[0]!.services.ledger.reserveDurable({
+      kind: "daily_allowance",
+      userId: user.id,
+      base: BigInt(ALLOWANCE),
+      id: crypto.randomUUID(),
+      amount: durable,
+      reference: "video:give-back-test",
+      expiresAt: new Date(Date.now() + 3_600_000),
+    });
     let refused: Response | undefined;
     let answered = 0;
     for (let i = 0; i < 200 && !refused; i++) {
@@ -94,10 +116,19 @@ describe.each([2, 3])("a day spent alternately through %i gateway processes", (p
     const { allowance, used } = await day(user.id);
     const [hold] = await rowsOf(
       db.pool,
-      "select amount from quota_holds h join quota_accounts a on a.id = h.account_id where a.user_id = $1 limit 1",
+      "select amount from quota_holds h join quota_accounts a on a.id = h.account_id where a.user_id = $1 and h.lease_id is not null limit 1",
       [user.id],
     );
-    expect(allowance - used).toBeLessThan(BigInt(hold!.amount as string));
+    expect(allowance - used - durable).toBeLessThan(BigInt(hold!.amount as string));
     expect(await reconcileLedger(db.pool)).toEqual([]);
+    // Asked only where another process held a lease on the account, and answered by it.
+    const [account] = await rowsOf(db.pool, "select id from quota_accounts where user_id = $1", [user.id]);
+    const about = (verb: string) => heard.filter((m) => m.startsWith(`${verb}:${String(account!.id)}:`));
+    if (processes === 1) expect(about("ask")).toEqual([]);
+    else {
+      expect(about("ask").length).toBeGreaterThan(0);
+      const asked = new Set(about("ask").map((m) => m.split(":")[2]));
+      expect(about("gave").filter((m) => asked.has(m.split(":")[2])).length).toBeGreaterThan(0);
+    }
   });
 });
