@@ -5,7 +5,8 @@ import { isTransientDbError } from "./faults.js";
 /**
  * graphile-worker's log messages on the gateway's pino logger (component "worker"), at the matching level. Here
  * rather than in src/jobs because migrations (src/db) run graphile-worker's too, and the db layer imports no
- * service folder. The worker retries a lost connection itself and says so at error level each time; with
+ * service folder. The worker retries a lost connection itself (src/jobs/worker-pool.ts makes every transient
+ * fault one it retries) and says so at error level each time; with
  * `onFault` those lines go to the database health instead (one warning per outage) and stay at debug here.
  */
 export function workerLogger(logger: Logger, onFault?: (err: unknown) => void): WorkerLogger {

@@ -3,14 +3,16 @@ import type { Logger } from "pino";
 import type { Pool } from "../db/pool.js";
 import { workerLogger } from "../db/worker-logger.js";
 import { crontab, taskList, type JobDeps } from "./tasks.js";
+import { workerPool } from "./worker-pool.js";
 
 export interface BackgroundWorker {
   stop(): Promise<void>;
 }
 
 /**
- * Starts graphile-worker on the gateway's pool. Its schema is migrated by runMigrations (src/db/migrate.ts)
- * before; run() checks it again, which is then a no-op.
+ * Starts graphile-worker on the gateway's pool (seen through workerPool: a transient fault never ends the
+ * process). Its schema is migrated by runMigrations (src/db/migrate.ts) before; run() checks it again, which is
+ * then a no-op.
  */
 export async function startWorker(opts: {
   pool: Pool;
@@ -21,7 +23,7 @@ export async function startWorker(opts: {
   onFault?: (err: unknown) => void;
 }): Promise<BackgroundWorker> {
   const runner: Runner = await run({
-    pgPool: opts.pool,
+    pgPool: workerPool(opts.pool),
     concurrency: opts.concurrency,
     noHandleSignals: true,
     pollInterval: 2_000,

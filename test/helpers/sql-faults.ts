@@ -292,9 +292,10 @@ function wrapClients(pool: Pool, wrap: (query: Query) => Query): () => void {
 
 /**
  * For `forMs`, the statements `when` selects (default: all) of `pool`'s clients are refused before they are sent,
- * with a pg.DatabaseError carrying `code` (53100: disk full), so they certainly did not commit. In-process only.
+ * with a pg.DatabaseError carrying `code` (53100: disk full), so they certainly did not commit; with `code: null`,
+ * with the driver's error for a connection lost under a statement (no SQLSTATE at all). In-process only.
  */
-export function injectAtPool(pool: Pool, opts: { code: string; forMs: number; when?: (s: Statement) => boolean }): SqlFault {
+export function injectAtPool(pool: Pool, opts: { code: string | null; forMs: number; when?: (s: Statement) => boolean }): SqlFault {
   const when = opts.when ?? (() => true);
   return timedFault(opts.forMs, async (undo, stats) => {
     let on = true;
@@ -305,7 +306,7 @@ export function injectAtPool(pool: Pool, opts: { code: string; forMs: number; wh
           const statement = statementOf(args[0]);
           if (!on || !statement || !when(statement)) return query.apply(this, args);
           stats.refused++;
-          const err = serverError(opts.code);
+          const err = opts.code === null ? new Error("Connection terminated unexpectedly") : serverError(opts.code);
           const callback = args.at(-1);
           if (typeof callback === "function") return void process.nextTick(callback, err);
           return Promise.reject(err);
