@@ -90,12 +90,16 @@ const fromRow = (r: Row): VideoJobRow => ({
   deadline: r.deadline,
 });
 
-/** The row of an accepted job, due for its first poll `firstPollSeconds` from now: any serving process polls it. */
+/**
+ * The row of an accepted job, due for its first poll `firstPollSeconds` from now: any serving process polls it.
+ * Storing it again (a retry whose first attempt committed) changes nothing.
+ */
 export async function insertVideoJob(pool: Pool, job: VideoJobRow, firstPollSeconds: number): Promise<void> {
   await pool.query(
     `insert into video_jobs (id, user_id, key_id, request_id, public_model, provider, upstream_model, upstream_job_id,
        fallback_path, status, hold_id, held, seconds, n, rate_num, rate_den, received_at, created_at, updated_at, deadline, next_poll_at)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $18, $19, now() + make_interval(secs => $20))`,
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $18, $19, now() + make_interval(secs => $20))
+     on conflict (id) do nothing`,
     [
       job.id,
       job.userId,

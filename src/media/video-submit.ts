@@ -1,8 +1,10 @@
 import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { perSecondRate, videoHold } from "../billing/video-quota.js";
 import type { Catalog } from "../catalog/catalog.js";
 import type { Config } from "../config/schema.js";
+import { isTransientDbError, readWithinDeadline } from "../db/faults.js";
 import type { Pool } from "../db/pool.js";
 import { errors } from "../errors.js";
 import type { ApiKeyPrincipal } from "../auth/principals.js";
@@ -17,7 +19,7 @@ import type { Providers } from "../providers/registry.js";
 import { UpstreamError, type Target, type VideoJobReport } from "../providers/types.js";
 import { UpstreamAbort } from "../providers/upstream-abort.js";
 import type { Clock } from "../quota/clock.js";
-import type { QuotaLedger } from "../quota/types.js";
+import { HoldNotFoundError, type QuotaLedger } from "../quota/types.js";
 import { VIDEO_CAPABILITIES, VIDEO_PROTOCOLS, videoUpstreamBody } from "./video-capabilities.js";
 import { insertVideoJob, type VideoJobRow } from "./video-jobs.js";
 import { VIDEO_ROUTE } from "./video-request-row.js";
@@ -28,6 +30,12 @@ import type { VideoRequest } from "./video-request-schema.js";
 // the job, due for its first poll by any serving process. Every failure after the hold voids it; every refusal is
 // logged at once (one request-log row per request id; an accepted job's row is written when it ends,
 // src/media/video-end.ts).
+//
+// Under a database fault the hold and the job's row are retried (each is idempotent by its id) within
+// `database.request_timeout_ms`, as a request's charge is; past it the client gets 503 database_unavailable,
+// nothing charged, and the hold is voided eventually: retried while the process runs, whatever became of the
+// statements given up on. A job row stored late, its hold voided, ends as failed without a charge
+// (video-end.ts, endingOf); an upstream job accepted and then given up is logged (VIDEO_JOB_ABANDONED).
 
 export interface VideoDeps {
   config: Config;
@@ -39,6 +47,8 @@ export interface VideoDeps {
   clock: Clock;
   /** Failed submissions and fallbacks are logged for the operator (src/metering/attempt-log.ts). */
   logger: Logger;
+  /** Hears of the database faults a submission met (the database health). */
+  onFault?: (err: unknown) => void;
 }
 
 /** The job the upstream accepted, as stored. */
@@ -92,56 +102,110 @@ export async function submitVideo(
   const holdId = randomUUID();
   const now = deps.clock.now();
   const video = config.media.video;
-  const held = await ledger.reserveDurable({
-    kind: "daily_allowance",
-    userId: key.userId,
-    base: BigInt(dailyTokens),
-    planRevision: key.planRevision,
-    id: holdId,
-    amount,
-    reference: `video:${jobId}`,
-    expiresAt: new Date(now.getTime() + video.hold_expiry_seconds * 1000),
-    weeklyResets: BigInt(weeklyResets),
-  });
+  const withinDeadline = <T>(step: () => Promise<T>) => readWithinDeadline(config.database.request_timeout_ms, step, deps.onFault);
+  let held: Awaited<ReturnType<QuotaLedger["reserveDurable"]>>;
+  try {
+    held = await withinDeadline(() =>
+      ledger.reserveDurable({
+        kind: "daily_allowance",
+        userId: key.userId,
+        base: BigInt(dailyTokens),
+        planRevision: key.planRevision,
+        id: holdId,
+        amount,
+        reference: `video:${jobId}`,
+        expiresAt: new Date(now.getTime() + video.hold_expiry_seconds * 1000),
+        weeklyResets: BigInt(weeklyResets),
+      }),
+    );
+  } catch (err) {
+    // The hold may have been taken by a statement whose answer never came.
+    if (isTransientDbError(err)) void voidEventually(deps, holdId);
+    return refuse(err);
+  }
   if (!held.ok) return refuse(accountTerms.daily_allowance.refused(held, amount, now, undefined));
 
-  let accepted: { target: Target; report: VideoJobReport } | undefined;
+  let accepted: { target: Target; report: VideoJobReport };
   const fallbackPath: string[] = [];
   try {
     accepted = await submitWithFallback(deps, start.requestId, request.model, targets, bodies, fallbackPath);
-    const created = deps.clock.now();
-    const job: VideoJobRow = {
-      id: jobId,
-      userId: key.userId,
-      keyId: key.keyId,
-      requestId: start.requestId,
-      publicModel: request.model,
-      provider: accepted.target.providerId,
-      upstreamModel: accepted.target.upstreamModel,
-      upstreamJobId: accepted.report.id,
-      fallbackPath,
-      // Whatever the upstream said first, the poll finds out the rest (a job already ended included).
-      status: accepted.report.status === "in_progress" ? "in_progress" : "queued",
-      holdId,
-      held: amount,
-      seconds,
-      n: request.n ?? 1,
-      rate,
-      charged: null,
-      videos: null,
-      errorCode: null,
-      receivedAt,
-      createdAt: created,
-      updatedAt: created,
-      endedAt: null,
-      deadline: new Date(created.getTime() + video.job_timeout_seconds * 1000),
-    };
-    await insertVideoJob(deps.pool, job, video.poll_interval_seconds);
-    return job;
   } catch (err) {
-    // Nothing was accepted, or the job could not be stored (then nothing would ever poll or settle it).
-    await ledger.voidDurable(holdId);
+    await withinDeadline(() => ledger.voidDurable(holdId)).catch((fault: unknown) => {
+      if (!isTransientDbError(fault)) throw fault;
+      void voidEventually(deps, holdId);
+    });
     return refuse(err instanceof UpstreamError ? upstreamToClient(err) : err);
+  }
+  const created = deps.clock.now();
+  const job: VideoJobRow = {
+    id: jobId,
+    userId: key.userId,
+    keyId: key.keyId,
+    requestId: start.requestId,
+    publicModel: request.model,
+    provider: accepted.target.providerId,
+    upstreamModel: accepted.target.upstreamModel,
+    upstreamJobId: accepted.report.id,
+    fallbackPath,
+    // Whatever the upstream said first, the poll finds out the rest (a job already ended included).
+    status: accepted.report.status === "in_progress" ? "in_progress" : "queued",
+    holdId,
+    held: amount,
+    seconds,
+    n: request.n ?? 1,
+    rate,
+    charged: null,
+    videos: null,
+    errorCode: null,
+    receivedAt,
+    createdAt: created,
+    updatedAt: created,
+    endedAt: null,
+    deadline: new Date(created.getTime() + video.job_timeout_seconds * 1000),
+  };
+  try {
+    await withinDeadline(() => insertVideoJob(deps.pool, job, video.poll_interval_seconds));
+  } catch (err) {
+    // Unstored, nothing would ever poll or settle the job: the client is told nothing was charged.
+    deps.logger.warn(
+      { job_id: jobId, request_id: start.requestId, provider: job.provider, upstream_job_id: job.upstreamJobId },
+      "VIDEO_JOB_ABANDONED: the upstream accepted the job but it could not be stored; it is not billed",
+    );
+    void voidEventually(deps, holdId);
+    return refuse(err);
+  }
+  return job;
+}
+
+/** Pauses between attempts to void a hold: from 200 ms, doubling, up to 10 s. */
+const VOID_RETRY_FIRST_MS = 200;
+const VOID_RETRY_MAX_MS = 10_000;
+
+/**
+ * Voids the hold whatever the database does meanwhile, retrying a transient fault while the process runs (a hold
+ * left when it stops is voided by the expiry at its `expires_at`). A hold not found is looked for once more after
+ * `database.query_timeout_ms`, by when a statement the client stopped waiting for has ended.
+ */
+async function voidEventually(deps: Pick<VideoDeps, "ledger" | "logger" | "config" | "onFault">, holdId: string): Promise<void> {
+  let lookedAgain = false;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await deps.ledger.voidDurable(holdId);
+      return;
+    } catch (err) {
+      if (err instanceof HoldNotFoundError) {
+        if (lookedAgain) return;
+        lookedAgain = true;
+        await sleep(deps.config.database.query_timeout_ms, undefined, { ref: false });
+        continue;
+      }
+      if (!isTransientDbError(err)) {
+        deps.logger.error({ hold_id: holdId, err: err instanceof Error ? err.message : String(err) }, "VIDEO_HOLD_VOID_FAILED");
+        return;
+      }
+      deps.onFault?.(err);
+      await sleep(Math.min(VOID_RETRY_MAX_MS, VOID_RETRY_FIRST_MS * 2 ** attempt), undefined, { ref: false });
+    }
   }
 }
 

@@ -1,3 +1,4 @@
+import { DatabaseUnavailableError, isTransientDbError } from "../db/faults.js";
 import type { Logger } from "pino";
 import { encodeRow } from "../analytics/row-json.js";
 import type { RequestLogWriter, UsageSource } from "../analytics/types.js";
@@ -380,8 +381,11 @@ export function createMetering(deps: MeteringDeps): Metering {
     );
   }
 
-  const logRejected = (start: RowStart, err: unknown) =>
-    logUnmetered(start, err instanceof GatewayError ? err.status : 500, errorCodeOf(err));
+  const logRejected = (start: RowStart, err: unknown) => {
+    // Logged as the client was answered (server/error-envelope.ts): a transient database fault is a 503.
+    const answered = isTransientDbError(err) && !(err instanceof GatewayError) ? new DatabaseUnavailableError() : err;
+    logUnmetered(start, answered instanceof GatewayError ? answered.status : 500, errorCodeOf(answered));
+  };
 
   async function begin(start: MeterStart): Promise<Meter> {
     const reject = (err: GatewayError): never => {

@@ -161,7 +161,11 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route("/native", nativeModelListRoutes(deps.catalog, config));
   app.route("/", systemoneRoutes(inference, deps.bodyBudget));
   const { catalog, providers, metering, ledger, pool, clock, download } = deps;
-  app.route("/v1", videoRoutes({ config, catalog, providers, metering, ledger, pool, clock, download, bodyLimit, logger: deps.logger }));
+  const onFault = (err: unknown) => deps.health.failed(err, "video submission");
+  app.route(
+    "/v1",
+    videoRoutes({ config, catalog, providers, metering, ledger, pool, clock, download, bodyLimit, logger: deps.logger, onFault }),
+  );
   // The views are reads: a dead connection is retried, and they wait for the database no longer than a request.
   const read = requestRead(config.database.request_timeout_ms, (err) => deps.health.failed(err, "view"));
   app.route("/api/v1/auth", authRoutes({ sessions: auth.sessions, config, bodies }));
