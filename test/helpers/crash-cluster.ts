@@ -4,7 +4,7 @@ import pg from "pg";
 import { createPool, type Pool } from "../../src/db/pool.js";
 import { startServe, type ServeProcess } from "./cli.js";
 
-export { readAccounts, startSampler, type AccountSample, type SamplerSummary } from "./ledger-sampler.js";
+export { anyReserved, readAccounts, startSampler, type AccountSample, type SamplerSummary } from "./ledger-sampler.js";
 
 // The pieces of the crash tests (test/e2e/ledger-crash.test.ts): several real `gateway serve` processes on one
 // database, chat clients spreading requests over them round-robin, a sampler of the ledger's accounts on its
@@ -112,7 +112,8 @@ export interface Outcome {
   user: number;
   process: number;
   generation: number;
-  kind: "json" | "stream";
+  /** Chat (JSON or streamed), or an evaluation paid in USD (evaluation-load.ts). */
+  kind: "json" | "stream" | "evaluation";
   startedAt: number;
   /** Response headers received (streams) or the whole answer (JSON); undefined: no response. */
   answeredAt?: number;
@@ -126,6 +127,10 @@ export interface Outcome {
   usageTotal: number | null;
   /** The charge the answer named (x-gateway-charge, or the usage chunk's gateway_charge), when it did. */
   charge?: string | null;
+  /** What a reseller key's USD balance paid, as the answer named it (x-gateway-charge-usd). */
+  chargeUsd?: string | null;
+  /** An evaluation's `usage.cost` (USD, a JSON number). */
+  costUsd?: number;
   /** An error answer's envelope code and Retry-After header. */
   errorCode?: string | null;
   retryAfter?: string | null;

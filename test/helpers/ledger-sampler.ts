@@ -55,6 +55,19 @@ export async function readAccounts(pool: Pool): Promise<AccountSample[]> {
 }
 
 /**
+ * Whether any account of any kind (the day's, a reseller's USD, a pack) still holds units reserved; with `leases`,
+ * also whether a lease is still open (an idle one closes within lease_idle_ms and a sweep, holding nothing).
+ */
+export async function anyReserved(pool: Pool, opts: { leases?: boolean } = {}): Promise<boolean> {
+  const { rows } = await pool.query<{ reserved: boolean }>(
+    `select exists (select from quota_accounts where debits_pending <> 0)
+       or ($1::boolean and exists (select from quota_leases where status = 'pending')) as reserved`,
+    [opts.leases === true],
+  );
+  return rows[0]!.reserved;
+}
+
+/**
  * Every `intervalMs`, on a connection of its own, checks posted + pending <= credits + restored on every daily
  * account, that it agrees with its request log, and that every account reconciles with its rows
  * (docs/billing.md, "Reconciliation": holds, leases, restorations). `openPool` opens that connection's pool
