@@ -188,6 +188,7 @@ describe("gateway serve through database faults", () => {
       ).rows,
       resellerRows: reseller && (await readReseller(pool, reseller.id)),
     }));
+    const exited = cluster.exitedOnTheirOwn();
     const stopped = await cluster.stop();
     const keep = process.env.DATABASE_FAULTS_LOGS;
     if (keep) for (const p of cluster.all) writeFileSync(path.join(keep, `${opts.name}-${p.index}.${p.generation}.log`), p.serve.stdout());
@@ -249,6 +250,7 @@ describe("gateway serve through database faults", () => {
       },
       databaseLines: faultedLines,
       warnings: cluster.logSummary(40).filter((l) => !/DATABASE_/.test(l.msg)),
+      exited,
       stopped,
     };
     console.log(
@@ -258,6 +260,8 @@ describe("gateway serve through database faults", () => {
     );
 
     // ---- the proof ----
+    // No process ended on its own (the faulted one lived until its SIGKILL, if any), whatever the database did.
+    expect(exited).toEqual([]);
     // Real load on both processes, streams and JSON, before, during and after the fault.
     expect(windows.length).toBeGreaterThan(0);
     expect(windows.every((w) => w.end !== Infinity)).toBe(true);

@@ -7,7 +7,7 @@ import { useClusterBench } from "../helpers/cluster-bench.js";
 import { anyReserved, cutConnections, readAccounts, startLoad, startSampler, withPool, type Outcome } from "../helpers/crash-cluster.js";
 import { createMixUsers, enableAutoResets, logInAll, mixConfig, RESET_WEEKLY, resetsRunOut, startMix } from "../helpers/crash-mix.js";
 import { mixMismatches, mixReport, NO_MIX_MISMATCHES, readMix, type MixRun } from "../helpers/crash-mix-proof.js";
-import { jobsAsShownBy, videoJobsEnded } from "../helpers/video-load.js";
+import { jobsAsShownBy } from "../helpers/video-load.js";
 
 // The ledger under crashes, with real processes (docs/billing.md, "Escrow"): three `gateway serve` processes on
 // one database take chat load; one is SIGKILLed with streams in flight and restarted, and twice every database
@@ -96,6 +96,7 @@ describe("the ledger with three gateway processes, a SIGKILL and cut database co
       enableAutoResets(cluster.current[2]!.url, mixUsers.resets.email),
     ]);
 
+    const upstreamBefore = bench.upstream.requests.length;
     const sampler = bench.running(startSampler(db.url, 100));
     const load = bench.running(
       startLoad({
@@ -160,15 +161,14 @@ describe("the ledger with three gateway processes, a SIGKILL and cut database co
     const resetsUsed = await withPool(db.url, (pool) => resetsRunOut(pool, mixUsers.resets.id, mix.resets, RESET_WEEKLY, 30_000));
     await mix.resets.stop();
     const loadEnded = performance.now();
-    // Every job ends on a survivor within two polls of its submission; the victim's are shown completed by one.
-    await withPool(db.url, (pool) => videoJobsEnded(pool, 20_000));
-    const victimJobs = await jobsAsShownBy(cluster.current[0]!, mixUsers.video.key, victimVideos);
 
     // Every reserved unit comes back: the survivors' leases give back and close after lease_idle_ms (1 s), the killed
-    // process's expire once its heartbeat is instance_timeout_seconds (3 s) old, at the next sweep (1 s).
+    // process's expire once its heartbeat is instance_timeout_seconds (3 s) old, at the next sweep (1 s); a video
+    // job's hold is resolved when it ends, on a survivor, within two polls of its submission.
     while ((await withPool(db.url, (pool) => anyReserved(pool, { leases: true }))) && performance.now() - loadEnded < 15_000) {
       await sleep(100);
     }
+    const victimJobs = await jobsAsShownBy(cluster.current[0]!, mixUsers.video.key, victimVideos);
     const accounts = await withPool(db.url, readAccounts);
     const settledMs = Math.round(performance.now() - loadEnded);
     const sampled = await sampler.stop();
@@ -208,21 +208,29 @@ describe("the ledger with three gateway processes, a SIGKILL and cut database co
       ).rows,
       rows: await readMix(pool, mixUsers),
     }));
+    const exited = cluster.exitedOnTheirOwn();
     const stopped = await cluster.stop();
-    // LEDGER_CRASH_LOGS=DIR keeps every process's log (pino JSON) for a closer look.
+    // LEDGER_CRASH_LOGS=DIR keeps every process's log (pino JSON) and stderr for a closer look.
     const keep = process.env.LEDGER_CRASH_LOGS;
-    if (keep) for (const p of cluster.all) writeFileSync(path.join(keep, `${label}-${p.index}.${p.generation}.log`), p.serve.stdout());
+    if (keep) {
+      for (const p of cluster.all) {
+        writeFileSync(path.join(keep, `${label}-${p.index}.${p.generation}.log`), p.serve.stdout());
+        writeFileSync(path.join(keep, `${label}-${p.index}.${p.generation}.stderr`), p.serve.stderr());
+      }
+    }
 
     // ---- what happened, printed whatever the outcome ----
     const outcomes = load.outcomes;
     const resetOutcomes = mix.resets.outcomes;
     const run: MixRun = {
+      t0,
       victim: VICTIM,
       killedAtWall: victim.killedAtWall!,
       victimVideos,
       victimJobs,
       resetsUsed,
       chatUserIds: users.map((u) => u.id!),
+      upstreamVideoSubmissions: bench.upstream.requests.slice(upstreamBefore).filter((r) => r.path === "/v1/video/generations").length,
     };
     const mixed = mixReport(mix, rows, run);
     const fromVictim = (o: Outcome) => o.process === VICTIM && o.generation === 0;
@@ -297,6 +305,7 @@ describe("the ledger with three gateway processes, a SIGKILL and cut database co
       accounts: accounts.map((a) => ({ posted: String(a.posted), pending: String(a.pending), allowance: String(a.credits + a.restored) })),
       ...mixed,
       gatewayLogs: logLines,
+      exited,
       stopped,
     };
     console.log(
@@ -306,6 +315,8 @@ describe("the ledger with three gateway processes, a SIGKILL and cut database co
     );
 
     // ---- the proof ----
+    // No process ended on its own: the victim lived until its SIGKILL, the others until the drain.
+    expect(exited).toEqual([]);
     // The kill found streams under way, and the load was real on every process.
     expect(inFlight.flowing).toBeGreaterThan(0);
     expect(outcomes.filter((o) => o.process === VICTIM && o.generation === 1 && o.completed).length).toBeGreaterThan(5);

@@ -63,6 +63,8 @@ export async function readMix(pool: Pool, users: MixUsers): Promise<MixRows> {
 
 /** What the test knows beside the rows: the victim, its videos and what a survivor showed of them, the resets' end. */
 export interface MixRun {
+  /** When the load started (performance.now()). */
+  t0: number;
   victim: number;
   killedAtWall: number;
   /** The jobs submitted to the victim before its kill, and their status as a survivor showed them afterwards. */
@@ -71,6 +73,8 @@ export interface MixRun {
   /** The resets user's uses once the day had run out with none left. */
   resetsUsed: number;
   chatUserIds: string[];
+  /** The video submissions the upstream received during the run. */
+  upstreamVideoSubmissions: number;
 }
 
 const countBy = (keys: string[]) => {
@@ -98,6 +102,17 @@ export function mixReport(mix: Mix, rows: MixRows, run: MixRun) {
         mix.videos.submissions.map((v) => `${v.process}.${v.generation} ${v.status}${v.errorCode ? ` ${v.errorCode}` : ""}`),
       ),
       toVictim: run.victimVideos.map((v) => v.status),
+      // A refusal's time (since the load started) tells it from the cuts; the upstream's count, whether its job
+      // had been submitted there before the refusal.
+      refused: mix.videos.submissions
+        .filter((v) => v.status !== 200)
+        .map((v) => ({
+          process: `${v.process}.${v.generation}`,
+          status: v.status,
+          code: v.errorCode,
+          atMs: [v.startedAt, v.endedAt].map((t) => Math.round(t - run.t0)),
+        })),
+      upstreamSubmissions: run.upstreamVideoSubmissions,
       victimJobsOnSurvivor: run.victimJobs,
       jobs: countBy(rows.videos.map((j) => j.status)),
     },

@@ -67,18 +67,21 @@ export interface MixUsers {
 
 /** The mix's users and keys, by the admin CLI: the reseller's credited, the resets user on the small plan. */
 export async function createMixUsers(bench: ClusterBench, configFile: string, db: TestDatabase, label: string): Promise<MixUsers> {
-  const user = async (name: string, plan: string[], keyKind: string[] = []) => {
+  const cli = (args: string[]) => bench.cli(args, configFile, db);
+  const user = async (name: string, plan: string[], keyKind: string[] = [], credit = false) => {
     const email = `mix-${label}-${name}@example.test`;
-    const created = await bench.cli(["users", "create", "--email", email, "--password", PASSWORD, ...plan], configFile, db);
-    const { key } = await bench.cli(["keys", "create", "--user", email, ...keyKind], configFile, db);
+    const created = await cli(["users", "create", "--email", email, "--password", PASSWORD, ...plan]);
+    const [{ key }] = await Promise.all([
+      cli(["keys", "create", "--user", email, ...keyKind]),
+      credit && cli(["reseller", "credit", "--user", email, "--usd", CREDIT_USD]),
+    ]);
     return { id: created.id!, email, key: key! };
   };
   const [reseller, video, resets] = await Promise.all([
-    user("reseller", [], ["--kind", "reseller"]),
+    user("reseller", [], ["--kind", "reseller"], true),
     user("video", []),
     user("resets", ["--plan", "mix-resets"]),
   ]);
-  await bench.cli(["reseller", "credit", "--user", reseller.email, "--usd", CREDIT_USD], configFile, db);
   return { reseller, video, resets };
 }
 

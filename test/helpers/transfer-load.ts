@@ -69,7 +69,7 @@ export function startTransfers(opts: {
       answer.body = (await res.json()) as Wire;
       answer.code = answer.body.error?.code ?? null;
     } catch {
-      answer.status = 0;
+      // No answer (connection refused or cut): the status stays 0.
     }
     return answer;
   }

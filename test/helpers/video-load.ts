@@ -50,7 +50,7 @@ export async function submitVideo(target: GatewayProcess, key: string, model: st
   return out;
 }
 
-/** How `target` shows each submitted job to its user now: the answer's status and the job's. */
+/** How `target` shows each submitted job to its user now: the answer's status and the job's (0 and why: no answer). */
 export function jobsAsShownBy(
   target: GatewayProcess,
   key: string,
@@ -58,8 +58,12 @@ export function jobsAsShownBy(
 ): Promise<{ status: number; job: string | undefined }[]> {
   return Promise.all(
     submissions.map(async (s) => {
-      const res = await fetch(`${target.url}/v1/video/generations/${s.jobId}`, { headers: { authorization: `Bearer ${key}` } });
-      return { status: res.status, job: ((await res.json()) as { status?: string }).status };
+      try {
+        const res = await fetch(`${target.url}/v1/video/generations/${s.jobId}`, { headers: { authorization: `Bearer ${key}` } });
+        return { status: res.status, job: ((await res.json()) as { status?: string }).status };
+      } catch (err) {
+        return { status: 0, job: err instanceof Error ? err.message : String(err) };
+      }
     }),
   );
 }
@@ -134,16 +138,6 @@ export async function readVideoJobs(pool: Pool): Promise<VideoJobRow[]> {
      from video_jobs j left join quota_holds h on h.id = j.hold_id order by j.created_at`,
   );
   return rows;
-}
-
-/** Waits until no job runs any more (or `timeoutMs` passed); the jobs as they are then. */
-export async function videoJobsEnded(pool: Pool, timeoutMs: number): Promise<VideoJobRow[]> {
-  const started = performance.now();
-  for (;;) {
-    const jobs = await readVideoJobs(pool);
-    if (jobs.every((j) => j.status === "completed" || j.status === "failed") || performance.now() - started > timeoutMs) return jobs;
-    await sleep(200);
-  }
 }
 
 /**
