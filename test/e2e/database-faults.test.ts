@@ -2,9 +2,20 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
+import { parseUsd } from "../../src/billing/usd.js";
 import { reconcileLedger } from "../../src/quota/index.js";
-import { readAccounts, type GatewayCluster, startLoad, startSampler, withPool, type Outcome } from "../helpers/crash-cluster.js";
+import {
+  anyReserved,
+  readAccounts,
+  type GatewayCluster,
+  startLoad,
+  startSampler,
+  withPool,
+  type Outcome,
+} from "../helpers/crash-cluster.js";
 import { useClusterBench } from "../helpers/cluster-bench.js";
+import { evaluationsUncharged, readReseller, resellerBalance, startEvaluationLoad } from "../helpers/evaluation-load.js";
+import type { TestDatabase } from "../helpers/db.js";
 import { startPgFaultProxy, type PgFaultProxy } from "../helpers/pg-fault-proxy.js";
 
 // An operator's bad day (docs/architecture.md, "Database faults"): a real `gateway serve` process (FAULTED)
@@ -16,7 +27,9 @@ import { startPgFaultProxy, type PgFaultProxy } from "../helpers/pg-fault-proxy.
 // faulted process answered only 200 or a 503 envelope during the fault (or, for a stream that had begun, the
 // in-band database_unavailable error) and only 200 outside it, the direct one only 200, and no connection was
 // dropped without an answer. A SIGKILL during an outage loses no complete answer's charge either: none reached
-// a client before it was committed (docs/billing.md, "Settlement").
+// a client before it was committed (docs/billing.md, "Settlement"). In every scenario a reseller's evaluations,
+// paid in USD, go to both processes too, under the same rules: every one received is posted once at the price it
+// named, and the USD balance agrees with the request log.
 
 const FAULTED = 0;
 const DIRECT = 1;
@@ -24,6 +37,9 @@ const USERS = 2;
 const CLIENTS = 8;
 /** Clients 0-5 use the faulted process, 6-7 the direct one; odd clients stream. */
 const route = (client: number) => (client < 6 ? FAULTED : DIRECT);
+/** The reseller's two clients (numbered after the chat clients): one on each process. */
+const evaluationRoute = (client: number) => (client % 2 === 0 ? FAULTED : DIRECT);
+const CREDIT_USD = "5";
 const streams = (client: number) => client % 2 === 1;
 const CHUNK_DELAY_MS = 25;
 const MAX_TOKENS = 200;
@@ -68,8 +84,12 @@ describe("gateway serve through database faults", () => {
       logging: { level: "info" },
       providers: {
         mock: { protocol: "openai", base_url: bench.upstream.baseUrl({ "x-mock-chunk-delay-ms": CHUNK_DELAY_MS }), api_key: "mock-key" },
+        judge: { protocol: "systemone", base_url: bench.upstream.baseUrl({}).replace(/\/v1$/, ""), api_key: "mock-key" },
       },
-      models: { "faults-chat": { kind: "chat", upstream: "mock-gpt-small", targets: ["mock"] } },
+      models: {
+        "faults-chat": { kind: "chat", upstream: "mock-gpt-small", targets: ["mock"] },
+        "faults-judge": { kind: "systemone", upstream: "1.13.0", targets: ["judge"], reseller_price: { input_usd_per_million: 0.5 } },
+      },
       plans: { faults: { daily_tokens: DAILY_TOKENS, context_limit: 128_000 } },
       default_plan: "faults",
       quota: { heartbeat_seconds: 1, instance_timeout_seconds: 3, expiry_sweep_seconds: 1, lease_idle_ms: 1_000 },
@@ -86,6 +106,8 @@ describe("gateway serve through database faults", () => {
     kills?: boolean;
     /** database.request_timeout_ms of this scenario (REQUEST_TIMEOUT_MS unless told). */
     requestTimeoutMs?: number;
+    /** A reseller's evaluations run beside the chat load. */
+    reseller?: boolean;
   }
 
   async function scenario(opts: ScenarioOptions) {
@@ -94,8 +116,13 @@ describe("gateway serve through database faults", () => {
     bench.afterProcesses(() => proxy.close());
     const configFile = writeConfig(opts.name, opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS);
     const emails = Array.from({ length: USERS }, (_, i) => `faults-${opts.name}-${i}@example.test`);
-    for (const email of emails) await cli(["users", "create", "--email", email, "--password", "correct horse"], configFile, db);
-    const keys = await Promise.all(emails.map((email) => cli(["keys", "create", "--user", email], configFile, db)));
+    const [keys, reseller] = await Promise.all([
+      (async () => {
+        for (const email of emails) await cli(["users", "create", "--email", email, "--password", "correct horse"], configFile, db);
+        return Promise.all(emails.map((email) => cli(["keys", "create", "--user", email], configFile, db)));
+      })(),
+      opts.reseller ? createReseller(configFile, db, `faults-${opts.name}-reseller@example.test`) : undefined,
+    ]);
 
     const cluster = bench.cluster({ configFile, databaseUrl: db.url, worker: true });
     await cluster.start(FAULTED, 0, proxy.url);
@@ -114,6 +141,19 @@ describe("gateway serve through database faults", () => {
         route,
       }),
     );
+    const evaluations =
+      reseller &&
+      bench.running(
+        startEvaluationLoad({
+          cluster,
+          key: reseller.key,
+          model: "faults-judge",
+          clients: 2,
+          pauseMs: 20,
+          route: evaluationRoute,
+          firstClient: CLIENTS,
+        }),
+      );
     const t0 = performance.now();
     const windows: Window[] = [];
     const timeline: Timeline = {
@@ -128,17 +168,14 @@ describe("gateway serve through database faults", () => {
     };
     await opts.fault(timeline);
     await timeline.at(opts.loadMs);
-    await load.stop();
+    await Promise.all([load.stop(), evaluations?.stop()]);
     const loadEnded = performance.now();
 
-    let accounts = await withPool(db.url, readAccounts);
-    while (accounts.some((a) => a.pending !== 0n) && performance.now() - loadEnded < RESERVED_BOUND_MS) {
-      await sleep(100);
-      accounts = await withPool(db.url, readAccounts);
-    }
+    while ((await withPool(db.url, anyReserved)) && performance.now() - loadEnded < RESERVED_BOUND_MS) await sleep(100);
+    const accounts = await withPool(db.url, readAccounts);
     const reservedZeroAfterMs = Math.round(performance.now() - loadEnded);
     const sampled = await sampler.stop();
-    const { holds, logs } = await withPool(db.url, async (pool) => ({
+    const { holds, logs, resellerRows } = await withPool(db.url, async (pool) => ({
       holds: (
         await pool.query<{ request_id: string; status: string; charged: string | null; user_id: string }>(
           "select h.request_id, h.status, h.charged::text, a.user_id::text from quota_holds h join quota_accounts a on a.id = h.account_id",
@@ -149,13 +186,15 @@ describe("gateway serve through database faults", () => {
           "select request_id, user_id::text, status, quota_charged::text from request_logs",
         )
       ).rows,
+      resellerRows: reseller && (await readReseller(pool, reseller.id)),
     }));
+    const exited = cluster.exitedOnTheirOwn();
     const stopped = await cluster.stop();
     const keep = process.env.DATABASE_FAULTS_LOGS;
     if (keep) for (const p of cluster.all) writeFileSync(path.join(keep, `${opts.name}-${p.index}.${p.generation}.log`), p.serve.stdout());
 
     // ---- what happened, printed whatever the outcome ----
-    const outcomes = load.outcomes;
+    const outcomes = [...load.outcomes, ...(evaluations?.outcomes ?? [])];
     const since = (t: number) => Math.round(t - t0);
     const killedAt = cluster.all.find((p) => p.killedAt !== undefined)?.killedAt;
     const restarted = cluster.all.find((p) => p.index === FAULTED && p.generation === 1);
@@ -176,6 +215,7 @@ describe("gateway serve through database faults", () => {
     for (const h of holds) holdsById.set(h.request_id, [...(holdsById.get(h.request_id) ?? []), h]);
     const received = outcomes.filter((o) => o.completed);
     const unaccounted = received.filter((o) => {
+      if (o.kind === "evaluation") return false; // evaluationsUncharged, below
       const log = logById.get(o.requestId!);
       const hold = holdsById.get(o.requestId!);
       return (
@@ -197,6 +237,10 @@ describe("gateway serve through database faults", () => {
       proxy: proxy.stats(),
       holds: holds.length,
       logRows: logs.length,
+      reseller: resellerRows && {
+        ...resellerBalance(resellerRows, parseUsd(CREDIT_USD)!),
+        uncharged: evaluationsUncharged(outcomes, resellerRows).length,
+      },
       reservedZeroAfterMs,
       sampler: {
         samples: sampled.samples,
@@ -206,15 +250,18 @@ describe("gateway serve through database faults", () => {
       },
       databaseLines: faultedLines,
       warnings: cluster.logSummary(40).filter((l) => !/DATABASE_/.test(l.msg)),
+      exited,
       stopped,
     };
     console.log(
       `database faults (${opts.name}):\n${Object.entries(report)
-        .map(([k, v]) => `  ${k}: ${JSON.stringify(v)}`)
+        .map(([k, v]) => `  ${k}: ${JSON.stringify(v, (_, x: unknown) => (typeof x === "bigint" ? String(x) : x))}`)
         .join("\n")}`,
     );
 
     // ---- the proof ----
+    // No process ended on its own (the faulted one lived until its SIGKILL, if any), whatever the database did.
+    expect(exited).toEqual([]);
     // Real load on both processes, streams and JSON, before, during and after the fault.
     expect(windows.length).toBeGreaterThan(0);
     expect(windows.every((w) => w.end !== Infinity)).toBe(true);
@@ -252,6 +299,23 @@ describe("gateway serve through database faults", () => {
     expect(await withPool(db.url, reconcileLedger)).toEqual([]);
     // Zero, the kill included: no complete answer reached a client before its charge was committed.
     expect(unaccounted).toEqual([]);
+    // The reseller's evaluations: every one received (the faulted process's and, killed, its victim's) posted once
+    // on the USD balance at the price it named; the balance is what was credited less the log's costs.
+    if (reseller) {
+      for (const p of [FAULTED, DIRECT])
+        expect(received.filter((o) => o.process === p && o.kind === "evaluation").length).toBeGreaterThan(3);
+      expect(evaluationsUncharged(outcomes, resellerRows!)).toEqual([]);
+      const balance = resellerBalance(resellerRows!, parseUsd(CREDIT_USD)!);
+      expect(balance).toEqual({
+        credits: balance.credited,
+        credited: parseUsd(CREDIT_USD)!,
+        posted: balance.logged,
+        holdsPosted: balance.logged,
+        logged: balance.logged,
+        pending: 0n,
+        mismatches: [],
+      });
+    }
     // And nothing a client was refused (503, or a stream's in-band error) was charged.
     const refusedButCharged = outcomes.filter(
       (o) =>
@@ -267,6 +331,14 @@ describe("gateway serve through database faults", () => {
     return { report, faultedLines, outcomes, windows };
   }
 
+  /** A reseller with a credited balance and a reseller key, by the admin CLI. */
+  async function createReseller(configFile: string, db: TestDatabase, email: string) {
+    const { id } = await cli(["users", "create", "--email", email, "--password", "correct horse"], configFile, db);
+    const { key } = await cli(["keys", "create", "--user", email, "--kind", "reseller"], configFile, db);
+    await cli(["reseller", "credit", "--user", email, "--usd", CREDIT_USD], configFile, db);
+    return { id: id!, key: key! };
+  }
+
   /** The faulted process logged each outage once: one warning when it began, one line when it ended. */
   function expectOneLinePerOutage(lines: { msg: string; count: number }[], outages: number) {
     const warned = lines.filter((l) => l.msg.startsWith("DATABASE_UNREACHABLE")).reduce((n, l) => n + l.count, 0);
@@ -277,6 +349,7 @@ describe("gateway serve through database faults", () => {
   it("a 3 s outage: every connection dropped, new ones refused", async () => {
     const { faultedLines, outcomes, windows } = await scenario({
       name: "outage-3s",
+      reseller: true,
       loadMs: 9_000,
       async fault(t) {
         await t.at(2_500);
@@ -299,6 +372,7 @@ describe("gateway serve through database faults", () => {
   it("connections cut every 400 ms for 6 s with the database up: no client sees an error", async () => {
     const { outcomes } = await scenario({
       name: "cuts",
+      reseller: true,
       loadMs: 10_000,
       // A request that needs the database can lose two or three attempts in a row to cuts 400 ms apart when the
       // machine is loaded (connecting again takes its share); 2 s left 2 in 790 requests a 503 once in CI. The
@@ -317,6 +391,7 @@ describe("gateway serve through database faults", () => {
   it("a 5 s stall: connections open, no byte moves", async () => {
     const { faultedLines } = await scenario({
       name: "stall",
+      reseller: true,
       loadMs: 10_000,
       async fault(t) {
         await t.at(2_000);
@@ -333,6 +408,7 @@ describe("gateway serve through database faults", () => {
   it("SIGKILL of the faulted process during an outage, then a restart that waits for the database", async () => {
     await scenario({
       name: "kill",
+      reseller: true,
       loadMs: 12_000,
       kills: true,
       async fault(t) {
@@ -354,6 +430,7 @@ describe("gateway serve through database faults", () => {
   it("a 30 s outage", async () => {
     const { faultedLines } = await scenario({
       name: "outage-30s",
+      reseller: true,
       loadMs: 36_000,
       async fault(t) {
         await t.at(2_000);

@@ -4,7 +4,7 @@ import pg from "pg";
 import { createPool, type Pool } from "../../src/db/pool.js";
 import { startServe, type ServeProcess } from "./cli.js";
 
-export { readAccounts, startSampler, type AccountSample, type SamplerSummary } from "./ledger-sampler.js";
+export { anyReserved, readAccounts, startSampler, type AccountSample, type SamplerSummary } from "./ledger-sampler.js";
 
 // The pieces of the crash tests (test/e2e/ledger-crash.test.ts): several real `gateway serve` processes on one
 // database, chat clients spreading requests over them round-robin, a sampler of the ledger's accounts on its
@@ -20,6 +20,8 @@ export interface GatewayProcess {
   /** SIGKILLed by the test (performance.now(), and the wall clock, which the database's shares here). */
   killedAt?: number;
   killedAtWall?: number;
+  /** It had exited on its own before the test came to kill it. */
+  exitedBeforeKill?: boolean;
 }
 
 export interface ClusterOptions {
@@ -54,6 +56,7 @@ export class GatewayCluster {
   /** SIGKILL, then wait until the process is gone. */
   async kill(index: number): Promise<GatewayProcess> {
     const victim = this.current[index]!;
+    victim.exitedBeforeKill = victim.serve.proc.exitCode !== null || victim.serve.proc.signalCode !== null;
     victim.killedAt = performance.now();
     victim.killedAtWall = Date.now();
     victim.serve.proc.kill("SIGKILL");
@@ -71,6 +74,36 @@ export class GatewayCluster {
         return { index: p.index, generation: p.generation, exitCode: result.exitCode, signal: result.signal };
       }),
     );
+  }
+
+  /**
+   * The processes that exited on their own (before the test killed or stopped them): how they ended, the end of
+   * their stderr and their last log lines at error level or above.
+   */
+  exitedOnTheirOwn(): {
+    index: number;
+    generation: number;
+    exitCode: number | null;
+    signal: string | null;
+    stderr: string;
+    errors: string[];
+  }[] {
+    return this.all
+      .filter((p) =>
+        p.killedAt === undefined ? p.serve.proc.exitCode !== null || p.serve.proc.signalCode !== null : p.exitedBeforeKill === true,
+      )
+      .map((p) => ({
+        index: p.index,
+        generation: p.generation,
+        exitCode: p.serve.proc.exitCode,
+        signal: p.serve.proc.signalCode,
+        stderr: p.serve.stderr().slice(-2_000),
+        errors: p.serve
+          .stdout()
+          .split("\n")
+          .filter((line) => /"level":(50|60)/.test(line))
+          .slice(-5),
+      }));
   }
 
   /** Kills whatever still runs (the afterAll of a failed test). */
@@ -112,7 +145,8 @@ export interface Outcome {
   user: number;
   process: number;
   generation: number;
-  kind: "json" | "stream";
+  /** Chat (JSON or streamed), or an evaluation paid in USD (evaluation-load.ts). */
+  kind: "json" | "stream" | "evaluation";
   startedAt: number;
   /** Response headers received (streams) or the whole answer (JSON); undefined: no response. */
   answeredAt?: number;
@@ -126,6 +160,10 @@ export interface Outcome {
   usageTotal: number | null;
   /** The charge the answer named (x-gateway-charge, or the usage chunk's gateway_charge), when it did. */
   charge?: string | null;
+  /** What a reseller key's USD balance paid, as the answer named it (x-gateway-charge-usd). */
+  chargeUsd?: string | null;
+  /** An evaluation's `usage.cost` (USD, a JSON number). */
+  costUsd?: number;
   /** An error answer's envelope code and Retry-After header. */
   errorCode?: string | null;
   retryAfter?: string | null;

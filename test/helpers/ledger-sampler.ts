@@ -12,7 +12,10 @@ export interface AccountSample {
   restored: bigint;
   posted: bigint;
   pending: bigint;
-  /** In the same snapshot: posted equals the user's request-log charges (the journal commits each row with its charge). */
+  /**
+   * In the same snapshot: posted equals the user's request-log charges (the journal commits each row with its
+   * charge) plus what the user's completed token transfers posted on the day (`applied`, a hold with no request).
+   */
   logged: boolean;
 }
 
@@ -31,7 +34,9 @@ export interface SamplerSummary {
 
 const ACCOUNTS = `select a.user_id::text, a.credits::text, a.restored::text, a.debits_posted::text as posted,
   a.debits_pending::text as pending,
-  a.debits_posted = (select coalesce(sum(quota_charged), 0) from request_logs r where r.user_id = a.user_id) as logged
+  a.debits_posted = (select coalesce(sum(quota_charged), 0) from request_logs r where r.user_id = a.user_id)
+    + (select coalesce(sum(h.charged), 0) from quota_holds h
+       where h.account_id = a.id and h.status = 'posted' and h.request_id like 'transfer:%') as logged
 from quota_accounts a where a.kind = 'daily_allowance'`;
 
 /** Every daily-allowance account, and whether it agrees with its user's request log. */
@@ -52,6 +57,19 @@ export async function readAccounts(pool: Pool): Promise<AccountSample[]> {
     pending: BigInt(r.pending),
     logged: r.logged,
   }));
+}
+
+/**
+ * Whether any account of any kind (the day's, a reseller's USD, a pack) still holds units reserved; with `leases`,
+ * also whether a lease is still open (an idle one closes within lease_idle_ms and a sweep, holding nothing).
+ */
+export async function anyReserved(pool: Pool, opts: { leases?: boolean } = {}): Promise<boolean> {
+  const { rows } = await pool.query<{ reserved: boolean }>(
+    `select exists (select from quota_accounts where debits_pending <> 0)
+       or ($1::boolean and exists (select from quota_leases where status = 'pending')) as reserved`,
+    [opts.leases === true],
+  );
+  return rows[0]!.reserved;
 }
 
 /**
