@@ -1,4 +1,4 @@
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
@@ -213,6 +213,7 @@ describe("the ledger with three gateway processes, a SIGKILL and cut database co
     // LEDGER_CRASH_LOGS=DIR keeps every process's log (pino JSON) and stderr for a closer look.
     const keep = process.env.LEDGER_CRASH_LOGS;
     if (keep) {
+      mkdirSync(keep, { recursive: true });
       for (const p of cluster.all) {
         writeFileSync(path.join(keep, `${label}-${p.index}.${p.generation}.log`), p.serve.stdout());
         writeFileSync(path.join(keep, `${label}-${p.index}.${p.generation}.stderr`), p.serve.stderr());
