@@ -39,11 +39,11 @@ export function createGiveBack(
     const [verb, accountId, askId, arg] = payload.split(":");
     if (!accountId || !askId) return;
     if (verb === "ask" && arg !== selfId() && !stopped) {
-      void give(accountId).then(
-        (given) => (given === null ? undefined : listener.notify(QUOTA_CHANNEL, `gave:${accountId}:${askId}:${given}`)),
-        // The asking process refuses after its wait anyway; a give-back that failed is retried by its lease.
-        () => {},
-      );
+      // The asking process refuses after its wait anyway: a give-back that failed is retried by its lease, and an
+      // answer that a fault kept from being sent is not worth a retry (nor, unhandled, the process).
+      void give(accountId)
+        .then((given) => (given === null ? undefined : listener.notify(QUOTA_CHANNEL, `gave:${accountId}:${askId}:${given}`)))
+        .catch(() => {});
     } else if (verb === "gave") {
       waiting.get(askId)?.();
     }

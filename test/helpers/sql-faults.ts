@@ -70,7 +70,7 @@ type Undo = () => Promise<unknown>;
  * Applies a fault, keeps it `ms` (or until end()), then undoes what was applied, in reverse order, also when
  * applying failed halfway.
  */
-function timedFault(ms: number, apply: (undo: (fn: Undo) => void, stats: FaultStats) => Promise<void>): SqlFault {
+function timedFault(ms: number, apply: (undo: (fn: Undo) => void, stats: FaultStats, endNow: () => void) => Promise<void>): SqlFault {
   const stats: FaultStats = { terminated: 0, cancelled: 0, refused: 0 };
   const undos: Undo[] = [];
   const early = new AbortController();
@@ -80,7 +80,11 @@ function timedFault(ms: number, apply: (undo: (fn: Undo) => void, stats: FaultSt
   };
   // First, so that outside a test nothing is applied: onTestFinished throws there.
   onTestFinished(end);
-  const applied = apply((fn) => undos.push(fn), stats);
+  const applied = apply(
+    (fn) => undos.push(fn),
+    stats,
+    () => early.abort(),
+  );
   const over = (async () => {
     let failure: unknown;
     try {
@@ -293,11 +297,16 @@ function wrapClients(pool: Pool, wrap: (query: Query) => Query): () => void {
 /**
  * For `forMs`, the statements `when` selects (default: all) of `pool`'s clients are refused before they are sent,
  * with a pg.DatabaseError carrying `code` (53100: disk full), so they certainly did not commit; with `code: null`,
- * with the driver's error for a connection lost under a statement (no SQLSTATE at all). In-process only.
+ * with the driver's error for a connection lost under a statement (no SQLSTATE at all). With `times`, the fault
+ * ends once it has refused that many (a blip that does not depend on how fast a loaded machine gets there).
+ * In-process only.
  */
-export function injectAtPool(pool: Pool, opts: { code: string | null; forMs: number; when?: (s: Statement) => boolean }): SqlFault {
+export function injectAtPool(
+  pool: Pool,
+  opts: { code: string | null; forMs: number; times?: number; when?: (s: Statement) => boolean },
+): SqlFault {
   const when = opts.when ?? (() => true);
-  return timedFault(opts.forMs, async (undo, stats) => {
+  return timedFault(opts.forMs, async (undo, stats, endNow) => {
     let on = true;
     const restore = wrapClients(
       pool,
@@ -305,7 +314,10 @@ export function injectAtPool(pool: Pool, opts: { code: string | null; forMs: num
         function (this: pg.PoolClient, ...args: unknown[]) {
           const statement = statementOf(args[0]);
           if (!on || !statement || !when(statement)) return query.apply(this, args);
-          stats.refused++;
+          if (++stats.refused === opts.times) {
+            on = false;
+            endNow();
+          }
           const err = opts.code === null ? new Error("Connection terminated unexpectedly") : serverError(opts.code);
           const callback = args.at(-1);
           if (typeof callback === "function") return void process.nextTick(callback, err);

@@ -86,6 +86,15 @@ describe("quota escrow", () => {
   });
 
   describe("the sync statement", () => {
+    const opening = (leaseId: string, userId: string) => ({
+      leaseId,
+      userId,
+      kind: "daily_allowance" as const,
+      period: "2026-11-22",
+      base: 1000n,
+      baseRevision: 0n,
+      instanceId: live.id,
+    });
     const base = (leaseId: string, seq: number): SyncLease => ({
       leaseId,
       seq,
@@ -105,25 +114,9 @@ describe("quota escrow", () => {
     it("grants need plus at most a quarter of what is left, and applies a retried seq once", async () => {
       const user = await fixture.newUser();
       const leaseId = crypto.randomUUID();
-      await openLease(db.pool, {
-        leaseId,
-        userId: user,
-        kind: "daily_allowance",
-        period: "2026-11-22",
-        base: 1000n,
-        baseRevision: 0n,
-        instanceId: live.id,
-      });
+      await openLease(db.pool, opening(leaseId, user));
       // Opening again (a retry after a lost reply) finds the same lease on the same account.
-      await openLease(db.pool, {
-        leaseId,
-        userId: user,
-        kind: "daily_allowance",
-        period: "2026-11-22",
-        base: 1000n,
-        baseRevision: 0n,
-        instanceId: live.id,
-      });
+      await openLease(db.pool, opening(leaseId, user));
       const { rows: opened } = await db.pool.query("select count(*)::int as n from quota_leases where id = $1", [leaseId]);
       expect(opened[0].n).toBe(1);
       const first = await syncLease(db.pool, base(leaseId, 1));
@@ -176,15 +169,7 @@ describe("quota escrow", () => {
       expect(after.rows[0]).toEqual({ amount: "0", status: "closed" });
       // A lease cannot give back more than it holds: the statement fails whole.
       const other = crypto.randomUUID();
-      await openLease(db.pool, {
-        leaseId: other,
-        userId: user,
-        kind: "daily_allowance",
-        period: "2026-11-22",
-        base: 1000n,
-        baseRevision: 0n,
-        instanceId: live.id,
-      });
+      await openLease(db.pool, opening(other, user));
       await expect(syncLease(db.pool, { ...base(other, 1), need: 0n, headroom: 0n, giveBack: 1n })).rejects.toThrow();
       // A sync that renews the heartbeat, retried after a lost reply, touches nothing the second time: it is still
       // not told that its process was fenced.
