@@ -234,7 +234,8 @@ export function createEscrow(opts: EscrowOptions): Escrow {
         metrics.expired();
       }
     }
-    for (const lease of all) if (lease.ended || lease.poisoned) all.delete(lease);
+    // An ended lease stays while its requests may still settle through it (and their deadlines be watched).
+    for (const lease of all) if (lease.finished()) all.delete(lease);
   }
 
   async function settleAll() {

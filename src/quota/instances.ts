@@ -91,8 +91,8 @@ class GatewayInstance implements Instance {
     this.opts.onFenced?.(this.currentId);
     for (const listener of this.listeners) listener();
     this.registered = this.reregister();
-    // A failure here is a definitive one at start-up all over again: reported, and retried by the next fence.
-    this.registered.catch((err: Error) => this.opts.onError?.(err));
+    // Only shutdown ends the retries; reservations waiting for the id then fail with the process.
+    this.registered.catch(() => {});
   }
 
   onFenced(listener: () => void): void {
@@ -139,14 +139,18 @@ class GatewayInstance implements Instance {
     return this.currentId;
   }
 
-  /** Registers again under a new id, retrying transient faults for as long as the process lives. */
+  /**
+   * Registers again under a new id, retrying every failure for as long as the process lives (a serving process
+   * that gave up here would never admit again): transient faults are reported as such, anything else to onError.
+   */
   private async reregister(): Promise<string> {
     for (let attempt = 0; ; attempt++) {
       try {
         return await this.register();
       } catch (err) {
-        if (this.stopped || !isTransientDbError(err)) throw err;
-        this.opts.health?.failed(err, "instance registration");
+        if (this.stopped) throw err;
+        if (this.opts.health && isTransientDbError(err)) this.opts.health.failed(err, "instance registration");
+        else this.opts.onError?.(err as Error);
         await sleep(Math.min(REGISTER_RETRY_MAX_MS, 50 * 2 ** attempt));
       }
     }
@@ -154,13 +158,14 @@ class GatewayInstance implements Instance {
 
   private beat(): void {
     if (this.isFenced) return;
+    const id = this.currentId;
     const at = performance.now();
     const sentWall = Date.now();
     // A slow database must not pile up beats on the pool.
     const query: TimedQuery = {
       name: "quota_heartbeat",
       text: HEARTBEAT,
-      values: [this.currentId],
+      values: [id],
       query_timeout: this.opts.statementTimeoutMs,
     };
     this.beating ??= this.pool
@@ -168,6 +173,8 @@ class GatewayInstance implements Instance {
       .then(
         ({ rows }) => {
           this.opts.health?.ok();
+          // A beat of an id fenced and replaced meanwhile says nothing about the new one.
+          if (id !== this.currentId) return;
           if (!rows[0]) return this.fenced();
           this.measure(rows[0].db_ms, sentWall);
           this.beaten(at);

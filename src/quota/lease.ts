@@ -110,6 +110,13 @@ interface Attempt {
   reset: AutoResetRequest | undefined;
   /** A statement carrying it was sent and its outcome is unknown: only its success ends the attempt. */
   pinned: boolean;
+  /**
+   * When it was first sent (performance.now()): a retry of a renewal that had committed renews nothing, so the
+   * heartbeat it stands for is the first send's.
+   */
+  firstSentAt?: number;
+  /** Told whether the give-backs it carries committed (yieldFree). */
+  afterSync: ((committed: boolean) => void)[];
 }
 
 const DEMAND_WINDOW_MS = 1000;
@@ -176,8 +183,10 @@ export class Lease {
   private hurry: (() => void) | undefined;
   /** performance.now() until which this lease asks for no headroom (it gave back on another process's request). */
   private yieldUntil = 0;
-  /** Called once the next sync has committed. */
-  private afterSync: (() => void)[] = [];
+  /** Told whether the give-backs not yet in a sync committed: they go with the next attempt. */
+  private afterSync: ((committed: boolean) => void)[] = [];
+  /** The charges of the direct post in flight (a poisoned lease's), which a deadline may withdraw. */
+  private direct: Settling[] = [];
   private windowStartMs: number;
   private windowSum = 0n;
   private lastWindowSum = 0n;
@@ -266,6 +275,7 @@ export class Lease {
   withdrawOverdue(nowMs: number): void {
     for (const entry of this.settling) if (entry.overdue(nowMs)) this.withdraw(entry);
     for (const entry of this.attempt?.batch ?? []) if (entry.overdue(nowMs)) this.withdraw(entry);
+    for (const entry of this.direct) if (entry.overdue(nowMs)) this.withdraw(entry);
   }
 
   /** A withdrawn charge that no statement committed: a void, with the record its caller gave. */
@@ -315,7 +325,7 @@ export class Lease {
     const given = this.free;
     if (given === 0n || this.ended || this.poisoned) return Promise.resolve(0n);
     this.giveBackFree();
-    return new Promise((resolve) => this.afterSync.push(() => resolve(given)));
+    return new Promise((resolve) => this.afterSync.push((committed) => resolve(committed ? given : 0n)));
   }
 
   /** Gives the free units back (the lease stays open). */
@@ -329,6 +339,11 @@ export class Lease {
     return this.running !== undefined;
   }
 
+  /** Nothing left to do: it takes no reservations, no request holds units on it, and no statement is running or due. */
+  finished(): boolean {
+    return (this.ended || this.poisoned) && this.outstanding === 0n && !this.busy();
+  }
+
   /** The account's remaining, this lease's free units included, is under the threshold, and a reset may be tried. */
   private underThreshold(): boolean {
     return this.outside + this.free < AUTO_RESET_THRESHOLD && performance.now() >= this.resetRetryAt;
@@ -337,7 +352,7 @@ export class Lease {
   /** Whether an answer waits for a charge of this lease to commit. */
   private answersWaiting(): boolean {
     for (const entry of this.settling) if (entry.deadlineMs !== null && !entry.settled) return true;
-    for (const entry of this.attempt?.batch ?? []) if (entry.deadlineMs !== null && !entry.settled) return true;
+    for (const entry of [...(this.attempt?.batch ?? []), ...this.direct]) if (entry.deadlineMs !== null && !entry.settled) return true;
     return false;
   }
 
@@ -464,7 +479,7 @@ export class Lease {
       ownFree: this.free,
       need: resetFor.need,
     };
-    return { payload, batch, waiters, reset, pinned: false };
+    return { payload, batch, waiters, reset, pinned: false, afterSync: this.afterSync.splice(0) };
   }
 
   private async syncOnce(): Promise<void> {
@@ -474,6 +489,7 @@ export class Lease {
     if (!attempt) return;
     this.attempt = attempt;
     const sentAt = performance.now();
+    attempt.firstSentAt ??= sentAt;
     // A stalled database fails no statement: past this, it is reported, and reservations stop using free units.
     const slow = setTimeout(() => {
       this.failing = true;
@@ -521,7 +537,7 @@ export class Lease {
     this.failing = false;
     this.failures = 0;
     this.ctx.health.ok();
-    this.applied(attempt, reply, outcome, sentAt);
+    this.applied(attempt, reply, outcome, sentAt, attempt.firstSentAt ?? sentAt);
   }
 
   /**
@@ -545,6 +561,8 @@ export class Lease {
     this.poisoned = true;
     this.ctx.retire(this);
     this.ctx.onSyncError(err, this);
+    // What it gave back is not committed by a sync (the direct post ends the lease and returns its units).
+    for (const done of [...attempt.afterSync, ...this.afterSync.splice(0)]) done(false);
     // A lease that never opened cannot take requests; one that did is replaced by a new lease.
     for (const w of attempt.waiters) {
       if (w.cancelled) continue;
@@ -552,9 +570,8 @@ export class Lease {
       else this.ctx.retry(w);
     }
     // Never a charge rejected for good: they post straight to the account, and the lease ends, always. Those whose
-    // callers were told they were withdrawn post as voids.
-    for (const entry of attempt.batch) if (entry.withdrawal) this.applyWithdrawal(entry);
-    if (this.accountId !== undefined) await this.postDirectly(attempt.batch);
+    // callers were told they were withdrawn post as voids, or are refunded if a send of this attempt committed.
+    if (this.accountId !== undefined) await this.postDirectly(attempt.batch, attempt.pinned);
   }
 
   /**
@@ -590,15 +607,16 @@ export class Lease {
     this.settling.unshift(...attempt.batch);
     this.giveBack += attempt.payload.giveBack;
     this.waiters.unshift(...attempt.waiters.filter((w) => !w.cancelled));
+    this.afterSync.unshift(...attempt.afterSync);
     if (attempt.reset) this.resetFor = { weeklyBase: attempt.reset.weeklyBase, need: attempt.reset.need };
     for (const entry of attempt.batch) if (entry.withdrawal) this.applyWithdrawal(entry);
   }
 
-  private applied(attempt: Attempt, reply: SyncReply, outcome: AutoResetOutcome | undefined, sentAt: number): void {
+  private applied(attempt: Attempt, reply: SyncReply, outcome: AutoResetOutcome | undefined, sentAt: number, firstSentAt: number): void {
     const { payload, batch, waiters } = attempt;
     this.seq = payload.seq;
     this.ctx.metrics.synced((performance.now() - sentAt) / 1000);
-    if (payload.touch && !reply.fenced) this.ctx.beaten(sentAt);
+    if (payload.touch && !reply.fenced) this.ctx.beaten(firstSentAt);
     this.overshot = reply.credits + reply.restored - reply.posted - reply.pending < 0n;
     if (!reply.live || payload.close) {
       this.ended = true;
@@ -609,18 +627,12 @@ export class Lease {
     }
     this.ctx.unsynced.count -= batch.length;
     for (const entry of batch) {
-      if (!entry.withdrawal) {
-        entry.answer("committed");
-        continue;
-      }
-      // Committed after its caller was told it was withdrawn: refunded. What it took from `free` went with the
-      // charge to the account, which the refund gives back (not to this lease).
-      entry.toVoid(entry.withdrawal);
-      entry.withdrawal = undefined;
-      this.refunds.push(entry);
+      // What a refunded charge took from `free` went with it to the account, which the refund gives back (not to
+      // this lease).
+      this.committed(entry);
     }
     if (this.refunds.length > 0) this.schedule();
-    for (const done of this.afterSync.splice(0)) done();
+    for (const done of attempt.afterSync) done(true);
     if (reply.fenced) this.ctx.fenced(this);
     this.outside = reply.credits + reply.restored - reply.posted - reply.pending;
     this.autoReset = reply.autoReset;
@@ -686,18 +698,24 @@ export class Lease {
    * sync got a definitive answer, and for its requests resolved afterwards. Retried for as long as the process
    * lives, whatever the error: a journal record the database refuses (a data error) is dropped so that the charge
    * still posts; only an account that no longer exists (its user was deleted) or shutdown's grace running out
-   * gives up (the meter logs each charge given up as SETTLEMENT_FAILED).
+   * gives up (the meter logs each charge given up as SETTLEMENT_FAILED). A charge withdrawn meanwhile (its caller
+   * stopped waiting) posts as a void while no statement carrying it can have committed (`mayHaveCommitted`: a
+   * send of the sync it came from, or of this post, whose outcome is unknown), else it is refunded after.
    */
-  async postDirectly(batch: Settling[]): Promise<void> {
-    const resolutions = batch.map((s) => s.resolution);
+  private async postDirectly(batch: Settling[], mayHaveCommitted: boolean): Promise<void> {
+    this.direct = batch;
     let withRecords = true;
     for (let attempt = 1; ; attempt++) {
+      if (!mayHaveCommitted) for (const entry of batch) this.applyWithdrawal(entry);
       try {
+        const resolutions = batch.map((s) => s.resolution);
         await this.ctx.directPost(this.ctx.pool, this.id, this.accountId!, this.instanceId, resolutions, withRecords);
         this.ctx.health.ok();
         break;
       } catch (err) {
+        if (!certainlyNotCommitted(err)) mayHaveCommitted = true;
         if (err instanceof AccountGoneError || this.ctx.givingUp()) {
+          this.direct = [];
           this.ctx.unsynced.count -= batch.length;
           for (const entry of batch) entry.fail(err);
           return;
@@ -712,14 +730,29 @@ export class Lease {
         await this.pause(backoffMs(attempt));
       }
     }
+    this.direct = [];
     this.ctx.unsynced.count -= batch.length;
-    for (const entry of batch) entry.answer("committed");
+    for (const entry of batch) this.committed(entry);
+    if (this.refunds.length > 0) this.schedule();
   }
 
-  /** A request of this (poisoned) lease resolved: its charge posts straight to the account. */
+  /** A statement carrying the entry committed: its caller hears so, or, told it was withdrawn, it is refunded. */
+  private committed(entry: Settling): void {
+    if (!entry.withdrawal) return entry.answer("committed");
+    entry.toVoid(entry.withdrawal);
+    entry.withdrawal = undefined;
+    this.refunds.push(entry);
+  }
+
+  /**
+   * A request of this (poisoned) lease resolved: its charge posts straight to the account, by the lease's loop
+   * (so that flush and close wait for it, and its deadline withdraws it).
+   */
   settleDirectly(entry: Settling): void {
+    if (!entry.expired) this.outstanding -= entry.resolution.amount;
     this.ctx.unsynced.count++;
-    void this.postDirectly([entry]);
+    this.settling.push(entry);
+    this.schedule();
   }
 
   /**
@@ -770,8 +803,9 @@ export class Lease {
   /** What a poisoned lease still had queued: waiters reserve again, settlements post straight to the account. */
   private async postQueued(): Promise<void> {
     for (const w of this.waiters.splice(0)) if (!w.cancelled) this.ctx.retry(w);
+    if (this.refunds.length > 0 && !(await this.refundWithdrawn())) return;
     const batch = this.settling.splice(0);
-    if (batch.length > 0) await this.postDirectly(batch);
+    if (batch.length > 0) await this.postDirectly(batch, false);
   }
 }
 

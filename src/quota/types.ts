@@ -161,8 +161,9 @@ export interface Withdrawable {
 
 export interface SettleOptions {
   /**
-   * Past this many ms without a commit, the charge is withdrawn if no statement carrying it can have committed (one
-   * whose outcome is unknown is waited for: the charge may be durable already). No deadline: it waits for the commit.
+   * Past this many ms without a commit, the charge is withdrawn (its caller is answered "withdrawn"): it becomes a
+   * void if no statement carrying it can have committed, and is refunded once one whose outcome was unknown turns
+   * out to have committed (refund-sql.ts). No deadline: it waits for the commit.
    */
   deadlineMs: number;
   withdrawable: Withdrawable;

@@ -49,6 +49,8 @@ export interface FaultStats {
   cancelled: number;
   /** Statements refused before they were sent. */
   refused: number;
+  /** Statements that committed and whose answer was replaced by a lost connection's error. */
+  lost: number;
 }
 
 export interface SqlFault {
@@ -71,7 +73,7 @@ type Undo = () => Promise<unknown>;
  * applying failed halfway.
  */
 function timedFault(ms: number, apply: (undo: (fn: Undo) => void, stats: FaultStats, endNow: () => void) => Promise<void>): SqlFault {
-  const stats: FaultStats = { terminated: 0, cancelled: 0, refused: 0 };
+  const stats: FaultStats = { terminated: 0, cancelled: 0, refused: 0, lost: 0 };
   const undos: Undo[] = [];
   const early = new AbortController();
   const end = () => {
@@ -322,6 +324,37 @@ export function injectAtPool(
           const callback = args.at(-1);
           if (typeof callback === "function") return void process.nextTick(callback, err);
           return Promise.reject(err);
+        },
+    );
+    undo(async () => {
+      on = false;
+      restore();
+    });
+  });
+}
+
+/**
+ * The first `times` statements `when` selects (within `forMs`) run and commit, and their caller gets the driver's
+ * error for a connection lost under a statement instead of the answer: the outcome it cannot know. The clients stay
+ * wrapped until the fault ends (another fault wrapping them afterwards keeps its wrapper). In-process only.
+ */
+export function loseReplies(pool: Pool, opts: { times: number; forMs: number; when: (s: Statement) => boolean }): SqlFault {
+  return timedFault(opts.forMs, async (undo, stats) => {
+    let on = true;
+    const restore = wrapClients(
+      pool,
+      (query) =>
+        function (this: pg.PoolClient, ...args: unknown[]) {
+          const statement = statementOf(args[0]);
+          if (!on || !statement || !opts.when(statement)) return query.apply(this, args);
+          if (++stats.lost === opts.times) on = false;
+          const lost = new Error("Connection terminated unexpectedly");
+          const callback = args.at(-1);
+          if (typeof callback === "function") {
+            args[args.length - 1] = (err: unknown) => (callback as (err: unknown) => void)(err ?? lost);
+            return query.apply(this, args);
+          }
+          return (query.apply(this, args) as Promise<unknown>).then(() => Promise.reject(lost));
         },
     );
     undo(async () => {

@@ -1,10 +1,19 @@
 import { beforeAll, describe, expect, it } from "vitest";
+import type { Listener } from "../../src/db/listener.js";
 import type { Pool } from "../../src/db/pool.js";
-import { createQuotaLedger, type Hold, type LedgerOptions, type QuotaLedger, type ReserveInput } from "../../src/quota/index.js";
+import {
+  createQuotaLedger,
+  type Hold,
+  type Instance,
+  type LedgerOptions,
+  type QuotaLedger,
+  type ReserveInput,
+} from "../../src/quota/index.js";
 import { LeaseSequenceError, leaseSync, openLease, type SyncLease } from "../../src/quota/lease-sql.js";
 import type { TestDatabase } from "../helpers/db.js";
 import { MAX_HOLD_SECONDS, useLedgerFixture } from "../helpers/ledger-fixture.js";
 import { lockAccount } from "../helpers/metering-checks.js";
+import { injectAtPool, loseReplies, type SqlFault, type Statement } from "../helpers/sql-faults.js";
 
 const syncLease = leaseSync();
 
@@ -244,6 +253,117 @@ describe("quota escrow", () => {
       { status: "posted", charged: "50" },
     ]);
     await ledger.close();
+  });
+
+  it("answers a give-back once the sync carrying it committed, not an earlier one that was in flight", async () => {
+    const user = await fixture.newUser();
+    const handlers: ((payload: string) => void)[] = [];
+    let fault: SqlFault | undefined;
+    /** What the process sent on the give-back channel, with how many of its syncs had been refused by then. */
+    const sent: { payload: string; refusedBefore: number }[] = [];
+    const listener: Listener = {
+      on: (_channel, handler) => void handlers.push(handler),
+      onState: () => {},
+      listening: () => true,
+      notify: async (_channel, payload) => void sent.push({ payload, refusedBefore: fault?.stats().refused ?? 0 }),
+      close: async () => {},
+    };
+    const ledger = ledgerWith({ listener });
+    const first = await hold(ledger, user, 10n);
+    const lock = await lockAccount(db.pool, user);
+    let settled: Promise<unknown>;
+    try {
+      settled = ledger.settle(first.id, 5n);
+      await expect.poll(lock.waiters).toBe(1);
+      // The sync that carries the give-back is refused three times (certainly not committed) before it commits.
+      fault = injectAtPool(db.pool, { code: "57P01", forMs: 30_000, times: 3, when: (s) => s.name === "quota_sync_lease" });
+      await fault.applied;
+      for (const handler of handlers) handler(`ask:${first.accountId}:ask-1:another-process`);
+    } finally {
+      await lock.unlock();
+    }
+    await settled;
+    await expect.poll(() => sent.length).toBe(1);
+    expect(sent[0]!.payload).toMatch(new RegExp(`^gave:${first.accountId}:ask-1:[1-9][0-9]*$`));
+    expect(sent[0]!.refusedBefore).toBe(3);
+    expect((await leases(first)).map((l) => [l.status, l.amount])).toEqual([["pending", "0"]]);
+    await ledger.close();
+  });
+
+  it("counts a renewal sent again after a lost reply as a heartbeat from its first send", async () => {
+    const user = await fixture.newUser();
+    const beats: number[] = [];
+    // Every sync renews the heartbeat (the process is never fresh enough to skip it).
+    const instance = Object.create(fixture.live) as Instance;
+    instance.fresh = () => false;
+    instance.beaten = (at) => void beats.push(at);
+    let firstSend = 0;
+    const fault = loseReplies(db.pool, {
+      times: 1,
+      forMs: 30_000,
+      when: (s) => s.name === "quota_sync_lease" && (firstSend = performance.now()) > 0,
+    });
+    await fault.applied;
+    const ledger = ledgerWith({ instance });
+    await hold(ledger, user, 10n);
+    expect(fault.stats().lost).toBe(1);
+    // The retry renewed nothing (it was applied already): the heartbeat is as old as the first send.
+    expect(beats).toHaveLength(1);
+    expect(beats[0]).toBeLessThanOrEqual(firstSend);
+    await ledger.close();
+  });
+
+  describe("a lease that ended for good, while the database refuses its direct posts", () => {
+    const withdrawable = { withdrawnRecord: () => null };
+    const directPost = (s: Statement) => s.name === "quota_direct_post";
+    const holdRow = async (h: Hold) =>
+      (await db.pool.query("select status, charged::text from quota_holds where id = $1", [h.id])).rows[0] as unknown;
+    /** A ledger whose lease on the user's day ended for good (a sync out of sequence), with a request still held on it. */
+    async function endedLease(user: string) {
+      const ledger = ledgerWith();
+      const first = await hold(ledger, user, 100n);
+      const late = await hold(ledger, user, 40n);
+      await db.pool.query("update quota_leases set seq = seq + 5 where account_id = $1", [first.accountId]);
+      await ledger.settle(first.id, 50n);
+      return { ledger, late };
+    }
+
+    it("withdraws a charge at its deadline: a void, nothing charged, and flush waits for it", async () => {
+      const user = await fixture.newUser();
+      const { ledger, late } = await endedLease(user);
+      const fault = injectAtPool(db.pool, { code: "57P01", forMs: 30_000, when: directPost });
+      await fault.applied;
+      const settled = ledger.settle(late.id, 30n, null, { deadlineMs: 1, withdrawable });
+      await expect.poll(() => fault.stats().refused).toBeGreaterThan(0);
+      ledger.sweep();
+      await expect(settled).resolves.toBe("withdrawn");
+      await fault.end();
+      await ledger.flush();
+      expect(await holdRow(late)).toEqual({ status: "voided", charged: null });
+      expect(await account(late)).toEqual({ posted: 50n, pending: 0n });
+      await ledger.close();
+    });
+
+    it("refunds a charge withdrawn while its direct post's outcome was unknown, once that post turns out committed", async () => {
+      const user = await fixture.newUser();
+      const { ledger, late } = await endedLease(user);
+      const lost = loseReplies(db.pool, { times: 1, forMs: 30_000, when: directPost });
+      await lost.applied;
+      // After the lost reply every direct post is refused until the test lets them through.
+      const refused = injectAtPool(db.pool, { code: "57P01", forMs: 30_000, when: (s) => directPost(s) && lost.stats().lost > 0 });
+      await refused.applied;
+      const settled = ledger.settle(late.id, 30n, null, { deadlineMs: 1, withdrawable });
+      await expect.poll(() => refused.stats().refused).toBeGreaterThan(0);
+      ledger.sweep();
+      await expect(settled).resolves.toBe("withdrawn");
+      // The post whose reply was lost committed the charge: it stands until the refund.
+      expect(await holdRow(late)).toEqual({ status: "posted", charged: "30" });
+      await refused.end();
+      await ledger.flush();
+      expect(await holdRow(late)).toEqual({ status: "voided", charged: null });
+      expect(await account(late)).toEqual({ posted: 50n, pending: 0n });
+      await ledger.close();
+    });
   });
 
   // Found by the property test (quota-property.test.ts): a lease retired while a sync was in flight kept what that

@@ -14,7 +14,8 @@ import {
 import { createServices, type Services } from "../../src/runtime/services.js";
 import { createLogger } from "../../src/server/logger.js";
 import type { TestDatabase } from "../helpers/db.js";
-import { useLedgerFixture } from "../helpers/ledger-fixture.js";
+import { QUIET_INSTANCE, useLedgerFixture } from "../helpers/ledger-fixture.js";
+import { injectAtPool } from "../helpers/sql-faults.js";
 import { testConfig } from "../helpers/gateway-app.js";
 
 // Seeded, so a failing concurrency run can be replayed.
@@ -404,6 +405,58 @@ describe("quota ledger", () => {
       await instance.stop();
       await new Promise((resolve) => setTimeout(resolve, 100));
       expect(await seen()).toBeUndefined();
+    });
+
+    it("a beat of the fenced id that answers after the process registered again does not fence the new id", async () => {
+      const fencedIds: string[] = [];
+      const instance = await registerInstance(db.pool, { heartbeatMs: 20, timeoutMs: 3_600_000, onFenced: (id) => fencedIds.push(id) });
+      const old = instance.id;
+      const lock = await db.pool.connect();
+      try {
+        // The next beat of the old id waits on its row.
+        await lock.query("begin");
+        await lock.query("select 1 from gateway_instances where id = $1 for update", [old]);
+        const waiting = "select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'";
+        const waiters = async () => (await db.pool.query<{ n: number }>(waiting)).rows[0]!.n;
+        await expect.poll(waiters).toBe(1);
+        // A sync answers that the process was fenced: it registers again; then the waiting beat finds its row fenced.
+        instance.fenced();
+        const renewed = await instance.ready();
+        expect(renewed).not.toBe(old);
+        await lock.query("update gateway_instances set fenced_at = now() where id = $1", [old]);
+        await lock.query("commit");
+        await expect.poll(waiters).toBe(0);
+        // The stale beat's answer is handled within a turn of its reply; a wrong fence would register a third id.
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        expect(fencedIds).toEqual([old]);
+        expect(instance.id).toBe(renewed);
+        expect(instance.fresh()).toBe(true);
+      } finally {
+        lock.release();
+        await instance.stop();
+      }
+    });
+
+    it("a registration after a fence that fails is retried, whatever the error, until it succeeds", async () => {
+      const errors: string[] = [];
+      const instance = await registerInstance(db.pool, { ...QUIET_INSTANCE, onError: (err) => errors.push(err.message) });
+      const fault = injectAtPool(db.pool, {
+        code: "42501",
+        forMs: 30_000,
+        times: 2,
+        when: (s) => /insert into gateway_instances/.test(s.text),
+      });
+      await fault.applied;
+      const old = instance.id;
+      try {
+        instance.fenced();
+        const renewed = await instance.ready();
+        expect(renewed).not.toBe(old);
+        expect(fault.stats().refused).toBe(2);
+        expect(errors).toEqual(["injected SQLSTATE 42501", "injected SQLSTATE 42501"]);
+      } finally {
+        await instance.stop();
+      }
     });
   });
 
