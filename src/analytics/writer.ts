@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
+import { backoffMs, type Backoff } from "../db/backoff.js";
 import { faultCode, isDataError, isTransientDbError } from "../db/faults.js";
 import type { DatabaseHealth } from "../db/health.js";
 import type { Pool, TimedQuery } from "../db/pool.js";
@@ -24,8 +25,7 @@ export interface RequestLogWriterOptions {
 
 const DROP_WARN_INTERVAL_MS = 10_000;
 const CLOSE_GRACE_MS = 700;
-const CLOSE_BACKOFF_MS = 100;
-const CLOSE_BACKOFF_MAX_MS = 2_000;
+const CLOSE_BACKOFF: Backoff = { firstMs: 100, maxMs: 2_000 };
 
 /**
  * Buffered request-log writer (DESIGN.md §5: batch log writes, keep per-request database work to the
@@ -155,7 +155,7 @@ export function createRequestLogWriter(opts: RequestLogWriterOptions): RequestLo
     await flush();
     const giveUpAt = performance.now() + (opts.closeGraceMs ?? CLOSE_GRACE_MS);
     for (let attempt = 1; buffer.length > 0 && performance.now() < giveUpAt; attempt++) {
-      await sleep(Math.min(CLOSE_BACKOFF_MAX_MS, CLOSE_BACKOFF_MS * 2 ** (attempt - 1), Math.max(0, giveUpAt - performance.now())));
+      await sleep(Math.min(backoffMs(attempt - 1, CLOSE_BACKOFF), Math.max(0, giveUpAt - performance.now())));
       await flush();
     }
     if (buffer.length > 0) {

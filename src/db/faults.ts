@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { GatewayError } from "../errors.js";
+import { backoffMs, type Backoff } from "./backoff.js";
 import type { Pool } from "./pool.js";
 
 // Which database errors are transient: judged by what a retry can change (docs/architecture.md, "Database faults").
@@ -128,9 +129,8 @@ export async function withinDeadline<T>(ms: number, step: () => Promise<T>, onFa
   }
 }
 
-/** The first pause between attempts of a request's read; it doubles up to the maximum. */
-const READ_RETRY_MIN_MS = 5;
-const READ_RETRY_MAX_MS = 200;
+/** The pauses between attempts of a request's read. */
+const READ_RETRY: Backoff = { firstMs: 5, maxMs: 200 };
 
 /**
  * An idempotent read of a request, under the request's deadline, retried on a transient fault after a short
@@ -147,7 +147,7 @@ export function readWithinDeadline<T>(ms: number, read: () => Promise<T>, onFaul
         try {
           return await read();
         } catch (err) {
-          const pause = Math.min(READ_RETRY_MAX_MS, READ_RETRY_MIN_MS * 2 ** attempt);
+          const pause = backoffMs(attempt, READ_RETRY);
           // No attempt starts at or after the deadline (the request has its 503 by then), also when the pause
           // overran it on a busy event loop.
           if (!isTransientDbError(err) || performance.now() + pause >= deadline) throw err;
@@ -181,7 +181,7 @@ export async function waitForDatabase(pool: Pool, opts: { timeoutMs: number; onW
     } catch (err) {
       if (!isTransientDbError(err) || performance.now() >= deadline) throw err;
       if (attempt === 0) opts.onWaiting(err);
-      await sleep(Math.min(2_000, 100 * 2 ** attempt, Math.max(0, deadline - performance.now())));
+      await sleep(Math.min(backoffMs(attempt, { firstMs: 100, maxMs: 2_000 }), Math.max(0, deadline - performance.now())));
     }
   }
 }

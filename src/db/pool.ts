@@ -6,7 +6,7 @@ import pg from "pg";
 export type Pool = pg.Pool;
 
 /** Where a statement runs: the pool (a statement of its own), or a transaction's client (it commits with the transaction). */
-export type Queryable = pg.Pool | pg.PoolClient;
+export type Queryable = Pick<pg.Pool | pg.PoolClient, "query">;
 
 /**
  * A statement with its own answer timeout (node-postgres reads `query_timeout` per query): past it the statement

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { encodeRow } from "../analytics/row-json.js";
+import { backoffMs, type Backoff } from "../db/backoff.js";
 import { isTransientDbError } from "../db/faults.js";
 import type { Pool } from "../db/pool.js";
 import { inTransaction } from "../db/transaction.js";
@@ -57,8 +58,7 @@ function endRunningVideoJob(pool: Pool, job: VideoJobRow, verdict: VideoVerdict,
   });
 }
 
-const RETRY_FIRST_MS = 100;
-const RETRY_MAX_MS = 2_000;
+const RETRY: Backoff = { firstMs: 100, maxMs: 2_000 };
 
 /**
  * endRunningVideoJob, retried on a transient database error (each attempt rolled back whole, or committed: a
@@ -79,7 +79,7 @@ export async function endVideoJobRetrying(
     } catch (err) {
       if (!isTransientDbError(err)) throw err;
       opts.onFault(err);
-      const pause = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** attempt);
+      const pause = backoffMs(attempt, RETRY);
       if (opts.stopping() || performance.now() + pause >= opts.until) throw err;
       await sleep(pause);
     }

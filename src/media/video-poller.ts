@@ -11,7 +11,7 @@ import { pollVideoJob, type VideoPollDeps } from "./video-poll.js";
 // graphile-worker running (`serve --no-worker` polls too), as with the ledger's expiry (src/runtime/expiry-sweep.ts).
 
 /** Jobs claimed at once, and polled concurrently: a batch ends within one poll's time, well inside its claim. */
-export const CLAIM_BATCH = 8;
+const CLAIM_BATCH = 8;
 /** How often a process looks for due jobs: a due job waits at most this long; an idle look is one indexed statement. */
 const TICK_MS = 1_000;
 

@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import { perSecondRate, videoHold } from "../billing/video-quota.js";
 import type { Catalog } from "../catalog/catalog.js";
 import type { Config } from "../config/schema.js";
+import { backoffMs, type Backoff } from "../db/backoff.js";
 import { isTransientDbError, readWithinDeadline } from "../db/faults.js";
 import type { Pool } from "../db/pool.js";
 import { errors } from "../errors.js";
@@ -178,8 +179,7 @@ export async function submitVideo(
 }
 
 /** Pauses between attempts to void a hold: from 200 ms, doubling, up to 10 s. */
-const VOID_RETRY_FIRST_MS = 200;
-const VOID_RETRY_MAX_MS = 10_000;
+const VOID_RETRY: Backoff = { firstMs: 200, maxMs: 10_000 };
 
 /**
  * Voids the hold whatever the database does meanwhile, retrying a transient fault while the process runs (a hold
@@ -204,7 +204,7 @@ async function voidEventually(deps: Pick<VideoDeps, "ledger" | "logger" | "confi
         return;
       }
       deps.onFault?.(err);
-      await sleep(Math.min(VOID_RETRY_MAX_MS, VOID_RETRY_FIRST_MS * 2 ** attempt), undefined, { ref: false });
+      await sleep(backoffMs(attempt, VOID_RETRY), undefined, { ref: false });
     }
   }
 }

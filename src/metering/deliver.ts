@@ -15,8 +15,8 @@ import type { ChargeCarrier } from "./relays/charge-frames.js";
 /** The gateway's own time on a request, in ms (like LiteLLM's x-litellm-overhead-duration-ms). */
 const OVERHEAD_HEADER = "x-gateway-overhead-ms";
 /** What the request was charged, committed before the answer's last byte (docs/api.md, "Charges"). */
-export const CHARGE_HEADER = "x-gateway-charge";
-export const CHARGE_USD_HEADER = "x-gateway-charge-usd";
+const CHARGE_HEADER = "x-gateway-charge";
+const CHARGE_USD_HEADER = "x-gateway-charge-usd";
 
 /** The charge headers of an answer, added to `headers`. */
 export function withChargeHeaders(headers: Record<string, string>, charge: Charge): Record<string, string> {

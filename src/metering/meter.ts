@@ -76,7 +76,7 @@ export interface Charge {
   usd: string | null;
 }
 
-/** Settlements run after delivery; shutdown waits for them so none is lost. */
+/** Settlements and releases still committing (a void is not waited for by its answer): shutdown waits for them. */
 class Inflight {
   private readonly running = new Set<Promise<unknown>>();
   track<T>(work: Promise<T>): Promise<T> {

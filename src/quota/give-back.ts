@@ -14,7 +14,7 @@ export const QUOTA_CHANNEL = "gateway_quota";
  * How long a lease waits for the other processes' answers before it refuses anyway: a process that stopped
  * answering (its leases expire) must not hold every refusal for long; a live one answers within a sync.
  */
-export const GIVE_BACK_WAIT_MS = 1_000;
+const GIVE_BACK_WAIT_MS = 1_000;
 
 export interface GiveBack {
   /** Asks the `others` processes with a lease on `accountId` to give back their unused units; resolves once all answered (or after the wait). */

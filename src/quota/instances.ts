@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import { backoffMs, type Backoff } from "../db/backoff.js";
 import { isTransientDbError } from "../db/faults.js";
 import type { DatabaseHealth } from "../db/health.js";
 import type { Pool, TimedQuery } from "../db/pool.js";
@@ -27,7 +28,7 @@ const HEARTBEAT = `
 update gateway_instances set last_seen_at = now() where id = $1::uuid and fenced_at is null
 returning (extract(epoch from clock_timestamp()) * 1000)::float8 as db_ms`;
 
-const REGISTER_RETRY_MAX_MS = 2_000;
+const REGISTER_RETRY: Backoff = { firstMs: 50, maxMs: 2_000 };
 
 export interface InstanceOptions {
   heartbeatMs: number;
@@ -151,7 +152,7 @@ class GatewayInstance implements Instance {
         if (this.stopped) throw err;
         if (this.opts.health && isTransientDbError(err)) this.opts.health.failed(err, "instance registration");
         else this.opts.onError?.(err as Error);
-        await sleep(Math.min(REGISTER_RETRY_MAX_MS, 50 * 2 ** attempt));
+        await sleep(backoffMs(attempt, REGISTER_RETRY));
       }
     }
   }

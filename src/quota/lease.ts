@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { certainlyNotCommitted, DatabaseUnavailableError, isDataError, isTransientDbError } from "../db/faults.js";
+import { backoffMs, type Backoff } from "../db/backoff.js";
 import type { DatabaseHealth } from "../db/health.js";
 import type { Pool } from "../db/pool.js";
 import type { AccountMetrics } from "../metrics/recorders.js";
@@ -126,14 +127,12 @@ const DEMAND_WINDOW_MS = 1000;
  * automatic resets on costs one extra statement a second, not one per request. A grant is noticed within it.
  */
 const RESET_RETRY_MS = 1000;
-/** Retries of a transient fault back off exponentially from this, capped, with jitter. */
-const RETRY_MIN_MS = 50;
-const RETRY_MAX_MS = 2000;
+/** Retries of a transient fault back off exponentially, capped, with jitter (the first retry after 50-100 ms). */
+const RETRY: Backoff = { firstMs: 50, maxMs: 2000, jitter: true };
 /** The longest pause of a retry while a request waits for the sync (see pause()). */
 const WAITING_RETRY_MS = 250;
 /** After giving its units back on another process's request, a lease asks for no headroom for this long. */
 const YIELD_MS = 1000;
-const backoffMs = (attempt: number) => Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.min(attempt, 10)) * (0.5 + Math.random() / 2);
 
 export class Lease {
   readonly id = randomUUID();
@@ -552,7 +551,7 @@ export class Lease {
       this.failing = true;
       if (sent && !certainlyNotCommitted(err)) attempt.pinned = true;
       if (!attempt.pinned) this.requeue(attempt);
-      await this.pause(backoffMs(++this.failures));
+      await this.pause(backoffMs(++this.failures, RETRY));
       this.again = true;
       return;
     }
@@ -592,7 +591,7 @@ export class Lease {
         this.ctx.health.failed(err, "lease refund");
         // Retried as they are: the refund of a hold no longer posted is no second one.
         this.refunds.unshift(...entries);
-        await this.pause(backoffMs(++this.failures));
+        await this.pause(backoffMs(++this.failures, RETRY));
         this.again = true;
         return false;
       }
@@ -670,7 +669,7 @@ export class Lease {
   /**
    * The pause before a retry. A request that starts waiting for this lease meanwhile (a reservation, or an answer
    * waiting for its charge's commit) cuts it short (to WAITING_RETRY_MS after the fault): otherwise, once the
-   * database is back, it would wait out the rest of a pause of up to RETRY_MAX_MS, and be refused 503 at
+   * database is back, it would wait out the rest of a pause of up to RETRY.maxMs, and be refused 503 at
    * database.request_timeout_ms although the database answers. Not shorter, so that a stream of requests during an
    * outage is not a stream of attempts. With nothing waiting (releases, give-backs) the backoff runs its course.
    */
@@ -727,7 +726,7 @@ export class Lease {
         }
         if (isTransientDbError(err)) this.ctx.health.failed(err, "lease direct post");
         else this.ctx.onSyncError(err, this);
-        await this.pause(backoffMs(attempt));
+        await this.pause(backoffMs(attempt, RETRY));
       }
     }
     this.direct = [];

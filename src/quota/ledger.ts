@@ -20,7 +20,6 @@ import type { AutoResetRequest, Lease } from "./lease.js";
 import { grantResetsRow, readResetsRows, useResetIn } from "./resets-sql.js";
 import { earlierRestoration, restoreRow } from "./restore-sql.js";
 import { isoWeek, nextWeekAt } from "./week.js";
-import { dayStartAt } from "./day.js";
 import {
   HoldNotFoundError,
   HoldResolvedError,
@@ -102,7 +101,6 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
         userId: lease.userId,
         id: r.id,
         day: lease.period,
-        week: isoWeek(dayStartAt(lease.period)),
         weeklyBase: r.weeklyBase,
         baseRevision: payload.baseRevision,
         nowIso: clock.now().toISOString(),
@@ -242,7 +240,6 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
           userId: key.userId,
           id: autoResetUseId(input.id, 0),
           day: key.period,
-          week: isoWeek(dayStartAt(key.period)),
           weeklyBase,
           baseRevision: revision,
           nowIso: now.toISOString(),
@@ -352,8 +349,6 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
           userId: input.userId,
           id: input.id,
           day: day.key.period,
-          // The restored day's week: the same as now's, since the day is now's.
-          week: isoWeek(dayStartAt(day.key.period)),
           weeklyBase: input.weeklyBase,
           baseRevision: revision,
           nowIso: now.toISOString(),

@@ -1,9 +1,10 @@
 import type pg from "pg";
-import type { Pool, Queryable } from "../db/pool.js";
-import { inTransaction } from "../db/transaction.js";
+import type { Queryable } from "../db/pool.js";
 import { GIFT_PERPETUAL } from "./account-kinds.js";
 import { ensureAccount } from "./account-sql.js";
+import { dayStartAt } from "./day.js";
 import { restoreRow } from "./restore-sql.js";
+import { isoWeek } from "./week.js";
 
 // Reserve resets on the ledger (docs/billing.md, "Reserve resets"): the week's resets and the gifted ones are
 // accounts (kinds weekly_resets and gifted_resets); a use posts one reset on one of them and restores the day's
@@ -58,8 +59,8 @@ export interface UseResetRow {
   userId: string;
   /** The use's id (a UUID): the same id again is the same use, never a second reset. */
   id: string;
+  /** The day restored (YYYY-MM-DD); the weekly resets used are of its ISO week. */
   day: string;
-  week: string;
   /** The plan's weekly resets, the base of the week's account, and the revision of that view of the plan. */
   weeklyBase: bigint;
   baseRevision: bigint;
@@ -103,19 +104,11 @@ export type AutoResetOutcome =
   | { outcome: "wont_fit" };
 
 /**
- * Uses one reset for the user now, under the day's account lock (an automatic one from admission, with the
- * id of the lease sync it precedes), in a transaction of its own. The day's account must exist (ensureAccount);
- * the week's is created here, after the day's lock: every use locks the day, then the week, then a gift.
- */
-export function useResetRows(pool: Pool, r: UseResetRow & { automatic: AutomaticCheck }): Promise<AutoResetOutcome>;
-export function useResetRows(pool: Pool, r: UseResetRow & { automatic?: undefined }): Promise<UseResetOutcome>;
-export function useResetRows(pool: Pool, r: UseResetRow): Promise<AutoResetOutcome> {
-  return inTransaction(pool, (client) => useResetIn(client, r));
-}
-
-/**
- * useResetRows inside the caller's transaction (`client`), so that what the reset is for commits with it or not at
- * all: the hold it lets in, or the record of an idempotent call.
+ * Uses one reset for the user now, under the day's account lock (an automatic one from admission, with the id of
+ * the lease sync it precedes), inside the caller's transaction (`client`), so that what the reset is for commits
+ * with it or not at all: the hold it lets in, or the record of an idempotent call. The day's account must exist
+ * (ensureAccount); the week's is created here, after the day's lock: every use locks the day, then the week, then
+ * a gift.
  */
 export function useResetIn(client: pg.PoolClient, r: UseResetRow & { automatic: AutomaticCheck }): Promise<AutoResetOutcome>;
 export function useResetIn(client: pg.PoolClient, r: UseResetRow & { automatic?: undefined }): Promise<UseResetOutcome>;
@@ -133,9 +126,10 @@ export async function useResetIn(client: pg.PoolClient, r: UseResetRow): Promise
     if (refused) return refused;
   }
   if (spent <= 0n) return { outcome: "nothing_spent" };
-  await ensureAccount(client, { userId: r.userId, kind: "weekly_resets", period: r.week }, r.weeklyBase, r.baseRevision);
-  await client.query(STATE_WEEK, [r.userId, r.week, String(r.weeklyBase), String(r.baseRevision)]);
-  const pick = (await client.query<{ id: string; kind: string }>(PICK, [r.userId, r.week, r.nowIso, GIFT_PERPETUAL])).rows[0];
+  const week = isoWeek(dayStartAt(r.day));
+  await ensureAccount(client, { userId: r.userId, kind: "weekly_resets", period: week }, r.weeklyBase, r.baseRevision);
+  await client.query(STATE_WEEK, [r.userId, week, String(r.weeklyBase), String(r.baseRevision)]);
+  const pick = (await client.query<{ id: string; kind: string }>(PICK, [r.userId, week, r.nowIso, GIFT_PERPETUAL])).rows[0];
   if (!pick) return { outcome: "none_available" };
   const kind: ResetKind = pick.kind === "weekly_resets" ? "weekly" : "gifted";
   await client.query(POST_RESET, [pick.id, r.id]);

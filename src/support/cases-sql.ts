@@ -1,4 +1,4 @@
-import type { Queryable } from "./jobs-sql.js";
+import type { Queryable } from "../db/pool.js";
 import type { RequestLogFactsRow } from "./request-facts.js";
 import type { Card, RequestFacts } from "./wire.js";
 

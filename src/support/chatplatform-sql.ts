@@ -1,5 +1,5 @@
 import { CASE_COLUMNS } from "./cases-sql.js";
-import type { Queryable } from "./jobs-sql.js";
+import type { Queryable } from "../db/pool.js";
 import type { StaffCaseRow } from "./staff-sql.js";
 import type { Card } from "./wire.js";
 

@@ -1,4 +1,4 @@
-import type { Queryable } from "./jobs-sql.js";
+import type { Queryable } from "../db/pool.js";
 
 // The claim's statements (docs/support.md, "Claiming"). Jobs are our own rows, taken with FOR UPDATE SKIP LOCKED
 // so that concurrent claims never lease one job twice and never wait for each other.

@@ -1,5 +1,5 @@
 import { claimQueuedJobs, lastMessages, type TranscriptRow } from "./claim-sql.js";
-import type { Queryable } from "./jobs-sql.js";
+import type { Queryable } from "../db/pool.js";
 import { hashLeaseToken, newLeaseToken } from "./lease-token.js";
 import { MAX_ATTEMPTS, type Card, type ClaimedJob, type ClaimRequest, type RequestFacts } from "./wire.js";
 

@@ -1,4 +1,4 @@
-import type { Queryable } from "./jobs-sql.js";
+import type { Queryable } from "../db/pool.js";
 import type { Card, Evidence } from "./wire.js";
 
 // What a completion writes (docs/support.md, "Completing"), inside the transaction holding the job and case locks.

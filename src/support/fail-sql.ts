@@ -1,4 +1,4 @@
-import type { Queryable } from "./jobs-sql.js";
+import type { Queryable } from "../db/pool.js";
 import { RETRY_AVAILABLE_AT } from "./lease-sql.js";
 
 // A worker's failure (docs/support.md, "Failing"): the job goes back to the queue after its backoff, or fails for

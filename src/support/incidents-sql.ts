@@ -1,4 +1,4 @@
-import type { Queryable } from "./jobs-sql.js";
+import type { Queryable } from "../db/pool.js";
 import type { INCIDENT_STATUSES } from "./wire.js";
 
 // The incidents' statements (docs/support.md, "Incidents"). The scans are upserts on the one-unresolved-incident-

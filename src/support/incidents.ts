@@ -13,7 +13,7 @@ import {
   type IncidentRow,
   type IncidentStatus,
 } from "./incidents-sql.js";
-import type { Queryable } from "./jobs-sql.js";
+import type { Queryable } from "../db/pool.js";
 import { INCIDENT_STATUSES } from "./wire.js";
 
 // Incidents (docs/support.md, "Incidents"): the support_incidents task raises candidates from two independent

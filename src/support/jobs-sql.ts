@@ -1,11 +1,8 @@
-import type pg from "pg";
+import type { Queryable } from "../db/pool.js";
 import type { SUPPORT_JOB_KINDS } from "./wire.js";
 
 // The support jobs' statements (./schema.ts, docs/support.md). A job is queued in the transaction of the case
 // event that asks for it (a user message, a draft request), so a case never waits for a job nobody queued.
-
-/** A pool or a client inside a transaction. */
-export type Queryable = Pick<pg.Pool | pg.PoolClient, "query">;
 
 export interface NewJob {
   caseId: string;

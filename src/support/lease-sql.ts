@@ -1,4 +1,4 @@
-import type { Queryable } from "./jobs-sql.js";
+import type { Queryable } from "../db/pool.js";
 import type { WorkerUsage } from "./wire.js";
 
 // What complete and fail share (docs/support.md, "Leases"): the job row and then its case row locked, in that

@@ -1,4 +1,4 @@
-import type { Queryable } from "./jobs-sql.js";
+import type { Queryable } from "../db/pool.js";
 import { CASE_COLUMNS, type CaseRow, type MessageRow } from "./cases-sql.js";
 
 // The staff side's statements (docs/support.md, "Staff"): any case, by id; the private parts of a case (its

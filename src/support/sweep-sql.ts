@@ -1,4 +1,4 @@
-import type { Queryable } from "./jobs-sql.js";
+import type { Queryable } from "../db/pool.js";
 import { RETRY_AVAILABLE_AT } from "./lease-sql.js";
 import { MAX_ATTEMPTS } from "./wire.js";
 

@@ -1,5 +1,5 @@
 import { discardObsoleteJobs, expireLeases } from "./sweep-sql.js";
-import type { Queryable } from "./jobs-sql.js";
+import type { Queryable } from "../db/pool.js";
 
 export interface SweepResult {
   /** Expired leases whose job is queued again (after its backoff). */

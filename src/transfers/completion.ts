@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
+import { backoffMs, type Backoff } from "../db/backoff.js";
 import { faultCode, isTransientDbError } from "../db/faults.js";
 import type { DatabaseHealth } from "../db/health.js";
 
@@ -9,10 +10,7 @@ import type { DatabaseHealth } from "../db/health.js";
 // by the send, is the backstop for a process that stops first. The two may run in any order or at once: a
 // completion locks the record first and acts only on a pending one.
 
-const RETRY_MIN_MS = 100;
-const RETRY_MAX_MS = 5_000;
-
-const backoffMs = (attempt: number) => Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.min(attempt, 10)) * (0.5 + Math.random() / 2);
+const RETRY: Backoff = { firstMs: 100, maxMs: 5_000, jitter: true };
 
 export interface BackgroundCompletion {
   /** Completes the transfer in the background; nothing more when this process is completing it already. */
@@ -41,7 +39,7 @@ export function backgroundCompletion(deps: {
           return;
         }
         deps.health.failed(err, "transfer completion");
-        await sleep(backoffMs(attempt), undefined, { signal: stopping.signal }).catch(() => {});
+        await sleep(backoffMs(attempt, RETRY), undefined, { signal: stopping.signal }).catch(() => {});
       }
     }
   }
