@@ -94,6 +94,11 @@ export function isDataError(error: unknown): boolean {
   return typeof err === "object" && err !== null && /^2[23]/.test(String((err as { code?: unknown }).code));
 }
 
+/** The error as a client is answered it: a transient database fault (not already a typed error) is 503 database_unavailable. */
+export function answeredAs(err: unknown): unknown {
+  return isTransientDbError(err) && !(err instanceof GatewayError) ? new DatabaseUnavailableError() : err;
+}
+
 /** The client's answer when a request needs the database and the database did not answer in time. */
 export class DatabaseUnavailableError extends GatewayError {
   constructor(retryAfterSeconds = 2) {

@@ -8,7 +8,6 @@ import { identifierProblem } from "../text-wire.js";
 import { resolveModel } from "../metering/access.js";
 import { clientGone } from "../metering/client-disconnect.js";
 import { withChargeHeaders } from "../metering/deliver.js";
-import { DatabaseUnavailableError } from "../db/faults.js";
 import { checkedImage, ImageDeliveryError, type UpstreamImage } from "../metering/image-delivery.js";
 import type { RowStart } from "../metering/request-row.js";
 import { meteredHandler, type Delivery, type InferenceDeps, type RouteSpec } from "../metering/runner.js";
@@ -108,8 +107,7 @@ function embedSpec(deps: EmbedDeps, request: ImageGenerationRequest, key: string
       meter.markFirstByte();
       // The image goes out once its charge is committed (docs/billing.md, "Settlement"); not committed in time, it
       // is neither delivered nor kept.
-      const charge = await meter.settle(usage, reported ? "upstream" : "estimated");
-      if (!charge) throw new DatabaseUnavailableError();
+      const charge = await meter.settleBeforeAnswer(usage, reported ? "upstream" : "estimated");
       const etag = `"${sha256(image.bytes).slice(0, 32)}"`;
       const owner = c.get("apiKey").userId;
       await deps.cache

@@ -3,7 +3,6 @@ import { countTextTokens } from "./estimate.js";
 import type { JsonResult, UsageReport } from "../providers/types.js";
 import { respondStream, respondText, type PushedBody } from "../server/respond.js";
 import { errors } from "../errors.js";
-import { DatabaseUnavailableError } from "../db/faults.js";
 import type { Charge } from "./meter.js";
 import { clientGone } from "./client-disconnect.js";
 import { applyEdits, findMembers } from "./json-members.js";
@@ -61,8 +60,7 @@ export async function deliverJson(
     return c.body(null, 499 as never);
   }
   meter.markFirstByte();
-  const charge = await meter.settle(usage ?? counted(), usage ? "upstream" : "estimated");
-  if (!charge) throw new DatabaseUnavailableError();
+  const charge = await meter.settleBeforeAnswer(usage ?? counted(), usage ? "upstream" : "estimated");
   const headers = { "content-type": "application/json", [OVERHEAD_HEADER]: meter.overheadMs().toFixed(3) };
   return respondText(c, 200, text, withChargeHeaders(headers, charge));
 }

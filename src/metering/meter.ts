@@ -1,4 +1,4 @@
-import { DatabaseUnavailableError, isTransientDbError } from "../db/faults.js";
+import { answeredAs, DatabaseUnavailableError } from "../db/faults.js";
 import type { Logger } from "pino";
 import { encodeRow } from "../analytics/row-json.js";
 import type { RequestLogWriter, UsageSource } from "../analytics/types.js";
@@ -224,6 +224,13 @@ export class Meter implements Withdrawable {
     return this.inflight.track(counted);
   }
 
+  /** settle() for an answer sent whole after it: not charged, it is not sent (503 database_unavailable instead). */
+  async settleBeforeAnswer(usage: UsageReport | Promise<UsageReport>, source: UsageSource): Promise<Charge> {
+    const charge = await this.settle(usage, source);
+    if (!charge) throw new DatabaseUnavailableError();
+    return charge;
+  }
+
   private post(usage: UsageReport, source: UsageSource, status: number, code: ErrorCode | null, endedAt: number): Promise<Charge | null> {
     let charged: bigint;
     try {
@@ -382,8 +389,8 @@ export function createMetering(deps: MeteringDeps): Metering {
   }
 
   const logRejected = (start: RowStart, err: unknown) => {
-    // Logged as the client was answered (server/error-envelope.ts): a transient database fault is a 503.
-    const answered = isTransientDbError(err) && !(err instanceof GatewayError) ? new DatabaseUnavailableError() : err;
+    // Logged as the client was answered (server/error-envelope.ts).
+    const answered = answeredAs(err);
     logUnmetered(start, answered instanceof GatewayError ? answered.status : 500, errorCodeOf(answered));
   };
 

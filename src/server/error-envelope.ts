@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import { z } from "zod";
-import { DatabaseUnavailableError, isTransientDbError } from "../db/faults.js";
+import { answeredAs } from "../db/faults.js";
 import { ERROR_CODES, ERROR_TYPES, GatewayError, errors, type ErrorCode } from "../errors.js";
 import type { AppEnv } from "./context.js";
 import { requestLog } from "./request-context.js";
@@ -33,8 +33,8 @@ export function errorResponse(c: Context<AppEnv>, err: GatewayError): Response {
  * is 503 database_unavailable with Retry-After, never a 500; anything else is logged and becomes a bare 500.
  */
 export function handleError(err: Error, c: Context<AppEnv>): Response {
-  if (err instanceof GatewayError) return errorResponse(c, err);
-  if (isTransientDbError(err)) return errorResponse(c, new DatabaseUnavailableError());
+  const answered = answeredAs(err);
+  if (answered instanceof GatewayError) return errorResponse(c, answered);
   requestLog(c)?.error({ err }, "unhandled error");
   return errorResponse(c, errors.internal());
 }
