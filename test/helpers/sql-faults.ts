@@ -277,24 +277,62 @@ type Query = (this: pg.PoolClient, ...args: unknown[]) => unknown;
 
 /**
  * Wraps the `query` of every client `pool` hands out from now on (pool.query runs on one too) with `wrap`; the
- * returned function puts each client's own `query` back as it was (a wrapper of an earlier patch, or none).
+ * returned function puts each client's own `query` back as it was, unless another fault wrapped it since (then
+ * ours stays, passing every statement through: the caller turns it off first).
  */
 function wrapClients(pool: Pool, wrap: (query: Query) => Query): () => void {
-  const own = new Map<pg.PoolClient, PropertyDescriptor | undefined>();
+  const own = new Map<pg.PoolClient, { descriptor: PropertyDescriptor | undefined; wrapped: Query }>();
   const patch = (client: pg.PoolClient) => {
     if (own.has(client)) return;
-    own.set(client, Object.getOwnPropertyDescriptor(client, "query"));
-    client.query = wrap(client.query as Query) as pg.PoolClient["query"];
+    const wrapped = wrap(client.query as Query);
+    own.set(client, { descriptor: Object.getOwnPropertyDescriptor(client, "query"), wrapped });
+    client.query = wrapped as pg.PoolClient["query"];
   };
   pool.on("acquire", patch);
   return () => {
     pool.off("acquire", patch);
-    for (const [client, descriptor] of own) {
+    for (const [client, { descriptor, wrapped }] of own) {
+      if ((client.query as Query) !== wrapped) continue;
       if (descriptor) Object.defineProperty(client, "query", descriptor);
       else delete (client as Partial<pg.PoolClient>).query;
     }
   };
 }
+
+/**
+ * The statements `when` selects (default: all) of `pool`'s clients, for `forMs` or until `times` of them (then the
+ * fault ends), are answered by `hit` instead of `query`, counted in `stats[counted]`.
+ */
+function atPool(
+  pool: Pool,
+  opts: { forMs: number; times?: number; when?: (s: Statement) => boolean },
+  counted: "refused" | "lost",
+  hit: (query: Query, client: pg.PoolClient, args: unknown[]) => unknown,
+): SqlFault {
+  const when = opts.when ?? (() => true);
+  return timedFault(opts.forMs, async (undo, stats, endNow) => {
+    let on = true;
+    const restore = wrapClients(
+      pool,
+      (query) =>
+        function (this: pg.PoolClient, ...args: unknown[]) {
+          const statement = statementOf(args[0]);
+          if (!on || !statement || !when(statement)) return query.apply(this, args);
+          if (++stats[counted] === opts.times) {
+            on = false;
+            endNow();
+          }
+          return hit(query, this, args);
+        },
+    );
+    undo(async () => {
+      on = false;
+      restore();
+    });
+  });
+}
+
+const lostConnection = () => new Error("Connection terminated unexpectedly");
 
 /**
  * For `forMs`, the statements `when` selects (default: all) of `pool`'s clients are refused before they are sent,
@@ -307,60 +345,27 @@ export function injectAtPool(
   pool: Pool,
   opts: { code: string | null; forMs: number; times?: number; when?: (s: Statement) => boolean },
 ): SqlFault {
-  const when = opts.when ?? (() => true);
-  return timedFault(opts.forMs, async (undo, stats, endNow) => {
-    let on = true;
-    const restore = wrapClients(
-      pool,
-      (query) =>
-        function (this: pg.PoolClient, ...args: unknown[]) {
-          const statement = statementOf(args[0]);
-          if (!on || !statement || !when(statement)) return query.apply(this, args);
-          if (++stats.refused === opts.times) {
-            on = false;
-            endNow();
-          }
-          const err = opts.code === null ? new Error("Connection terminated unexpectedly") : serverError(opts.code);
-          const callback = args.at(-1);
-          if (typeof callback === "function") return void process.nextTick(callback, err);
-          return Promise.reject(err);
-        },
-    );
-    undo(async () => {
-      on = false;
-      restore();
-    });
+  return atPool(pool, opts, "refused", (_query, _client, args) => {
+    const err = opts.code === null ? lostConnection() : serverError(opts.code);
+    const callback = args.at(-1);
+    if (typeof callback === "function") return void process.nextTick(callback, err);
+    return Promise.reject(err);
   });
 }
 
 /**
  * The first `times` statements `when` selects (within `forMs`) run and commit, and their caller gets the driver's
- * error for a connection lost under a statement instead of the answer: the outcome it cannot know. The clients stay
- * wrapped until the fault ends (another fault wrapping them afterwards keeps its wrapper). In-process only.
+ * error for a connection lost under a statement instead of the answer: the outcome it cannot know. In-process only.
  */
 export function loseReplies(pool: Pool, opts: { times: number; forMs: number; when: (s: Statement) => boolean }): SqlFault {
-  return timedFault(opts.forMs, async (undo, stats) => {
-    let on = true;
-    const restore = wrapClients(
-      pool,
-      (query) =>
-        function (this: pg.PoolClient, ...args: unknown[]) {
-          const statement = statementOf(args[0]);
-          if (!on || !statement || !opts.when(statement)) return query.apply(this, args);
-          if (++stats.lost === opts.times) on = false;
-          const lost = new Error("Connection terminated unexpectedly");
-          const callback = args.at(-1);
-          if (typeof callback === "function") {
-            args[args.length - 1] = (err: unknown) => (callback as (err: unknown) => void)(err ?? lost);
-            return query.apply(this, args);
-          }
-          return (query.apply(this, args) as Promise<unknown>).then(() => Promise.reject(lost));
-        },
-    );
-    undo(async () => {
-      on = false;
-      restore();
-    });
+  return atPool(pool, opts, "lost", (query, client, args) => {
+    const lost = lostConnection();
+    const callback = args.at(-1);
+    if (typeof callback === "function") {
+      args[args.length - 1] = (err: unknown) => (callback as (err: unknown) => void)(err ?? lost);
+      return query.apply(client, args);
+    }
+    return (query.apply(client, args) as Promise<unknown>).then(() => Promise.reject(lost));
   });
 }
 
