@@ -340,7 +340,7 @@ describe("connection cuts and stalls", () => {
     // The deadline outlasts the 2 s of cuts: a request that met only cut connections from its first attempt still
     // retries past them. With a deadline as long as the cuts, such a request got its 503 by the clock (about 1
     // run in 5, on the code before issue 20 too), not because a retry was missing.
-    const { gw, proxy } = await faultyGateway({ request_timeout_ms: 5000, connect_timeout_ms: 2000 });
+    const { gw, proxy, lines } = await faultyGateway({ request_timeout_ms: 5000, connect_timeout_ms: 2000 });
     const burstUsers = [await freshUser(gw), await freshUser(gw)];
     const cutting = proxy.cutEvery(100, 2000);
     // Five clients at once, ten requests each in a row, spread over the cuts; two users, so two accounts. The
@@ -365,7 +365,10 @@ describe("connection cuts and stalls", () => {
     );
     await cutting;
     const all = answers.flat();
-    expect(all.filter((a) => a.status !== 200)).toEqual([]);
+    // With what the gateway logged, should it fail.
+    const refused = all.filter((a) => a.status !== 200);
+    const told = lines.filter((l) => Number(l.level) >= 40 || refused.some((a) => a.requestId === l.req_id));
+    expect(refused, JSON.stringify(told.slice(-30))).toEqual([]);
     // The cuts dropped live connections (the pool's and the key cache's LISTEN), not those of an idle proxy.
     expect(proxy.stats().cut).toBeGreaterThanOrEqual(10);
     for (const user of burstUsers) {

@@ -51,8 +51,10 @@ async function session(): Promise<{ client: pg.Client; pid: number }> {
   client.on("error", () => {});
   await client.connect();
   cleanups.push(() => client.end().catch(() => {}));
-  const { rows } = await client.query<{ pid: number }>("select pg_backend_pid() as pid");
-  return { client, pid: rows[0]!.pid };
+  // From the connection's start-up (BackendKeyData), not a statement: a 1 ms statement_timeout can refuse even
+  // `select pg_backend_pid()` on a loaded machine.
+  const pid = (client as pg.Client & { processID: number }).processID;
+  return { client, pid };
 }
 
 /** The SQLSTATE a statement failed with, or "ok". */
