@@ -51,7 +51,7 @@ export interface EscrowOptions {
   /** This kind's holds, resolutions, expiries and syncs. */
   metrics: AccountMetrics;
   /** Asks the other processes to give back their unused units on an account (give-back.ts). */
-  askOthers(accountId: string, others: number): Promise<void>;
+  askOthers(accountId: string, others: number, maxWaitMs: number): Promise<void>;
 }
 
 export interface Escrow {
@@ -135,7 +135,7 @@ export function createEscrow(opts: EscrowOptions): Escrow {
       if (leases.get(key) === lease) leases.delete(key);
     },
     onSyncError: (err, lease) => opts.onSyncError?.(err, lease.id),
-    askOthers: (lease, others) => opts.askOthers(lease.accountId!, others),
+    askOthers: (lease, others, maxWaitMs) => opts.askOthers(lease.accountId!, others, maxWaitMs),
   };
   /**
    * The lease taking reservations on the account, stating the newest view of its base credits it was given: a
@@ -186,6 +186,7 @@ export function createEscrow(opts: EscrowOptions): Escrow {
         input,
         now,
         cancelled: false,
+        deadlineAt: performance.now() + opts.admissionTimeoutMs,
         resolve(result) {
           clearTimeout(deadline);
           resolve(result);

@@ -12,13 +12,14 @@ export const QUOTA_CHANNEL = "gateway_quota";
 
 /**
  * How long a lease waits for the other processes' answers before it refuses anyway: a process that stopped
- * answering (its leases expire) must not hold every refusal for long; a live one answers within a sync.
+ * answering (its leases expire) must not hold every refusal for long; a live one answers within a sync. Never more
+ * than the caller allows (`maxWaitMs`: what leaves the request time for its next sync before its deadline).
  */
 const GIVE_BACK_WAIT_MS = 1_000;
 
 export interface GiveBack {
   /** Asks the `others` processes with a lease on `accountId` to give back their unused units; resolves once all answered (or after the wait). */
-  ask(accountId: string, others: number): Promise<void>;
+  ask(accountId: string, others: number, maxWaitMs: number): Promise<void>;
   stop(): void;
 }
 
@@ -49,7 +50,7 @@ export function createGiveBack(
     }
   });
   return {
-    ask(accountId, others) {
+    ask(accountId, others, maxWaitMs) {
       if (others <= 0 || !listener?.listening() || stopped) return Promise.resolve();
       return new Promise<void>((resolve) => {
         const askId = randomUUID();
@@ -59,7 +60,7 @@ export function createGiveBack(
           waiting.delete(askId);
           resolve();
         };
-        const timer = setTimeout(done, GIVE_BACK_WAIT_MS);
+        const timer = setTimeout(done, Math.max(0, Math.min(GIVE_BACK_WAIT_MS, maxWaitMs)));
         waiting.set(askId, () => {
           if (++answers >= others) done();
         });

@@ -35,6 +35,8 @@ export interface Waiter {
   cancelled: boolean;
   /** The other processes were asked to give back for it once (give-back.ts): a refusal now is final. */
   askedOthers?: boolean;
+  /** performance.now() at which its caller stops waiting (the 503 of database.request_timeout_ms). */
+  deadlineAt: number;
 }
 
 export interface LeaseContext {
@@ -87,8 +89,8 @@ export interface LeaseContext {
   retry(waiter: Waiter): void;
   /** The lease must not take new reservations any more. */
   retire(lease: Lease): void;
-  /** Asks the other processes to give back their unused units on the lease's account (give-back.ts). */
-  askOthers(lease: Lease, others: number): Promise<void>;
+  /** Asks the other processes to give back their unused units on the lease's account (give-back.ts), waiting at most `maxWaitMs`. */
+  askOthers(lease: Lease, others: number, maxWaitMs: number): Promise<void>;
   onSyncError(err: unknown, lease: Lease): void;
   /** Where syncs are timed and their definitive failures counted. */
   metrics: AccountMetrics;
@@ -776,7 +778,8 @@ export class Lease {
       if (!refused && !w.askedOthers && !this.overshot && !this.retired && reply.others > 0) {
         const rest = waiters.slice(i).filter((x) => !x.cancelled);
         for (const x of rest) x.askedOthers = true;
-        void this.ctx.askOthers(this, reply.others).then(() => {
+        // Half of what is left to the first of them: the other half is for the sync after the answers.
+        void this.ctx.askOthers(this, reply.others, (w.deadlineAt - performance.now()) / 2).then(() => {
           this.waiters.unshift(...rest);
           this.schedule();
         });

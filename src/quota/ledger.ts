@@ -148,7 +148,7 @@ export function createQuotaLedger(pool: Pool, opts: LedgerOptions): QuotaLedger 
           baseRevision: (planRevision) => baseRevision(planRevision, configRevision),
           onSyncError: opts.onSyncError,
           metrics: metrics.account(kind),
-          askOthers: (accountId, others) => giveBack!.ask(accountId, others),
+          askOthers: (accountId, others, maxWaitMs) => giveBack!.ask(accountId, others, maxWaitMs),
         }),
       );
     }

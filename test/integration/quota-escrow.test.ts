@@ -290,6 +290,27 @@ describe("quota escrow", () => {
     await ledger.close();
   });
 
+  it("waits for a silent peer's give-back only as long as leaves the request the time to be refused 429, not 503", async () => {
+    const user = await fixture.newUser();
+    const asked: string[] = [];
+    const listener: Listener = {
+      on: () => {},
+      onState: () => {},
+      listening: () => true,
+      notify: async (_channel, payload) => void asked.push(payload),
+      close: async () => {},
+    };
+    // Another process holds most of the day leased, and never answers (it listens to nothing).
+    const peer = (await fixture.process()).ledger;
+    const theirs = await hold(peer, user, 800n, { base: 1000n });
+    // A deadline shorter than a full give-back wait (1 s): the wait is cut to half of what is left.
+    const ledger = ledgerWith({ listener, admissionTimeoutMs: 900 });
+    await expect(ledger.reserve(input(user, 500n, { base: 1000n }))).resolves.toMatchObject({ ok: false });
+    expect(asked.map((a) => a.split(":")[0])).toEqual(["ask"]);
+    await peer.release(theirs.id);
+    await Promise.all([ledger.close(), peer.flush()]);
+  });
+
   it("counts a renewal sent again after a lost reply as a heartbeat from its first send", async () => {
     const user = await fixture.newUser();
     const beats: number[] = [];
