@@ -1,5 +1,5 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import OpenAI, { APIError } from "openai";
+import { clientLoops } from "./client-loops.js";
 
 // Chat clients for the in-process ledger tests (ledger-sql-faults): each sends chat completions in a row to its
 // gateway until stopped, JSON through the official OpenAI SDK or a stream through fetch (whose raw text shows
@@ -65,7 +65,6 @@ export function startChatLoad(opts: ChatLoadOptions): ChatLoad {
   const sdks = opts.keys.map((key) =>
     opts.urls.map((url) => new OpenAI({ apiKey: key, baseURL: `${url}/v1`, maxRetries: 0, timeout: opts.hangMs })),
   );
-  let stopping = false;
 
   async function send(client: number, n: number): Promise<ChatOutcome> {
     const gateway = opts.gatewayOf(client);
@@ -145,17 +144,8 @@ export function startChatLoad(opts: ChatLoadOptions): ChatLoad {
     if (error) out.errorCode = error.code ?? null;
   }
 
-  const running = Array.from({ length: opts.clients }, async (_, client) => {
-    for (let n = 0; !stopping; n++) {
-      outcomes.push(await send(client, n));
-      await sleep(opts.pauseMs);
-    }
+  const loops = clientLoops({ clients: opts.clients, pauseMs: opts.pauseMs }, async (client, n) => {
+    outcomes.push(await send(client, n));
   });
-  return {
-    outcomes,
-    async stop() {
-      stopping = true;
-      await Promise.all(running);
-    },
-  };
+  return { outcomes, stop: loops.stop };
 }

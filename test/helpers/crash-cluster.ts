@@ -1,8 +1,8 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import OpenAI, { APIError } from "openai";
 import pg from "pg";
 import { createPool, type Pool } from "../../src/db/pool.js";
 import { startServe, type ServeProcess } from "./cli.js";
+import { clientLoops } from "./client-loops.js";
 
 export { anyReserved, readAccounts, startSampler, type AccountSample, type SamplerSummary } from "./ledger-sampler.js";
 
@@ -207,7 +207,6 @@ export function startLoad(opts: LoadOptions): Load {
   // Round-robin per kind: streams are few and long, so they take turns among themselves and every process
   // relays its share of them whatever the JSON requests do.
   const turns = { json: 0, stream: 0 };
-  let stopping = false;
 
   async function one(client: number, n: number): Promise<void> {
     const kind = opts.streams(client) ? "stream" : "json";
@@ -283,12 +282,7 @@ export function startLoad(opts: LoadOptions): Load {
     }
   }
 
-  const running = Array.from({ length: opts.clients }, async (_, client) => {
-    for (let n = 0; !stopping; n++) {
-      await one(client, n);
-      if (opts.pauseMs > 0) await sleep(opts.pauseMs);
-    }
-  });
+  const loops = clientLoops({ clients: opts.clients, pauseMs: opts.pauseMs }, one);
 
   return {
     outcomes,
@@ -302,10 +296,7 @@ export function startLoad(opts: LoadOptions): Load {
       }
       return { open: count, flowing };
     },
-    async stop() {
-      stopping = true;
-      await Promise.all(running);
-    },
+    stop: loops.stop,
   };
 }
 

@@ -1,7 +1,7 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import type { Pool } from "../../src/db/pool.js";
 import { parseUsd } from "../../src/billing/usd.js";
 import type { GatewayCluster, Outcome } from "./crash-cluster.js";
+import { clientLoops } from "./client-loops.js";
 
 // Reseller pay-as-you-go traffic for the crash and fault tests (docs/billing.md, "Reseller pay-as-you-go"):
 // clients sending evaluations (`POST /v1/systemone`) with a reseller key over a cluster, and the proof that every
@@ -41,7 +41,6 @@ interface Answer {
 export function startEvaluationLoad(opts: EvaluationLoadOptions): EvaluationLoad {
   const outcomes: Outcome[] = [];
   let turn = 0;
-  let stopping = false;
 
   async function one(client: number, n: number): Promise<void> {
     const index = opts.route ? opts.route(client) : turn++ % opts.cluster.current.length;
@@ -90,20 +89,8 @@ export function startEvaluationLoad(opts: EvaluationLoadOptions): EvaluationLoad
     }
   }
 
-  const first = opts.firstClient ?? 0;
-  const running = Array.from({ length: opts.clients }, async (_, i) => {
-    for (let n = 0; !stopping; n++) {
-      await one(first + i, n);
-      if (opts.pauseMs > 0) await sleep(opts.pauseMs);
-    }
-  });
-  return {
-    outcomes,
-    async stop() {
-      stopping = true;
-      await Promise.all(running);
-    },
-  };
+  const loops = clientLoops({ clients: opts.clients, first: opts.firstClient, pauseMs: opts.pauseMs }, one);
+  return { outcomes, stop: loops.stop };
 }
 
 export interface ResellerRows {

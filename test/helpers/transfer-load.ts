@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Pool } from "../../src/db/pool.js";
 import type { GatewayCluster } from "./crash-cluster.js";
+import { clientLoops } from "./client-loops.js";
 
 // Token transfers beside the crash tests' chat load (docs/api.md, "Token transfers"): users sending each other
 // transfers through chosen processes, each send followed as a client must follow an uncertain outcome (the same
@@ -53,7 +54,6 @@ export function startTransfers(opts: {
   route: (client: number, n: number) => number;
 }): { attempts: TransferAttempt[]; stop(): Promise<void> } {
   const attempts: TransferAttempt[] = [];
-  let stopping = false;
 
   async function post(index: number, attempt: TransferAttempt): Promise<TransferAnswer & { body?: Wire }> {
     const target = opts.cluster.current[index]!;
@@ -95,24 +95,15 @@ export function startTransfers(opts: {
     }
   }
 
-  const running = Array.from({ length: opts.clients }, async (_, client) => {
-    const n = opts.users.length;
-    for (let i = 0; !stopping; i++) {
-      const sender = (i + client) % n;
-      const recipient = client % 2 === 0 ? (sender + 1) % n : (sender + n - 1) % n;
-      const attempt: TransferAttempt = { key: `${opts.label}-${client}-${i}`, sender, recipient, amount: opts.amount, answers: [] };
-      attempts.push(attempt);
-      await follow(attempt, opts.route(client, i));
-      await sleep(opts.everyMs);
-    }
+  const n = opts.users.length;
+  const loops = clientLoops({ clients: opts.clients, pauseMs: opts.everyMs }, async (client, i) => {
+    const sender = (i + client) % n;
+    const recipient = client % 2 === 0 ? (sender + 1) % n : (sender + n - 1) % n;
+    const attempt: TransferAttempt = { key: `${opts.label}-${client}-${i}`, sender, recipient, amount: opts.amount, answers: [] };
+    attempts.push(attempt);
+    await follow(attempt, opts.route(client, i));
   });
-  return {
-    attempts,
-    async stop() {
-      stopping = true;
-      await Promise.all(running);
-    },
-  };
+  return { attempts, stop: loops.stop };
 }
 
 export interface TransferRecord {
