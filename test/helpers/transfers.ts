@@ -2,7 +2,8 @@ import { randomUUID } from "node:crypto";
 import type { Pool } from "../../src/db/pool.js";
 import { sendRows, type TransferRow } from "../../src/transfers/transfers-sql.js";
 
-const NO_LIMITS = {
+/** Transfers' limits out of the way, for tests of the ledger's side of a transfer. */
+export const NO_LIMITS = {
   enabled: true,
   minAmount: 1n,
   sendDailyLimit: 10n ** 15n,

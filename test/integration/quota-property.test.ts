@@ -15,6 +15,7 @@ import { reconcileLedger } from "../../src/quota/reconcile-sql.js";
 import { completeRows, sendRows } from "../../src/transfers/transfers-sql.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { QUIET_INSTANCE } from "../helpers/ledger-fixture.js";
+import { NO_LIMITS } from "../helpers/transfers.js";
 
 // A property test of the ledger (docs/billing.md): a seeded random sequence of operations on real PostgreSQL,
 // by two gateway processes plus a third that gets killed and replaced now and then, or paused past its timeout
@@ -114,14 +115,6 @@ interface Transfer {
   amount: bigint;
 }
 
-/** Transfers' limits out of the way: the ledger's side of a transfer is what is tested here. */
-const OPEN_POLICY = {
-  enabled: true,
-  minAmount: 1n,
-  sendDailyLimit: 10n ** 12n,
-  receiveDailyLimit: 10n ** 12n,
-  serviceDailyLimit: 10n ** 12n,
-};
 /** The weekly resets of the user on automatic resets. */
 const WEEKLY_RESETS = 2n;
 
@@ -423,7 +416,7 @@ describe("ledger property", () => {
             senderBase: sender.base,
             holdExpiresAt: new Date(clock.now().getTime() + 2 * 86_400_000),
           },
-          () => Promise.resolve(OPEN_POLICY),
+          () => Promise.resolve(NO_LIMITS),
         ).then((outcome) => {
           if (outcome.outcome !== "created") return count("transfer refused");
           account.held += amount;
