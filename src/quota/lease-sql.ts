@@ -124,6 +124,48 @@ select
 from lease join quota_accounts a on a.id = lease.account_id`;
 }
 
+// A sync that only posts (postOnly, the common one under load: settlements and nothing else): the lease and its
+// account moved by two UPDATEs, with no grant, give-back, heartbeat, fence check or base to apply, which is half
+// the database's work of the full statement above (docs/performance.md, issue 30). The same effect as the full
+// statement with need, headroom and giveBack 0, close and touch false and the base already applied: posted on the
+// account whatever the lease's status, taken out of the lease only while it is pending, applied once by `seq`
+// (a retry after a lost reply matches no row and reads the figures as they are). Locks: the lease, then its
+// account, as the full statement. It tells no fence: a fenced process's lease has expired (not live), and its next
+// sync that renews the heartbeat hears the rest.
+function postOnlyStatement(journal: Journal | undefined): string {
+  return `
+with lease as (
+  update quota_leases l set seq = $2::int,
+    amount = case when l.status = 'pending' then l.amount - $4::bigint else l.amount end
+  where l.id = $1::uuid and l.seq = $2::int - 1
+  returning l.account_id, l.status = 'pending' as open
+), booked as (
+  update quota_accounts a set debits_posted = a.debits_posted + $3::bigint,
+    debits_pending = a.debits_pending - case when lease.open then $4::bigint else 0 end, updated_at = now()
+  from lease where a.id = lease.account_id
+  returning a.id, a.credits, a.restored, a.debits_posted, a.debits_pending
+), resolved as (
+  insert into quota_holds (id, account_id, lease_id, amount, charged, status, request_id, instance_id, created_at, resolved_at)
+  select r.id, b.id, $1::uuid, r.amount, r.charged, case when r.charged is null then 'voided' else 'posted' end,
+    r.request_id, $5::uuid, r.created_at, now()
+  from booked b
+  cross join unnest($6::uuid[], $7::bigint[], $8::bigint[], $9::text[], $10::timestamptz[])
+    as r(id, amount, charged, request_id, created_at)
+  on conflict (id) do nothing
+)${journal ? `, journal as (\n${journal.insert("(case when exists (select from lease) then $11::json else '[]'::json end)")}\n)` : ""}
+-- The main query reads the rows as they were before this statement: the booked figures when this call applied it.
+select
+  case when exists (select from lease) then $2::int else l.seq end as seq,
+  l.status,
+  coalesce(b.debits_posted, a.debits_posted)::text as posted,
+  coalesce(b.debits_pending, a.debits_pending)::text as pending,
+  coalesce(b.credits, a.credits)::text as credits,
+  coalesce(b.restored, a.restored)::text as restored,
+  (select u.auto_reset_enabled from users u where u.id = a.user_id) as auto_reset
+from quota_leases l join quota_accounts a on a.id = l.account_id left join booked b on true
+where l.id = $1::uuid`;
+}
+
 export interface OpenLease {
   leaseId: string;
   userId: string;
@@ -175,6 +217,11 @@ export interface SyncLease {
   /** Also renew this process's heartbeat. */
   touch: boolean;
   resolutions: Resolution[];
+  /**
+   * Nothing but posting (need, headroom and giveBack 0, not closing, not touching, the base as last applied): the
+   * cheaper statement (postOnlyStatement).
+   */
+  postOnly?: boolean;
 }
 
 export interface SyncReply {
@@ -217,7 +264,15 @@ export type SyncLeaseFn = (db: Queryable, sync: SyncLease) => Promise<SyncReply>
 export function leaseSync(journal?: Journal, timeoutMs?: number): SyncLeaseFn {
   const text = syncStatement(journal);
   const name = journal ? "quota_sync_lease_journal" : "quota_sync_lease";
-  return async (pool, sync) => {
+  const postOnly = { text: postOnlyStatement(journal), name: journal ? "quota_post_lease_journal" : "quota_post_lease" };
+  const resolutionArrays = (sync: SyncLease) => [
+    sync.resolutions.map((r) => r.holdId),
+    sync.resolutions.map((r) => String(r.amount)),
+    sync.resolutions.map((r) => (r.charged === null ? null : String(r.charged))),
+    sync.resolutions.map((r) => r.requestId),
+    sync.resolutions.map((r) => r.reservedAt),
+  ];
+  const full = async (pool: Queryable, sync: SyncLease): Promise<SyncReply> => {
     const values: unknown[] = [
       sync.leaseId,
       sync.seq,
@@ -229,11 +284,7 @@ export function leaseSync(journal?: Journal, timeoutMs?: number): SyncLeaseFn {
       String(sync.headroom),
       sync.close,
       sync.instanceId,
-      sync.resolutions.map((r) => r.holdId),
-      sync.resolutions.map((r) => String(r.amount)),
-      sync.resolutions.map((r) => (r.charged === null ? null : String(r.charged))),
-      sync.resolutions.map((r) => r.requestId),
-      sync.resolutions.map((r) => r.reservedAt),
+      ...resolutionArrays(sync),
       sync.touch,
       String(sync.baseRevision),
     ];
@@ -266,6 +317,34 @@ export function leaseSync(journal?: Journal, timeoutMs?: number): SyncLeaseFn {
       others: row.others,
     };
   };
+  const post = async (pool: Queryable, sync: SyncLease): Promise<SyncReply> => {
+    const values: unknown[] = [sync.leaseId, sync.seq, String(sync.post), String(sync.take), sync.instanceId, ...resolutionArrays(sync)];
+    if (journal) values.push(recordsOf(sync.resolutions));
+    const query: TimedQuery = { name: postOnly.name, text: postOnly.text, values, query_timeout: timeoutMs };
+    const { rows } = await pool.query<{
+      seq: number;
+      status: string;
+      posted: string;
+      pending: string;
+      credits: string;
+      restored: string;
+      auto_reset: boolean | null;
+    }>(query);
+    const row = rows[0];
+    if (!row || row.seq !== sync.seq) throw new LeaseSequenceError(sync.leaseId, sync.seq, row?.seq ?? null);
+    return {
+      live: row.status === "pending",
+      fenced: false,
+      granted: 0n,
+      posted: BigInt(row.posted),
+      pending: BigInt(row.pending),
+      credits: BigInt(row.credits),
+      restored: BigInt(row.restored),
+      autoReset: row.auto_reset === true,
+      others: 0,
+    };
+  };
+  return (pool, sync) => (sync.postOnly ? post(pool, sync) : full(pool, sync));
 }
 
 /** The resolutions' records as one JSON array text, without re-encoding them. */

@@ -167,6 +167,8 @@ export class Lease {
   private resetRetryAt = 0;
   /** The next sync uses an automatic reset first, for a request of this size (its waiters were held back for it). */
   private resetFor: { weeklyBase: bigint; need: bigint } | undefined;
+  /** The base credits (and their revision) of the last full sync applied: a sync stating the same may only post. */
+  private appliedBase: { base: bigint | null; revision: bigint } | undefined;
   private seq = 0;
   private giveBack = 0n;
   private settling: Settling[] = [];
@@ -456,20 +458,31 @@ export class Lease {
       take += s.covered;
     }
     if (batch.length === 0 && waiters.length === 0 && this.giveBack === 0n && headroom === 0n && !close) return undefined;
+    const baseRevision = this.ctx.baseRevision(this);
+    const touch = !this.ctx.fresh();
     const payload: SyncLease = {
       leaseId: this.id,
       seq: this.seq + 1,
       instanceId: this.instanceId,
       base: this.base,
-      baseRevision: this.ctx.baseRevision(this),
+      baseRevision,
       post,
       take,
       giveBack: this.giveBack,
       need,
       headroom,
       close,
-      touch: !this.ctx.fresh(),
+      touch,
       resolutions: batch.map((s) => s.resolution),
+      postOnly:
+        need === 0n &&
+        headroom === 0n &&
+        this.giveBack === 0n &&
+        !close &&
+        !touch &&
+        !this.resetFor &&
+        this.appliedBase?.base === this.base &&
+        this.appliedBase.revision === baseRevision,
     };
     this.giveBack = 0n;
     const resetFor = this.resetFor;
@@ -616,6 +629,7 @@ export class Lease {
   private applied(attempt: Attempt, reply: SyncReply, outcome: AutoResetOutcome | undefined, sentAt: number, firstSentAt: number): void {
     const { payload, batch, waiters } = attempt;
     this.seq = payload.seq;
+    if (!payload.postOnly) this.appliedBase = { base: payload.base, revision: payload.baseRevision };
     this.ctx.metrics.synced((performance.now() - sentAt) / 1000);
     if (payload.touch && !reply.fenced) this.ctx.beaten(firstSentAt);
     this.overshot = reply.credits + reply.restored - reply.posted - reply.pending < 0n;

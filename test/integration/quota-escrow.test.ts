@@ -187,6 +187,60 @@ describe("quota escrow", () => {
       expect(renewed).toMatchObject({ live: true, fenced: false });
       expect(await syncLease(db.pool, renewing)).toEqual(renewed);
     });
+
+    it("a post-only sync has the full statement's effect, applies a retried seq once, and posts on an expired lease", async () => {
+      const holdsOf = async (leaseId: string) =>
+        (
+          await db.pool.query<{ status: string; charged: string | null }>(
+            "select status, charged::text from quota_holds where lease_id = $1 order by request_id",
+            [leaseId],
+          )
+        ).rows;
+      const posting = (leaseId: string, seq: number, postOnly: boolean): SyncLease => ({
+        ...base(leaseId, seq),
+        need: 0n,
+        headroom: 0n,
+        post: 70n,
+        take: 60n,
+        postOnly,
+        resolutions: [
+          { holdId: crypto.randomUUID(), requestId: `req_a${seq}`, amount: 60n, charged: 70n, reservedAt: new Date(), record: null },
+          { holdId: crypto.randomUUID(), requestId: `req_b${seq}`, amount: 40n, charged: null, reservedAt: new Date(), record: null },
+        ],
+      });
+      // Two accounts in the same state: one posts through the full statement, the other through the post-only one.
+      const replies = [];
+      const leaseIds = [];
+      for (const postOnly of [false, true]) {
+        const leaseId = crypto.randomUUID();
+        await openLease(db.pool, opening(leaseId, await fixture.newUser()));
+        await syncLease(db.pool, base(leaseId, 1));
+        const sync = posting(leaseId, 2, postOnly);
+        replies.push(await syncLease(db.pool, sync));
+        // The reply was lost: the same sync again has no second effect and tells the same figures.
+        expect(await syncLease(db.pool, sync)).toEqual(replies.at(-1));
+        leaseIds.push(leaseId);
+      }
+      expect(replies[1]).toEqual(replies[0]);
+      expect(replies[1]).toMatchObject({ live: true, granted: 0n, posted: 70n, pending: 265n });
+      const state = async (leaseId: string) => ({
+        lease: (await db.pool.query("select amount::text, seq, status from quota_leases where id = $1", [leaseId])).rows[0],
+        holds: await holdsOf(leaseId),
+      });
+      expect(await state(leaseIds[1]!)).toEqual(await state(leaseIds[0]!));
+      expect((await state(leaseIds[1]!)).lease).toEqual({ amount: "265", seq: 2, status: "pending" });
+      expect(await holdsOf(leaseIds[1]!)).toEqual([
+        { status: "posted", charged: "70" },
+        { status: "voided", charged: null },
+      ]);
+      await expect(syncLease(db.pool, posting(leaseIds[1]!, 4, true))).rejects.toBeInstanceOf(LeaseSequenceError);
+      // Expired (its process presumed dead, its units returned): the charge still posts, nothing is taken from the
+      // lease, and the lease is no longer live.
+      await db.pool.query("update quota_leases set status = 'expired' where id = $1", [leaseIds[1]]);
+      const late = await syncLease(db.pool, posting(leaseIds[1]!, 3, true));
+      expect(late).toMatchObject({ live: false, fenced: false, posted: 140n, pending: 265n });
+      expect((await state(leaseIds[1]!)).lease).toEqual({ amount: "265", seq: 3, status: "expired" });
+    });
   });
 
   it("an idle lease gives its units back and closes; the next request opens a new one", async () => {
