@@ -61,6 +61,9 @@ export function startServe(args: string[], opts: { cwd: string; env?: Record<str
     extendEnv: true,
     reject: false,
     buffer: { stdout: false, stderr: false },
+    // A SIGTERM is a drain (server.drain_timeout_ms, 10 s, then the ledger's last syncs): execa's default of a
+    // SIGKILL 5 s after it cut drains short on a loaded machine, and a test reading the exit code saw "killed".
+    forceKillAfterDelay: 45_000,
   });
   let err = "";
   let out = "";
