@@ -49,3 +49,19 @@ export function migrationConnection(pool: pg.Pool): pg.Client {
   client.on("error", () => {});
   return client;
 }
+
+/**
+ * Opens up to `count` connections at once and returns them to the pool idle, so that the first burst of traffic
+ * after a start does not wait for connections (each a process forked by PostgreSQL and a SCRAM exchange) while it
+ * queues. A connection that cannot be opened now is left for the pool to open later: warming never fails a start.
+ */
+export async function warmPool(pool: pg.Pool, count: number): Promise<number> {
+  const opened = await Promise.allSettled(Array.from({ length: count }, () => pool.connect()));
+  let warm = 0;
+  for (const result of opened) {
+    if (result.status !== "fulfilled") continue;
+    result.value.release();
+    warm++;
+  }
+  return warm;
+}

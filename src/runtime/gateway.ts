@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config/schema.js";
 import { faultCode, waitForDatabase } from "../db/faults.js";
 import { runMigrations } from "../db/migrate.js";
+import { warmPool } from "../db/pool.js";
 import { startWorker, type BackgroundWorker } from "../jobs/worker.js";
 import { startVideoPoller } from "../media/video-poller.js";
 import { createApp, createMetricsApp } from "./app.js";
@@ -85,6 +86,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       metricsUrl = served.url;
       logger.info({ url: metricsUrl }, "metrics listening");
     }
+    // The connections the first burst will need, before the address is open (docs/performance.md, "Cold start").
+    await warmPool(db.pool, config.database.pool_size);
     const http: HttpServer = await listen(createApp(services), config.server.host, config.server.port, transportOf(config.server));
     cleanups.push(() => http.close(config.server.drain_timeout_ms));
     logger.info({ url: http.url, database: db.source, worker: Boolean(worker) }, "gateway listening");
