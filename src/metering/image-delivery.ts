@@ -1,5 +1,7 @@
 import { fileTypeFromBuffer } from "file-type";
+import { CanonicalBase64 } from "../canonical-base64.js";
 import { UpstreamError } from "../providers/types.js";
+import { fileTypeOfBase64 } from "./base64-file-type.js";
 
 /**
  * Delivery of one upstream image to the client (issue 14, "Delivery", rules 1-3), shared by image generations,
@@ -58,23 +60,19 @@ const DELIVERED_TYPES: ReadonlyMap<string, string> = new Map([
   ["gif", "image/gif"],
 ]);
 
-/** An image's bytes, with their base64 when the upstream sent it (proven canonical, so it is not encoded again). */
-interface Source {
-  bytes: Buffer;
-  base64?: string;
-}
+/** An image as the gateway holds it: the canonical base64 the upstream sent (never decoded whole), or downloaded bytes. */
+type Source = { base64: CanonicalBase64; text: string } | { bytes: Buffer };
 
 /**
  * Strict base64: only the canonical encoding of its own bytes is accepted, that is the standard alphabet,
- * padding to a multiple of 4, no whitespace or line breaks, zero unused bits in the last character. Node's
- * decoder skips characters outside the alphabet, accepts the URL-safe alphabet and missing padding, and ignores
- * stray bits, so comparing the re-encoded bytes with the text refuses exactly what it would have silently
- * accepted. (Upstreams send unbroken base64 in JSON; a wrapped or padded-differently string is not theirs.)
+ * padding to a multiple of 4, no whitespace or line breaks, zero unused bits in the last character
+ * (src/canonical-base64.ts; Node's decoder would silently accept all of these). Upstreams send unbroken base64
+ * in JSON; a wrapped or padded-differently string is not theirs.
  */
-function decodeBase64(text: string): Source {
-  const bytes = Buffer.from(text, "base64");
-  if (bytes.length === 0 || bytes.toString("base64") !== text) throw new ImageDeliveryError("invalid_base64");
-  return { bytes, base64: text };
+function base64Source(text: string): Source {
+  const base64 = CanonicalBase64.ofText(text);
+  if (!base64) throw new ImageDeliveryError("invalid_base64");
+  return { base64, text };
 }
 
 /** `data:[type/subtype];base64,<base64>`: the only data: URI form accepted; the declared type is ignored. */
@@ -83,7 +81,7 @@ const DATA_URI = /^data:(?:[\w!#$&^.+-]+\/[\w!#$&^.+-]+)?;base64,/i;
 function dataUriSource(uri: string): Source {
   const head = DATA_URI.exec(uri);
   if (!head) throw new ImageDeliveryError("invalid_data_uri");
-  return decodeBase64(uri.slice(head[0].length));
+  return base64Source(uri.slice(head[0].length));
 }
 
 async function linkSource(url: string, download: ImageDownload, signal: AbortSignal): Promise<Source> {
@@ -99,41 +97,51 @@ async function linkSource(url: string, download: ImageDownload, signal: AbortSig
   }
 }
 
-/** The MIME type the bytes are, if one delivered. */
-async function sniff(bytes: Buffer): Promise<string> {
-  const type = await fileTypeFromBuffer(bytes);
+/** The MIME type the image is, if one delivered: base64 is typed from the few bytes file-type reads of it. */
+async function sniff(source: Source): Promise<string> {
+  const type = "bytes" in source ? await fileTypeFromBuffer(source.bytes) : await fileTypeOfBase64(source.base64);
   if (!type) throw new ImageDeliveryError("not_an_image");
   const mime = DELIVERED_TYPES.get(type.ext);
   if (!mime) throw new ImageDeliveryError("unsupported_type");
   return mime;
 }
 
-/** An upstream image proven deliverable: its bytes, their MIME type, and the upstream's base64 when it sent that. */
-export interface CheckedImage extends Source {
+/**
+ * One upstream image, checked and typed. Base64 wins when the upstream sent both (no network call). Throws
+ * ImageDeliveryError for anything not deliverable, or an `aborted` UpstreamError when `signal` fired during a
+ * download.
+ */
+async function checked(
+  image: UpstreamImage,
+  deps: { download: ImageDownload; signal: AbortSignal },
+): Promise<{ source: Source; mime: string }> {
+  let source: Source;
+  if (typeof image.b64_json === "string") source = base64Source(image.b64_json);
+  else if (typeof image.url === "string") source = await linkSource(image.url, deps.download, deps.signal);
+  else throw new ImageDeliveryError("no_image");
+  return { source, mime: await sniff(source) };
+}
+
+/** An upstream image proven deliverable: its bytes and their MIME type. */
+export interface CheckedImage {
+  bytes: Buffer;
   mime: string;
 }
 
-/**
- * One upstream image's bytes, checked and typed. Base64 wins when the upstream sent both (no network call).
- * Throws ImageDeliveryError for anything not deliverable, or an `aborted` UpstreamError when `signal` fired
- * during a download.
- */
+/** One upstream image's bytes, checked and typed (checked's failures): for a route that answers the bytes themselves. */
 export async function checkedImage(image: UpstreamImage, deps: { download: ImageDownload; signal: AbortSignal }): Promise<CheckedImage> {
-  let source: Source;
-  if (typeof image.b64_json === "string") source = decodeBase64(image.b64_json);
-  else if (typeof image.url === "string") source = await linkSource(image.url, deps.download, deps.signal);
-  else throw new ImageDeliveryError("no_image");
-  return { bytes: source.bytes, base64: source.base64, mime: await sniff(source.bytes) };
+  const { source, mime } = await checked(image, deps);
+  return { bytes: "bytes" in source ? source.bytes : source.base64.decode(), mime };
 }
 
-/** One upstream image as the client gets it (checkedImage's checks and failures). */
+/** One upstream image as the client gets it (checked's failures); base64 the upstream sent goes on as it came. */
 export async function deliverImage(
   image: UpstreamImage,
   format: ImageResponseFormat,
   deps: { download: ImageDownload; signal: AbortSignal },
 ): Promise<DeliveredImage> {
-  const { bytes, base64: sent, mime } = await checkedImage(image, deps);
-  const base64 = sent ?? bytes.toString("base64");
+  const { source, mime } = await checked(image, deps);
+  const base64 = "bytes" in source ? source.bytes.toString("base64") : source.text;
   const delivered: DeliveredImage = format === "url" ? { url: `data:${mime};base64,${base64}` } : { b64_json: base64 };
   if (typeof image.revised_prompt === "string") delivered.revised_prompt = image.revised_prompt;
   return delivered;
