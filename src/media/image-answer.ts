@@ -1,12 +1,14 @@
 import { imageBillingOf } from "../billing/image-quota.js";
 import {
-  deliverImage,
+  deliverImageItem,
   ImageDeliveryError,
   type ImageDownload,
+  type ImageItem,
   type ImageResponseFormat,
   type UpstreamImage,
 } from "../metering/image-delivery.js";
 import type { JsonResult, UsageReport } from "../providers/types.js";
+import { imagesResponseParts } from "./image-answer-bytes.js";
 
 // An upstream ImagesResponse as the client gets it (spec "Image generation response", docs/api.md "Images"):
 // each image delivered by the gateway (a data: URI or plain base64 typed by its bytes, never an upstream URL),
@@ -54,8 +56,8 @@ export function publicImageUsage(usage: unknown): Record<string, unknown> | unde
 }
 
 export interface DeliveredImages {
-  /** The client's JSON. */
-  text: string;
+  /** The client's JSON, in pieces of bytes (the images' base64 are the upstream's own bytes). */
+  parts: Uint8Array[];
   /** Images delivered: what the per-image rule bills. */
   images: number;
 }
@@ -78,14 +80,15 @@ export async function deliverImagesAnswer(
   deps: { download: ImageDownload; signal: AbortSignal },
 ): Promise<DeliveredImages> {
   const items = itemsOf(answer);
-  const data = [];
-  for (const item of items) data.push(await deliverImage(item, format, deps));
+  const data: ImageItem[] = [];
+  for (const item of items) data.push(await deliverImageItem(item, format, deps));
   const body = answer.body;
-  const out: Record<string, unknown> = { created: isCount(body.created) ? body.created : Math.floor(Date.now() / 1000), data };
-  for (const name of DESCRIPTIVE) if (typeof body[name] === "string") out[name] = body[name];
+  const created = isCount(body.created) ? body.created : Math.floor(Date.now() / 1000);
+  const rest: Record<string, unknown> = {};
+  for (const name of DESCRIPTIVE) if (typeof body[name] === "string") rest[name] = body[name];
   const usage = publicImageUsage(body.usage);
-  if (usage) out.usage = usage;
-  return { text: JSON.stringify(out), images: data.length };
+  if (usage) rest.usage = usage;
+  return { parts: imagesResponseParts(created, data, rest), images: data.length };
 }
 
 /**

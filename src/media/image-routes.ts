@@ -49,7 +49,7 @@ async function deliverImages(
   );
   // Without any usage the per-image rule bills it: not the upstream's report, so the row says `estimated`.
   const reported = answer.body.usage !== undefined && answer.body.usage !== null;
-  return deliverJson(delivery, delivered.text, reported ? usage : null, async () => usage);
+  return deliverJson(delivery, delivered.parts, reported ? usage : null, async () => usage);
 }
 
 export function generations(deps: InferenceDeps): RouteSpec<ImageGenerationRequest> {

@@ -1,7 +1,7 @@
 import type { ProviderConfig } from "../config/schema.js";
 import { countTextTokens } from "./estimate.js";
 import type { JsonResult, UsageReport } from "../providers/types.js";
-import { respondStream, respondText, type PushedBody } from "../server/respond.js";
+import { respondBytes, respondStream, respondText, type PushedBody } from "../server/respond.js";
 import { errors } from "../errors.js";
 import type { Charge } from "./meter.js";
 import { clientGone } from "./client-disconnect.js";
@@ -50,7 +50,7 @@ export const withPublicModel = (answer: JsonResult, publicModel: string, member 
  */
 export async function deliverJson(
   delivery: Delivery<unknown>,
-  text: string,
+  text: string | readonly Uint8Array[],
   usage: UsageReport | null,
   counted: () => Promise<UsageReport>,
 ): Promise<Response> {
@@ -62,7 +62,8 @@ export async function deliverJson(
   meter.markFirstByte();
   const charge = await meter.settleBeforeAnswer(usage ?? counted(), usage ? "upstream" : "estimated");
   const headers = { "content-type": "application/json", [OVERHEAD_HEADER]: meter.overheadMs().toFixed(3) };
-  return respondText(c, 200, text, withChargeHeaders(headers, charge));
+  withChargeHeaders(headers, charge);
+  return typeof text === "string" ? respondText(c, 200, text, headers) : respondBytes(c, 200, text, headers);
 }
 
 /** Sends a stream's SSE text as the relay produces it (the relay settles). */

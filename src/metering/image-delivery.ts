@@ -15,7 +15,8 @@ export type ImageResponseFormat = "url" | "b64_json";
 
 /** One item of an upstream `ImagesResponse.data` (null fields count as absent). */
 export interface UpstreamImage {
-  b64_json?: string | null;
+  /** Base64 text; or, in an answer the adapter read as bytes (parseImagesAnswer), those bytes proven canonical. */
+  b64_json?: string | CanonicalBase64 | null;
   url?: string | null;
   revised_prompt?: string | null;
 }
@@ -60,8 +61,11 @@ const DELIVERED_TYPES: ReadonlyMap<string, string> = new Map([
   ["gif", "image/gif"],
 ]);
 
-/** An image as the gateway holds it: the canonical base64 the upstream sent (never decoded whole), or downloaded bytes. */
-type Source = { base64: CanonicalBase64; text: string } | { bytes: Buffer };
+/**
+ * An image as the gateway holds it: the canonical base64 the upstream sent (never decoded whole), with its text when
+ * it came as a string, or downloaded bytes.
+ */
+type Source = { base64: CanonicalBase64; text?: string } | { bytes: Buffer };
 
 /**
  * Strict base64: only the canonical encoding of its own bytes is accepted, that is the standard alphabet,
@@ -116,7 +120,8 @@ async function checked(
   deps: { download: ImageDownload; signal: AbortSignal },
 ): Promise<{ source: Source; mime: string }> {
   let source: Source;
-  if (typeof image.b64_json === "string") source = base64Source(image.b64_json);
+  if (image.b64_json instanceof CanonicalBase64) source = { base64: image.b64_json };
+  else if (typeof image.b64_json === "string") source = base64Source(image.b64_json);
   else if (typeof image.url === "string") source = await linkSource(image.url, deps.download, deps.signal);
   else throw new ImageDeliveryError("no_image");
   return { source, mime: await sniff(source) };
@@ -134,15 +139,40 @@ export async function checkedImage(image: UpstreamImage, deps: { download: Image
   return { bytes: "bytes" in source ? source.bytes : source.base64.decode(), mime };
 }
 
+/**
+ * One image as an ImagesResponse item is written from (src/media/image-answer.ts): its member, what precedes the
+ * base64 in it (a data: URI's head, or nothing), and the base64, as the bytes the upstream sent it in when the
+ * answer was read as bytes (never made a string), else as text. Neither part has a character JSON escapes.
+ */
+export interface ImageItem {
+  member: ImageResponseFormat;
+  head: string;
+  base64: CanonicalBase64 | string;
+  revised_prompt?: string;
+}
+
 /** One upstream image as the client gets it (checked's failures); base64 the upstream sent goes on as it came. */
+export async function deliverImageItem(
+  image: UpstreamImage,
+  format: ImageResponseFormat,
+  deps: { download: ImageDownload; signal: AbortSignal },
+): Promise<ImageItem> {
+  const { source, mime } = await checked(image, deps);
+  const base64 = "bytes" in source ? source.bytes.toString("base64") : (source.text ?? source.base64);
+  const item: ImageItem = { member: format, head: format === "url" ? `data:${mime};base64,` : "", base64 };
+  if (typeof image.revised_prompt === "string") item.revised_prompt = image.revised_prompt;
+  return item;
+}
+
+/** deliverImageItem's image as text (chat answers, whose parse the link is replaced in; edit stream checks). */
 export async function deliverImage(
   image: UpstreamImage,
   format: ImageResponseFormat,
   deps: { download: ImageDownload; signal: AbortSignal },
 ): Promise<DeliveredImage> {
-  const { source, mime } = await checked(image, deps);
-  const base64 = "bytes" in source ? source.bytes.toString("base64") : source.text;
-  const delivered: DeliveredImage = format === "url" ? { url: `data:${mime};base64,${base64}` } : { b64_json: base64 };
-  if (typeof image.revised_prompt === "string") delivered.revised_prompt = image.revised_prompt;
+  const item = await deliverImageItem(image, format, deps);
+  const base64 = typeof item.base64 === "string" ? item.base64 : item.base64.text();
+  const delivered: DeliveredImage = format === "url" ? { url: item.head + base64 } : { b64_json: base64 };
+  if (item.revised_prompt !== undefined) delivered.revised_prompt = item.revised_prompt;
   return delivered;
 }

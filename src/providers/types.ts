@@ -40,7 +40,10 @@ export interface JsonResult {
   kind: "json";
   status: number;
   body: Record<string, unknown>;
-  /** The answer's text as it arrived, of which `body` is the parse. */
+  /**
+   * The answer's text as it arrived, of which `body` is the parse; an image answer's text without the base64 its
+   * parse holds as CanonicalBase64 (src/providers/openai/images.ts, parseImagesAnswer).
+   */
   raw: string;
   usage: UsageReport | null;
 }

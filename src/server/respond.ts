@@ -14,6 +14,26 @@ export function respondText(c: Context<AppEnv>, status: number, body: string, he
   return new Response(body, { status, headers: Object.assign(standardHeaders(c.get("requestId")), headers) });
 }
 
+/**
+ * A complete body of bytes in pieces, with the standard headers and its Content-Length, written straight into
+ * Node's response one piece after the other: an image answer's megabytes of base64 go to the socket from the buffer
+ * they arrived in, never copied into one. In-process calls (app.request) get the pieces joined.
+ */
+export function respondBytes(c: Context<AppEnv>, status: number, parts: readonly Uint8Array[], headers: Record<string, string>): Response {
+  const all = Object.assign(standardHeaders(c.get("requestId")), headers);
+  const outgoing = c.env?.outgoing;
+  if (!outgoing) return new Response(Buffer.concat(parts), { status, headers: all });
+  let length = 0;
+  for (const part of parts) length += part.length;
+  all["content-length"] = String(length);
+  outgoing.writeHead(status, all);
+  // Corked, the head and the pieces leave in one writev (end() uncorks), not one send (and wake-up) per piece.
+  outgoing.cork();
+  for (const part of parts) outgoing.write(part);
+  outgoing.end();
+  return RESPONSE_ALREADY_SENT;
+}
+
 /** Where a pushed body goes: Node's response, or a web stream for in-process calls. */
 export interface BodySink {
   /**

@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
+import { CanonicalBase64 } from "../../src/canonical-base64.js";
 import { createOpenAIAdapter } from "../../src/providers/openai/index.js";
 import type { ProviderAdapter, Target } from "../../src/providers/types.js";
 import { drain, jsonAnswer, sseAnswer, useRecordingAdapter, type RecordingUpstream } from "../helpers/recording-upstream.js";
@@ -80,16 +81,17 @@ describe("OpenAI adapter: responses and embeddings", () => {
 describe("OpenAI adapter: images", () => {
   const usage = { input_tokens: 12, output_tokens: 272, total_tokens: 284, input_tokens_details: { text_tokens: 12, image_tokens: 0 } };
 
-  it("posts generations to {base_url}/images/generations as JSON, the answer kept whole and its usage read as tokens", async () => {
+  it("posts generations to {base_url}/images/generations as JSON, its base64 kept as bytes and its usage read as tokens", async () => {
     const answer = { created: 1, data: [{ b64_json: "aGk=" }], usage };
     upstream.answers = [jsonAnswer(answer)];
     const result = await adapter.imageGenerations!({ model: "gpt-x", prompt: "a cat", n: 1 }, options());
     expect(result).toMatchObject({
       kind: "json",
       status: 200,
-      body: answer,
+      body: { created: 1, data: [{ b64_json: expect.any(CanonicalBase64) }], usage },
       usage: { promptTokens: 12, completionTokens: 272, cachedTokens: 0 },
     });
+    expect((result.body.data as { b64_json: CanonicalBase64 }[])[0]!.b64_json.text()).toBe("aGk=");
     expect(upstream.requests[0]).toMatchObject({ method: "POST", path: "/v1/images/generations" });
     expect(upstream.requests[0]!.headers).toMatchObject({ authorization: "Bearer provider-key", accept: "application/json" });
     expect(JSON.parse(upstream.requests[0]!.body)).toEqual({ model: "gpt-x", prompt: "a cat", n: 1 });

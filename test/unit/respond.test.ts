@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import { describe, expect, it } from "vitest";
 import type { AppEnv } from "../../src/server/context.js";
-import { respondStream, respondText, type BodySink, type PushedBody } from "../../src/server/respond.js";
+import { respondBytes, respondStream, respondText, type BodySink, type PushedBody } from "../../src/server/respond.js";
 
 // In-process calls (app.request) have no Node response: these paths build a WHATWG Response instead.
 const inProcess = { env: undefined, get: () => "req_test" } as unknown as Context<AppEnv>;
@@ -17,6 +17,15 @@ describe("respond without a Node response", () => {
       "content-type": "application/json",
     });
     expect(await res.text()).toBe('{"a":1}');
+  });
+
+  it("answers bytes in pieces joined, with the standard headers and the given ones", async () => {
+    const res = respondBytes(inProcess, 200, [Buffer.from('{"a":"'), Buffer.from("QUJD"), Buffer.from('"}')], {
+      "content-type": "application/json",
+    });
+    expect(res.status).toBe(200);
+    expect(Object.fromEntries(res.headers)).toMatchObject({ "x-request-id": "req_test", "content-type": "application/json" });
+    expect(await res.text()).toBe('{"a":"QUJD"}');
   });
 
   it("streams what the body pushes, in order, skipping empty writes", async () => {
