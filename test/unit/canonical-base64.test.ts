@@ -40,6 +40,17 @@ describe("isCanonicalBase64", () => {
     }
   });
 
+  it("refuses a bad byte at any place of a longer text, read four words a turn and then word by word", () => {
+    const text = "QUJD".repeat(13);
+    for (let place = 0; place < text.length; place++) {
+      for (const byte of [0x00, 0x2d, 0x3d, 0x80, 0xff]) {
+        const bad = ascii(text);
+        bad[place] = byte;
+        for (let offset = 0; offset < 4; offset++) expect(isCanonicalBase64(at(offset, bad)), `byte ${byte} at ${place}`).toBe(false);
+      }
+    }
+  });
+
   it.each([
     ["the URL-safe alphabet", "-_-_"],
     ["a space", "QUJD QUJD"],
