@@ -77,7 +77,13 @@ export function isCanonicalBase64(bytes: Uint8Array): boolean {
   return padding === 0 || (VALUE[bytes[data - 1]!]! & (padding === 1 ? 0x03 : 0x0f)) === 0;
 }
 
-/** Canonical base64, held as the bytes it arrived in; only a CanonicalBase64.of... call makes one, after the check. */
+/** Node's base64 of `bytes`, as ASCII bytes. */
+const encoded = (bytes: Buffer): Buffer => Buffer.from(bytes.toString("base64"), "latin1");
+
+/**
+ * Canonical base64, held as the bytes it arrived in. Only its own functions make one: ofBytes and ofText after the
+ * check, encode from Node's encoder.
+ */
 export class CanonicalBase64 {
   /** How many bytes it decodes to. */
   readonly size: number;
@@ -97,6 +103,32 @@ export class CanonicalBase64 {
    */
   static ofText(text: string): CanonicalBase64 | null {
     return CanonicalBase64.ofBytes(Buffer.from(text, "utf8"));
+  }
+
+  /**
+   * The base64 of bytes that arrive in pieces, encoded piece by piece as they come, so the bytes are never held
+   * whole; null when none came. Node's encoder writes canonical base64, so nothing is checked. A piece is encoded up
+   * to its last whole 3 bytes; the 1 or 2 left over go in front of the next.
+   */
+  static async encode(chunks: AsyncIterable<Uint8Array>): Promise<CanonicalBase64 | null> {
+    const parts: Buffer[] = [];
+    let left: Buffer = Buffer.alloc(0);
+    for await (const chunk of chunks) {
+      let bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length);
+      if (left.length > 0) {
+        const taken = Math.min(3 - left.length, bytes.length);
+        left = Buffer.concat([left, bytes.subarray(0, taken)]);
+        bytes = bytes.subarray(taken);
+        if (left.length < 3) continue;
+        parts.push(encoded(left));
+      }
+      const whole = bytes.length - (bytes.length % 3);
+      if (whole > 0) parts.push(encoded(bytes.subarray(0, whole)));
+      // Copied: the piece's buffer is its producer's.
+      left = Buffer.from(bytes.subarray(whole));
+    }
+    if (left.length > 0) parts.push(encoded(left));
+    return parts.length === 0 ? null : new CanonicalBase64(Buffer.concat(parts));
   }
 
   /** The decoded bytes [from, to), 0 <= from <= to <= size: only the 4-character groups that hold them are decoded. */

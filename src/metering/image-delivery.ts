@@ -1,4 +1,3 @@
-import { fileTypeFromBuffer } from "file-type";
 import { CanonicalBase64 } from "../canonical-base64.js";
 import { UpstreamError } from "../providers/types.js";
 import { fileTypeOfBase64 } from "./base64-file-type.js";
@@ -29,10 +28,13 @@ export interface DeliveredImage {
 }
 
 /**
- * Fetches an upstream image link. The gateway's implementation guards against SSRF (private addresses,
- * redirects to them) and caps the size; it rejects on any failure. The content type is not trusted here.
+ * Fetches an upstream image link, its body handed over as it arrives. The gateway's implementation (the
+ * SafeDownloader) guards against SSRF (private addresses, redirects to them) and caps the size and the time; it
+ * rejects, or its chunks throw, on any failure. No content type is asked for: the bytes say what they are.
  */
-export type ImageDownload = (url: string, signal: AbortSignal) => Promise<{ bytes: Buffer; contentType: string | null }>;
+export interface ImageDownload {
+  stream(url: string, signal: AbortSignal): Promise<{ chunks: AsyncIterable<Uint8Array> }>;
+}
 
 /** Why an upstream image was refused: for logs and tests, never shown with the image or its URL. */
 export type ImageRejection =
@@ -62,10 +64,13 @@ const DELIVERED_TYPES: ReadonlyMap<string, string> = new Map([
 ]);
 
 /**
- * An image as the gateway holds it: the canonical base64 the upstream sent (never decoded whole), with its text when
- * it came as a string, or downloaded bytes.
+ * An image as the gateway holds it: canonical base64, never decoded whole (as the upstream sent it, with its text
+ * when it came as a string, or encoded from a download as it arrived).
  */
-type Source = { base64: CanonicalBase64; text?: string } | { bytes: Buffer };
+interface Source {
+  base64: CanonicalBase64;
+  text?: string;
+}
 
 /**
  * Strict base64: only the canonical encoding of its own bytes is accepted, that is the standard alphabet,
@@ -91,19 +96,24 @@ function dataUriSource(uri: string): Source {
 async function linkSource(url: string, download: ImageDownload, signal: AbortSignal): Promise<Source> {
   if (/^data:/i.test(url)) return dataUriSource(url);
   if (!/^https?:\/\//i.test(url)) throw new ImageDeliveryError("unsupported_url");
+  let base64: CanonicalBase64 | null;
   try {
-    return { bytes: (await download(url, signal)).bytes };
+    // Encoded as it arrives: the image is never held whole as bytes, and is typed from its base64 like any other.
+    base64 = await CanonicalBase64.encode((await download.stream(url, signal)).chunks);
   } catch {
     // A client that went away is not the upstream's fault; the downloader's own error (which may quote the URL)
     // is dropped either way.
     if (signal.aborted) throw new UpstreamError("aborted", null);
     throw new ImageDeliveryError("download_failed");
   }
+  // An empty body, which file-type would not have named either.
+  if (base64 === null) throw new ImageDeliveryError("not_an_image");
+  return { base64 };
 }
 
-/** The MIME type the image is, if one delivered: base64 is typed from the few bytes file-type reads of it. */
+/** The MIME type the image is, if one delivered: typed from the few bytes file-type reads of its base64. */
 async function sniff(source: Source): Promise<string> {
-  const type = "bytes" in source ? await fileTypeFromBuffer(source.bytes) : await fileTypeOfBase64(source.base64);
+  const type = await fileTypeOfBase64(source.base64);
   if (!type) throw new ImageDeliveryError("not_an_image");
   const mime = DELIVERED_TYPES.get(type.ext);
   if (!mime) throw new ImageDeliveryError("unsupported_type");
@@ -136,13 +146,14 @@ export interface CheckedImage {
 /** One upstream image's bytes, checked and typed (checked's failures): for a route that answers the bytes themselves. */
 export async function checkedImage(image: UpstreamImage, deps: { download: ImageDownload; signal: AbortSignal }): Promise<CheckedImage> {
   const { source, mime } = await checked(image, deps);
-  return { bytes: "bytes" in source ? source.bytes : source.base64.decode(), mime };
+  return { bytes: source.base64.decode(), mime };
 }
 
 /**
  * One image as an ImagesResponse item is written from (src/media/image-answer.ts): its member, what precedes the
- * base64 in it (a data: URI's head, or nothing), and the base64, as the bytes the upstream sent it in when the
- * answer was read as bytes (never made a string), else as text. Neither part has a character JSON escapes.
+ * base64 in it (a data: URI's head, or nothing), and the base64, as bytes (the upstream's own, in an answer read as
+ * bytes, or a download's, encoded as it arrived: never made a string), else as text. Neither part has a character
+ * JSON escapes.
  */
 export interface ImageItem {
   member: ImageResponseFormat;
@@ -158,7 +169,7 @@ export async function deliverImageItem(
   deps: { download: ImageDownload; signal: AbortSignal },
 ): Promise<ImageItem> {
   const { source, mime } = await checked(image, deps);
-  const base64 = "bytes" in source ? source.bytes.toString("base64") : (source.text ?? source.base64);
+  const base64 = source.text ?? source.base64;
   const item: ImageItem = { member: format, head: format === "url" ? `data:${mime};base64,` : "", base64 };
   if (typeof image.revised_prompt === "string") item.revised_prompt = image.revised_prompt;
   return item;

@@ -45,7 +45,23 @@ export interface Download {
   contentType: string | null;
 }
 
-export type SafeDownloader = (url: string, signal?: AbortSignal) => Promise<Download>;
+/** A download's body handed over as it arrives. */
+export interface DownloadStream {
+  /** The answer's Content-Type as sent, unchecked. */
+  contentType: string | null;
+  /**
+   * The body's chunks, under the same cap and deadline: a failure is thrown from the loop as a SafeDownloadError.
+   * Leaving the loop early closes the connection, and nothing more is read.
+   */
+  chunks: AsyncIterable<Buffer>;
+}
+
+export interface SafeDownloader {
+  /** The whole body, read under max_bytes (the video content route sends it as it is). */
+  (url: string, signal?: AbortSignal): Promise<Download>;
+  /** The same download with its body handed over as it arrives (image delivery encodes it as it comes). */
+  stream(url: string, signal?: AbortSignal): Promise<DownloadStream>;
+}
 
 const systemLookup: HostLookup = (hostname) => dnsLookup(hostname, { all: true, verbatim: true });
 
@@ -116,24 +132,22 @@ export function createSafeDownloader(options: SafeDownloadOptions): SafeDownload
     return new SafeDownloadError("connect", "the upstream could not be reached");
   }
 
-  async function readCapped(res: Dispatcher.ResponseData): Promise<Buffer> {
-    const declared = res.headers["content-length"];
-    if (typeof declared === "string" && Number(declared) > maxBytes) {
-      discard(res.body);
-      throw new SafeDownloadError("too_large", `more than ${maxBytes} bytes`);
-    }
-    const chunks: Buffer[] = [];
+  /** The body's chunks, as long as they add up to at most max_bytes; a failure reading them is classified as above. */
+  async function* capped(res: Dispatcher.ResponseData, deadline: AbortSignal, signal: AbortSignal | undefined): AsyncGenerator<Buffer> {
     let length = 0;
-    for await (const chunk of res.body as AsyncIterable<Buffer>) {
-      length += chunk.length;
-      // Leaving the loop destroys the body: the rest is never read.
-      if (length > maxBytes) throw new SafeDownloadError("too_large", `more than ${maxBytes} bytes`);
-      chunks.push(chunk);
+    try {
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+        length += chunk.length;
+        // Leaving the loop destroys the body: the rest is never read.
+        if (length > maxBytes) throw new SafeDownloadError("too_large", `more than ${maxBytes} bytes`);
+        yield chunk;
+      }
+    } catch (err) {
+      throw classify(err, deadline, signal);
     }
-    return Buffer.concat(chunks, length);
   }
 
-  return async (url, signal) => {
+  async function stream(url: string, signal?: AbortSignal): Promise<DownloadStream> {
     const deadline = AbortSignal.timeout(timeoutMs);
     const aborted = signal ? AbortSignal.any([signal, deadline]) : deadline;
     let hop = hopUrl(url);
@@ -153,11 +167,30 @@ export function createSafeDownloader(options: SafeDownloadOptions): SafeDownload
           discard(res.body);
           throw new SafeDownloadError("status", `the upstream answered ${res.statusCode}`, res.statusCode);
         }
+        // A declared length over the cap is refused before a byte of the body is read.
+        const declared = res.headers["content-length"];
+        if (typeof declared === "string" && Number(declared) > maxBytes) {
+          discard(res.body);
+          throw new SafeDownloadError("too_large", `more than ${maxBytes} bytes`);
+        }
         const contentType = res.headers["content-type"];
-        return { bytes: await readCapped(res), contentType: typeof contentType === "string" ? contentType : null };
+        return { contentType: typeof contentType === "string" ? contentType : null, chunks: capped(res, deadline, signal) };
       } catch (err) {
         throw classify(err, deadline, signal);
       }
     }
-  };
+  }
+
+  async function whole(url: string, signal?: AbortSignal): Promise<Download> {
+    const { contentType, chunks } = await stream(url, signal);
+    const parts: Buffer[] = [];
+    let length = 0;
+    for await (const chunk of chunks) {
+      parts.push(chunk);
+      length += chunk.length;
+    }
+    return { bytes: Buffer.concat(parts, length), contentType };
+  }
+
+  return Object.assign(whole, { stream });
 }

@@ -246,3 +246,38 @@ describe("refused URLs and answers", () => {
     }
   });
 });
+
+describe("a download handed over as it arrives (stream)", () => {
+  const download = createSafeDownloader(settings({ allow_private: ["127.0.0.1"], lookup, timeout_ms: 500 }));
+
+  /** Every chunk of the download's body, or the SafeDownloadError its loop threw. */
+  async function read(url: string): Promise<Buffer | SafeDownloadError> {
+    try {
+      const parts: Buffer[] = [];
+      for await (const chunk of (await download.stream(url)).chunks) parts.push(chunk);
+      return Buffer.concat(parts);
+    } catch (err) {
+      expect(err).toBeInstanceOf(SafeDownloadError);
+      return err as SafeDownloadError;
+    }
+  }
+
+  it("hands over the body and the content type, after the same checks as a whole download", async () => {
+    const opened = await download.stream(at("/to-image"));
+    expect(opened.contentType).toBe("image/png");
+    const parts: Buffer[] = [];
+    for await (const chunk of opened.chunks) parts.push(chunk);
+    expect(Buffer.concat(parts).equals(PNG)).toBe(true);
+    expect((await refusal(download.stream(at("/to-metadata")))).reason).toBe("private_address");
+    expect((await refusal(download.stream(at("/declared-too-large")))).reason).toBe("too_large");
+  });
+
+  it("throws from the loop once the body passes the cap, and stops reading it", async () => {
+    expect(((await read(at("/chunked-too-large"))) as SafeDownloadError).reason).toBe("too_large");
+    await expect.poll(() => upstream.cutOff).toBe(true);
+  });
+
+  it("throws from the loop when the body stalls past the deadline", async () => {
+    expect(((await read(at("/stall-body"))) as SafeDownloadError).reason).toBe("timeout");
+  });
+});

@@ -2,6 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { CanonicalBase64, isCanonicalBase64 } from "../../src/canonical-base64.js";
 import { largeMockPng } from "../../src/mock-upstream/mock-images.js";
+import { chunksOf } from "../helpers/image-download.js";
 
 const ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 const ascii = (text: string) => Buffer.from(text, "latin1");
@@ -133,6 +134,22 @@ describe("CanonicalBase64", () => {
           expect(base64.decode(from, to).equals(bytes.subarray(from, to)), `${from}-${to} of ${length}`).toBe(true);
       }
     }
+  });
+
+  it("encodes bytes that arrive in pieces of any size as Node encodes them whole; nothing at all is null", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.uint8Array({ maxLength: 9 }), { maxLength: 8 }), async (pieces) => {
+        const whole = Buffer.concat(pieces);
+        const base64 = await CanonicalBase64.encode(chunksOf(...pieces));
+        if (whole.length === 0) expect(base64).toBeNull();
+        else {
+          expect(base64!.text()).toBe(whole.toString("base64"));
+          expect(isCanonicalBase64(base64!.bytes)).toBe(true);
+          expect(base64!.decode().equals(whole)).toBe(true);
+        }
+      }),
+      { numRuns: 500 },
+    );
   });
 
   it("keeps the bytes it was given, and gives its text back", () => {

@@ -1,13 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { chatImageSlots, deliverChatImages } from "../../src/metering/chat-images.js";
-import { ImageDeliveryError, type ImageDownload } from "../../src/metering/image-delivery.js";
+import { ImageDeliveryError } from "../../src/metering/image-delivery.js";
 import { MOCK_IMAGES } from "../../src/mock-upstream/mock-images.js";
 import { UpstreamError } from "../../src/providers/types.js";
 import { UpstreamAbort } from "../../src/providers/upstream-abort.js";
+import { downloader } from "../helpers/image-download.js";
 
 const b64 = (bytes: Buffer) => bytes.toString("base64");
 const dataUri = (bytes: Buffer, type = "image/png") => `data:${type};base64,${b64(bytes)}`;
-const noDownload: ImageDownload = () => Promise.reject(new Error("no download expected"));
+const noDownload = downloader(() => Promise.reject(new Error("no download expected")));
 const imageItem = (url: unknown) => ({ type: "image_url", image_url: { url } });
 const answer = (message: Record<string, unknown>) => ({ choices: [{ index: 0, message, finish_reason: "stop" }] });
 
@@ -54,10 +55,10 @@ describe("deliverChatImages", () => {
       images: [imageItem("https://images.example.com/a.png?sig=secret"), { type: "image_url", image_url: dataUri(MOCK_IMAGES.webp) }],
     });
     const asked: string[] = [];
-    const download: ImageDownload = (url) => {
+    const download = downloader((url) => {
       asked.push(url);
       return Promise.resolve({ bytes: MOCK_IMAGES.jpeg, contentType: "image/png" });
-    };
+    });
     expect(await deliver(body, download)).toBeNull();
     expect(asked).toEqual(["https://images.example.com/a.png?sig=secret"]);
     expect(body).toEqual(
@@ -91,11 +92,11 @@ describe("deliverChatImages", () => {
 
   it("a failed download refuses the answer and stops the other downloads", async () => {
     const signals: AbortSignal[] = [];
-    const download: ImageDownload = (url, signal) => {
+    const download = downloader((url, signal) => {
       signals.push(signal);
       if (url.includes("bad")) return Promise.reject(new Error("404 at https://images.example.com/bad.png"));
       return new Promise((_, reject) => signal.addEventListener("abort", () => reject(new Error("aborted"))));
-    };
+    });
     const body = answer({ images: [imageItem("https://images.example.com/slow.png"), imageItem("https://images.example.com/bad.png")] });
     const err = await deliver(body, download);
     expect((err as ImageDeliveryError).reason).toBe("download_failed");
@@ -105,8 +106,9 @@ describe("deliverChatImages", () => {
 
   it("a client that leaves during a download aborts it: `aborted`, not the upstream's fault", async () => {
     const upstream = new UpstreamAbort();
-    const download: ImageDownload = (_, signal) =>
-      new Promise((_, reject) => signal.addEventListener("abort", () => reject(new Error("aborted"))));
+    const download = downloader(
+      (_, signal) => new Promise((_, reject) => signal.addEventListener("abort", () => reject(new Error("aborted")))),
+    );
     const pending = deliver(answer({ images: [imageItem("https://images.example.com/a.png")] }), download, upstream);
     upstream.abort();
     const err = await pending;

@@ -1,17 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { upstreamToClient } from "../../src/metering/errors.js";
-import {
-  deliverImage,
-  ImageDeliveryError,
-  type ImageDownload,
-  type ImageRejection,
-  type UpstreamImage,
-} from "../../src/metering/image-delivery.js";
+import { deliverImage, ImageDeliveryError, type ImageRejection, type UpstreamImage } from "../../src/metering/image-delivery.js";
 import { MOCK_IMAGE_FORMATS, MOCK_IMAGES } from "../../src/mock-upstream/mock-images.js";
 import { UpstreamError } from "../../src/providers/types.js";
+import { chunksOf, downloader } from "../helpers/image-download.js";
 
 const signal = new AbortController().signal;
-const noDownload: ImageDownload = () => Promise.reject(new Error("no download expected"));
+const noDownload = downloader(() => Promise.reject(new Error("no download expected")));
 const b64 = (bytes: Buffer) => bytes.toString("base64");
 const PNG = MOCK_IMAGES.png;
 
@@ -25,10 +20,10 @@ function strayBits(text: string): string {
 /** A downloader serving `bytes` (with a lying content type), recording the URLs it was asked for. */
 function fakeDownload(bytes: Buffer, contentType: string | null = "image/png") {
   const asked: string[] = [];
-  const download: ImageDownload = (url) => {
+  const download = downloader((url) => {
     asked.push(url);
     return Promise.resolve({ bytes, contentType });
-  };
+  });
   return { asked, download };
 }
 
@@ -167,16 +162,16 @@ describe("deliverImage: a link from the upstream", () => {
   it("hands the download the caller's signal", async () => {
     const controller = new AbortController();
     let seen: AbortSignal | undefined;
-    const download: ImageDownload = (_url, s) => {
+    const download = downloader((_url, s) => {
       seen = s;
       return Promise.resolve({ bytes: PNG, contentType: null });
-    };
+    });
     await deliverImage({ url: "http://cdn.example/a" }, "url", { download, signal: controller.signal });
     expect(seen).toBe(controller.signal);
   });
 
   it("refuses a failed download without quoting the URL or the downloader's error", async () => {
-    const download: ImageDownload = (url) => Promise.reject(new Error(`GET ${url} answered 404`));
+    const download = downloader((url) => Promise.reject(new Error(`GET ${url} answered 404`)));
     const err = await refusal({ url: "https://cdn.example/secret-path.png" }, download);
     expect(err.reason).toBe("download_failed");
     expect(err.message).not.toContain("cdn.example");
@@ -185,16 +180,37 @@ describe("deliverImage: a link from the upstream", () => {
 
   it("reports a download cut by the client's going away as aborted, not as the upstream's fault", async () => {
     const controller = new AbortController();
-    const download: ImageDownload = () => {
+    const download = downloader(() => {
       controller.abort();
       return Promise.reject(new Error("aborted"));
-    };
+    });
     const err: unknown = await deliverImage({ url: "https://cdn.example/a.png" }, "url", { download, signal: controller.signal }).catch(
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(UpstreamError);
     expect(err).not.toBeInstanceOf(ImageDeliveryError);
     expect((err as UpstreamError).failure).toBe("aborted");
+  });
+
+  it("encodes a download as its pieces arrive, split anywhere, to the same base64", async () => {
+    const bytes = MOCK_IMAGES.jpeg;
+    for (const cuts of [[1], [2], [1, 2], [3, 4, 5], [bytes.length - 1]]) {
+      const pieces: Buffer[] = [];
+      let at = 0;
+      for (const cut of cuts) pieces.push(bytes.subarray(at, (at = Math.min(bytes.length, at + cut))));
+      pieces.push(bytes.subarray(at));
+      const download = { stream: () => Promise.resolve({ chunks: chunksOf(...pieces) }) };
+      expect(await deliverImage({ url: "https://cdn.example/a" }, "b64_json", { download, signal })).toEqual({ b64_json: b64(bytes) });
+    }
+  });
+
+  it("refuses a download that fails after its first bytes, and an empty one as no image", async () => {
+    async function* cut() {
+      yield PNG.subarray(0, 10);
+      throw new Error("connection reset by https://cdn.example");
+    }
+    await expectRefused({ url: "https://cdn.example/a" }, "download_failed", { stream: () => Promise.resolve({ chunks: cut() }) });
+    await expectRefused({ url: "https://cdn.example/a" }, "not_an_image", { stream: () => Promise.resolve({ chunks: chunksOf() }) });
   });
 
   it("refuses downloaded bytes that are no image or not delivered", async () => {
