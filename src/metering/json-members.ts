@@ -3,6 +3,18 @@
 // scanner that tracks strings and nesting, so a nested "model" key, a "model" inside message
 // content or an escaped quote is never taken for a top-level member.
 
+import {
+  BACKSLASH,
+  CLOSE_BRACE,
+  CLOSE_BRACKET,
+  COLON,
+  COMMA,
+  isDelimiter,
+  isSpace,
+  OPEN_BRACE,
+  OPEN_BRACKET,
+  QUOTE,
+} from "../json-scan.js";
 /** Where one top-level member sits: [start, end) removes it with one adjacent comma; the value is [valueStart, valueEnd). */
 export interface Member {
   start: number;
@@ -17,19 +29,6 @@ export interface Edit {
   end: number;
   text: string;
 }
-
-const QUOTE = 34;
-const BACKSLASH = 92;
-const COMMA = 44;
-const COLON = 58;
-const OPEN_BRACE = 123;
-const CLOSE_BRACE = 125;
-const OPEN_BRACKET = 91;
-const CLOSE_BRACKET = 93;
-
-const isSpace = (c: number) => c === 32 || c === 10 || c === 13 || c === 9;
-
-const isDelimiter = (c: number) => c === COMMA || c === CLOSE_BRACE || c === CLOSE_BRACKET || isSpace(c);
 
 function skipSpace(text: string, i: number): number {
   while (isSpace(text.charCodeAt(i))) i++;

@@ -27,6 +27,20 @@ export interface Journal {
   rewrite(param: string): string;
 }
 
+/**
+ * A sync's resolutions as `quota_holds` rows on the account of the CTE `account` (its `id`), for the lease $1:
+ * posted with their charge, or voided. The instance is parameter $`instance`; the five resolution arrays (ids,
+ * amounts, charges, request ids, reservation times) start at parameter $`arrays`. Exactly once by the hold's id.
+ */
+const insertResolutions = (account: string, instance: number, arrays: number) => `
+  insert into quota_holds (id, account_id, lease_id, amount, charged, status, request_id, instance_id, created_at, resolved_at)
+  select r.id, a.id, $1::uuid, r.amount, r.charged, case when r.charged is null then 'voided' else 'posted' end,
+    r.request_id, $${instance}::uuid, r.created_at, now()
+  from ${account} a
+  cross join unnest($${arrays}::uuid[], $${arrays + 1}::bigint[], $${arrays + 2}::bigint[], $${arrays + 3}::text[], $${arrays + 4}::timestamptz[])
+    as r(id, amount, charged, request_id, created_at)
+  on conflict (id) do nothing`;
+
 // One sync of a lease: posts settled charges (`post`, of which `take` came out of the lease), writes the
 // resolved requests' rows (and their journal records), gives back `give_back` unused units, then grants `need`
 // plus up to `headroom` more if the account has them (at most a quarter of what is left after `need`, so that
@@ -96,14 +110,7 @@ with lease as (
       status = case when g.open and $9::bool then 'closed' else l.status end,
       resolved_at = case when g.open and $9::bool then now() else l.resolved_at end
   from granted g where l.id = $1::uuid
-), resolved as (
-  insert into quota_holds (id, account_id, lease_id, amount, charged, status, request_id, instance_id, created_at, resolved_at)
-  select r.id, g.id, $1::uuid, r.amount, r.charged, case when r.charged is null then 'voided' else 'posted' end,
-    r.request_id, $10::uuid, r.created_at, now()
-  from granted g
-  cross join unnest($11::uuid[], $12::bigint[], $13::bigint[], $14::text[], $15::timestamptz[])
-    as r(id, amount, charged, request_id, created_at)
-  on conflict (id) do nothing
+), resolved as (${insertResolutions("granted", 10, 11)}
 )${journal ? `, journal as (\n${journal.insert(records)}\n)` : ""}
 -- The CTEs read the rows as they were before this statement: a lease at seq - 1 means this call applied it.
 select
@@ -144,14 +151,7 @@ with lease as (
     debits_pending = a.debits_pending - case when lease.open then $4::bigint else 0 end, updated_at = now()
   from lease where a.id = lease.account_id
   returning a.id, a.credits, a.restored, a.debits_posted, a.debits_pending
-), resolved as (
-  insert into quota_holds (id, account_id, lease_id, amount, charged, status, request_id, instance_id, created_at, resolved_at)
-  select r.id, b.id, $1::uuid, r.amount, r.charged, case when r.charged is null then 'voided' else 'posted' end,
-    r.request_id, $5::uuid, r.created_at, now()
-  from booked b
-  cross join unnest($6::uuid[], $7::bigint[], $8::bigint[], $9::text[], $10::timestamptz[])
-    as r(id, amount, charged, request_id, created_at)
-  on conflict (id) do nothing
+), resolved as (${insertResolutions("booked", 5, 6)}
 )${journal ? `, journal as (\n${journal.insert("(case when exists (select from lease) then $11::json else '[]'::json end)")}\n)` : ""}
 -- The main query reads the rows as they were before this statement: the booked figures when this call applied it.
 select

@@ -3,24 +3,24 @@
 // nesting (a "b64_json" inside revised_prompt, a nested "data" or an escaped quote is never taken for one), so that
 // the reader can parse the rest and leave the base64 as the bytes it arrived in (src/providers/read-result.ts).
 
+import {
+  BACKSLASH,
+  CLOSE_BRACE,
+  CLOSE_BRACKET,
+  COLON,
+  COMMA,
+  isDelimiter,
+  isSpace,
+  OPEN_BRACE,
+  OPEN_BRACKET,
+  QUOTE,
+} from "../../json-scan.js";
 /** One item's base64: the string's content is bytes [start, end) (its quotes excluded); `item` is its index in `data`. */
 export interface Base64Span {
   item: number;
   start: number;
   end: number;
 }
-
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const COMMA = 0x2c;
-const COLON = 0x3a;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
-
-const isSpace = (c: number | undefined) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
-const isDelimiter = (c: number | undefined) => c === COMMA || c === CLOSE_BRACE || c === CLOSE_BRACKET || isSpace(c);
 
 function skipSpace(bytes: Buffer, i: number): number {
   while (isSpace(bytes[i])) i++;
