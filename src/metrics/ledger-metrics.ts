@@ -1,5 +1,6 @@
-import { Counter, Histogram, type Registry } from "prom-client";
+import type { Registry } from "prom-client";
 import type { AccountMetrics, LedgerMetrics } from "./recorders.js";
+import { counterFamily, histogramFamily } from "./series.js";
 
 // The ledger's events: holds and their resolutions, the overshoots DESIGN.md §5 asks to count, expiries, lease
 // syncs. Account kinds are the ledger's own names (never input), and each escrow binds its kind's children once.
@@ -8,8 +9,7 @@ import type { AccountMetrics, LedgerMetrics } from "./recorders.js";
 const SYNC_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 export function ledgerMetrics(registry: Registry): LedgerMetrics {
-  const registers = [registry];
-  const byKind = (name: string, help: string) => new Counter({ name, help, labelNames: ["account_kind"], registers });
+  const byKind = (name: string, help: string) => counterFamily(registry, { name, help, labelNames: ["account_kind"] });
   const holds = byKind("gateway_ledger_holds_total", "Requests' holds taken (reservations admitted).");
   const posts = byKind("gateway_ledger_posts_total", "Holds posted (charged), overshoots included.");
   const voids = byKind("gateway_ledger_voids_total", "Holds voided (nothing charged).");
@@ -26,35 +26,33 @@ export function ledgerMetrics(registry: Registry): LedgerMetrics {
     "gateway_ledger_withdrawals_total",
     "Charges withdrawn: the database could not commit them before the request's deadline, so the answer was refused (503) and nothing charged.",
   );
-  const syncs = new Histogram({
+  const syncs = histogramFamily(registry, {
     name: "gateway_ledger_lease_sync_duration_seconds",
     help: "Seconds from a lease sync's first attempt to its commit (retries of transient faults included).",
     labelNames: ["account_kind"],
     buckets: SYNC_BUCKETS,
-    registers,
   });
-  const expiries = new Counter({
+  const expiries = counterFamily(registry, {
     name: "gateway_ledger_expiries_total",
     help: "Holds and leases expired: this process's requests held past quota.max_hold_seconds (hold), dead processes' leases (lease), overdue durable holds (durable_hold).",
     labelNames: ["what"],
-    registers,
   });
-  const expiredLeases = expiries.labels("lease");
-  const expiredDurable = expiries.labels("durable_hold");
-  const expiredHolds = expiries.labels("hold");
+  const expiredLeases = expiries("lease");
+  const expiredDurable = expiries("durable_hold");
+  const expiredHolds = expiries("hold");
   // Counters are shown from 0 on, not from their first event: rate() needs the start.
   for (const child of [expiredLeases, expiredDurable, expiredHolds]) child.inc(0);
 
   return {
     account(kind): AccountMetrics {
-      const held = holds.labels(kind);
-      const posted = posts.labels(kind);
-      const voided = voids.labels(kind);
-      const over = overshoots.labels(kind);
-      const overUnits = overshootUnits.labels(kind);
-      const synced = syncs.labels(kind);
-      const failed = syncFailures.labels(kind);
-      const withdrawn = withdrawals.labels(kind);
+      const held = holds(kind);
+      const posted = posts(kind);
+      const voided = voids(kind);
+      const over = overshoots(kind);
+      const overUnits = overshootUnits(kind);
+      const synced = syncs(kind);
+      const failed = syncFailures(kind);
+      const withdrawn = withdrawals(kind);
       for (const child of [held, posted, voided, over, overUnits, failed, withdrawn]) child.inc(0);
       return {
         held: () => held.inc(),
