@@ -154,8 +154,10 @@ with lease as (
 ), resolved as (${insertResolutions("booked", 5, 6)}
 )${journal ? `, journal as (\n${journal.insert("(case when exists (select from lease) then $11::json else '[]'::json end)")}\n)` : ""}
 -- The main query reads the rows as they were before this statement: the booked figures when this call applied it.
+-- Not applied, the seq is read locked (so at its newest): a retry whose first send committed after this
+-- statement's snapshot (it still ran when its connection was cut) waited for it and must see its seq.
 select
-  case when exists (select from lease) then $2::int else l.seq end as seq,
+  case when exists (select from lease) then $2::int else (select seq from quota_leases where id = $1::uuid for share) end as seq,
   l.status,
   coalesce(b.debits_posted, a.debits_posted)::text as posted,
   coalesce(b.debits_pending, a.debits_pending)::text as pending,

@@ -241,6 +241,59 @@ describe("quota escrow", () => {
       expect(late).toMatchObject({ live: false, fenced: false, posted: 140n, pending: 265n });
       expect((await state(leaseIds[1]!)).lease).toEqual({ amount: "265", seq: 3, status: "expired" });
     });
+
+    it("a sync sent again while its first send still runs (its connection was cut) waits for it, and is applied once", async () => {
+      for (const postOnly of [false, true]) {
+        const leaseId = crypto.randomUUID();
+        await openLease(db.pool, opening(leaseId, await fixture.newUser()));
+        await syncLease(db.pool, base(leaseId, 1));
+        const sync: SyncLease = {
+          ...base(leaseId, 2),
+          need: 0n,
+          headroom: 0n,
+          post: 30n,
+          take: 30n,
+          postOnly,
+          resolutions: [
+            {
+              holdId: crypto.randomUUID(),
+              requestId: `req_race${String(postOnly)}`,
+              amount: 30n,
+              charged: 30n,
+              reservedAt: new Date(),
+              record: null,
+            },
+          ],
+        };
+        // The first send holds the lease's row in a transaction not yet committed, as a statement still running
+        // in a backend whose client is gone does; the second send takes its snapshot before that commit.
+        const first = await db.pool.connect();
+        try {
+          await first.query("begin");
+          await syncLease(first, sync);
+          const again = syncLease(db.pool, sync);
+          await expect
+            .poll(
+              async () =>
+                (
+                  await db.pool.query(
+                    "select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()",
+                  )
+                ).rows[0].n,
+              { interval: 20, timeout: 10_000 },
+            )
+            .toBeGreaterThan(0);
+          await first.query("commit");
+          await expect(again).resolves.toMatchObject({ live: true, fenced: false });
+        } finally {
+          first.release();
+        }
+        const lease = await db.pool.query("select seq, amount::text from quota_leases where id = $1", [leaseId]);
+        expect(lease.rows[0]).toEqual({ seq: 2, amount: "295" });
+        const posted = await db.pool.query("select count(*)::int as n from quota_holds where lease_id = $1", [leaseId]);
+        expect(posted.rows[0].n).toBe(1);
+      }
+    });
   });
 
   it("an idle lease gives its units back and closes; the next request opens a new one", async () => {
