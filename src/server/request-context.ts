@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Context, MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
 import type { AppEnv } from "./context.js";
+import { accessLogger } from "./logger.js";
 
 // Always minted here, never taken from the client: users cite this ID in support cases, so it must be unique
 // and ours.
@@ -27,9 +28,10 @@ export function requestLog(c: Context<AppEnv>): Logger | undefined {
 
 /**
  * Assigns the request id, the headers every response carries, and one access-log line per request (never
- * headers or bodies).
+ * headers or bodies), written by accessLogger: the line holds only fields of the gateway's own.
  */
 export function requestContext(logger: Logger): MiddlewareHandler<AppEnv> {
+  const access = accessLogger(logger);
   return async function requestContext(c, next) {
     const started = performance.now();
     const requestId = newRequestId();
@@ -39,9 +41,10 @@ export function requestContext(logger: Logger): MiddlewareHandler<AppEnv> {
     // response makes @hono/node-server rebuild it.
     for (const [name, value] of Object.entries(standardHeaders(requestId))) c.header(name, value);
     await next();
-    if (!logger.isLevelEnabled("info")) return;
-    requestLog(c)?.info(
+    if (!access.isLevelEnabled("info")) return;
+    access.info(
       {
+        req_id: requestId,
         method: c.req.method,
         route: c.req.routePath,
         status: c.res.status,
