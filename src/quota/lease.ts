@@ -499,6 +499,9 @@ export class Lease {
   private async syncOnce(): Promise<void> {
     if (this.poisoned) return this.postQueued();
     if (this.refunds.length > 0 && !(await this.refundWithdrawn())) return;
+    // An attempt sent again takes nothing queued since it was built, and the schedule() of what was queued meanwhile
+    // was spent on this turn of the loop: without another turn, it would wait for the lease's next request.
+    if (this.attempt) this.again = true;
     const attempt = this.attempt ?? this.nextAttempt();
     if (!attempt) return;
     this.attempt = attempt;
@@ -683,14 +686,16 @@ export class Lease {
   }
 
   /**
-   * The pause before a retry. A request that starts waiting for this lease meanwhile (a reservation, or an answer
-   * waiting for its charge's commit) cuts it short (to WAITING_RETRY_MS after the fault): otherwise, once the
+   * The pause before a retry. A request waiting for the attempt (a reservation in it, sent again when its outcome is
+   * unknown) keeps it short from the start; one that starts waiting for this lease meanwhile (a reservation, or an
+   * answer waiting for its charge's commit) cuts it short (to WAITING_RETRY_MS after the fault): otherwise, once the
    * database is back, it would wait out the rest of a pause of up to RETRY.maxMs, and be refused 503 at
    * database.request_timeout_ms although the database answers. Not shorter, so that a stream of requests during an
    * outage is not a stream of attempts. With nothing waiting (releases, give-backs) the backoff runs its course.
    */
   private pause(ms: number): Promise<void> {
-    if (this.waiters.length > 0 || this.answersWaiting()) ms = Math.min(ms, WAITING_RETRY_MS);
+    const waiting = this.waiters.length > 0 || this.attempt?.waiters.some((w) => !w.cancelled) || this.answersWaiting();
+    if (waiting) ms = Math.min(ms, WAITING_RETRY_MS);
     const faultAt = performance.now();
     return new Promise((resolve) => {
       const done = () => {
