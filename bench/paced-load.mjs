@@ -3,7 +3,7 @@
 //
 //   node bench/paced-load.mjs --url http://127.0.0.1:8080/v1/chat/completions --rate 500 --duration 10 \
 //     --warmup 2 --header "authorization: Bearer KEY" --body '{"model":"m","messages":[...]}' [--stream] [--json] \
-//     [--trace FILE]
+//     [--trace FILE] [--window S]
 //
 // or `import { runPaced } from "./paced-load.mjs"`.
 //
@@ -45,7 +45,18 @@ function summarize(samples) {
  * after the warmup are measured. Resolves with latency (full answer), ttfb (first body byte), lag behind the
  * schedule, the gateway's own overhead header when present, the achieved rate and the errors.
  */
-export async function runPaced({ url, rate = 500, duration = 10, warmup = 2, body, headers = {}, stream = false, connections, trace }) {
+export async function runPaced({
+  url,
+  rate = 500,
+  duration = 10,
+  warmup = 2,
+  body,
+  headers = {},
+  stream = false,
+  connections,
+  trace,
+  window,
+}) {
   const target = new URL(url);
   const pool = new Pool(target.origin, {
     // Enough sockets to ride out a stall of ~100 ms at this rate without queueing behind busy connections.
@@ -67,6 +78,16 @@ export async function runPaced({ url, rate = 500, duration = 10, warmup = 2, bod
   const overhead = series();
   const push = (xs, v) => (xs[xs.n++] = v);
   const errors = { total: 0, byKind: {} };
+  // With `window` (seconds): the measured requests also split by the window they were scheduled in, each with its
+  // own latency and errors (bench/soak.mjs reads minute by minute).
+  const perWindow = window ? Math.round(window * rate) : 0;
+  const windows = perWindow
+    ? Array.from({ length: Math.ceil((count - warmupCount) / perWindow) }, (_, w) => ({
+        latency: Object.assign(new Float64Array(Math.min(perWindow, count - warmupCount - w * perWindow)), { n: 0 }),
+        errors: { total: 0, byKind: {} },
+      }))
+    : null;
+  const windowOf = (i) => (windows && i >= warmupCount ? windows[Math.floor((i - warmupCount) / perWindow)] : null);
   // With `trace` (a file): every measured answer as [sent at (hrtime ns, as text), latency µs, TTFB µs], for
   // bench/tail-report.mjs.
   const traced = trace ? [] : null;
@@ -75,10 +96,15 @@ export async function runPaced({ url, rate = 500, duration = 10, warmup = 2, bod
   let measuredSent = 0;
   let inFlight = 0;
   let onIdle = null;
-  const fail = (measured, kind) => {
-    if (!measured) return;
-    errors.total += 1;
-    errors.byKind[kind] = (errors.byKind[kind] ?? 0) + 1;
+  const count1 = (into, kind) => {
+    into.total += 1;
+    into.byKind[kind] = (into.byKind[kind] ?? 0) + 1;
+  };
+  const fail = (i, kind) => {
+    if (i < warmupCount) return;
+    count1(errors, kind);
+    const w = windowOf(i);
+    if (w) count1(w.errors, kind);
   };
   const settle = () => {
     inFlight -= 1;
@@ -113,16 +139,18 @@ export async function runPaced({ url, rate = 500, duration = 10, warmup = 2, bod
         },
         onResponseEnd() {
           const done = process.hrtime.bigint();
-          if (status >= 400) fail(measured, `http ${status}`);
+          if (status >= 400) fail(i, `http ${status}`);
           else if (measured) {
             push(latency, Number(done - sent) / 1000);
+            const w = windowOf(i);
+            if (w) push(w.latency, Number(done - sent) / 1000);
             traced?.push([String(sent), Number(done - sent) / 1000, Number((first || done) - sent) / 1000]);
             push(ttfb, Number((first || done) - sent) / 1000);
           }
           settle();
         },
         onResponseError(_controller, err) {
-          fail(measured, err.code ?? err.name);
+          fail(i, err.code ?? err.name);
           settle();
         },
       },
@@ -161,6 +189,7 @@ export async function runPaced({ url, rate = 500, duration = 10, warmup = 2, bod
     ttfb: summarize(ttfb),
     lag: summarize(lag),
     overhead: summarize(overhead),
+    ...(windows ? { windows: windows.map((w) => ({ latency: summarize(w.latency), errors: w.errors })) } : {}),
   };
 }
 
@@ -190,11 +219,12 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
       stream: { type: "boolean", default: false },
       json: { type: "boolean", default: false },
       trace: { type: "string" },
+      window: { type: "string" },
     },
   });
   if (!values.url || !values.body) {
     process.stderr.write(
-      "usage: node bench/paced-load.mjs --url URL --body JSON|@FILE [--rate N] [--duration S] [--warmup S] [--header 'k: v'] [--stream] [--json] [--trace FILE]\n",
+      "usage: node bench/paced-load.mjs --url URL --body JSON|@FILE [--rate N] [--duration S] [--warmup S] [--header 'k: v'] [--stream] [--json] [--trace FILE] [--window S]\n",
     );
     process.exit(2);
   }
@@ -216,6 +246,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     headers,
     stream: values.stream,
     trace: values.trace,
+    window: values.window ? Number(values.window) : undefined,
   });
   process.stdout.write(values.json ? `${JSON.stringify(result)}\n` : `${formatPaced(result)}\n`);
 }

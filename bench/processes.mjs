@@ -160,6 +160,12 @@ function machineBusyTicks() {
   return f.reduce((a, b) => a + b, 0) - f[3] - f[4]; // minus idle and iowait
 }
 
+/** CPU used so far by `pid` (its own process) and by its descendants (PostgreSQL under the gateway), in ms. */
+export function cpuMsOf(pid) {
+  const { own, below } = treeOf(allTicks(), pid);
+  return { own: delta(own, new Map()) * 10, children: delta(below, new Map()) * 10 };
+}
+
 /**
  * Samples, every `everyMs`, the RSS of the given pids and how much CPU the rest of the machine used (other
  * sessions' builds and tests share these 2 cores; a run with a busy neighbour is marked, not trusted). The

@@ -3,7 +3,7 @@
 // Targets: direct (the mock upstream), bare (Hono + undici pass-through), gateway (`gateway serve`).
 // Each server and each load generator is its own process; rounds interleave the targets so drift of the shared
 // machine hits all three alike. docs/performance.md explains the knobs and keeps the results.
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { chmod, mkdtemp } from "node:fs/promises";
 import { createRequire } from "node:module";
 import os from "node:os";
@@ -12,7 +12,8 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { request } from "undici";
 import { prepareRef } from "./against.mjs";
-import { cleanup, registerPostmaster, registerTempDir, runNode, startProcess, startSampler } from "./processes.mjs";
+import { startGateway } from "./gateway-server.mjs";
+import { cleanup, registerTempDir, runNode, startProcess, startSampler } from "./processes.mjs";
 import { formatTailReport, tailReport } from "./tail-report.mjs";
 import { compareBuilds, formatComparison, summarize, verdicts } from "./verdict.mjs";
 
@@ -78,57 +79,16 @@ async function startServers(dataDir, ref) {
   const gateways = { gateway: root, ...(ref ? { [`gateway@${ref.label}`]: ref.dir } : {}) };
   for (const [name, dir] of Object.entries(gateways)) {
     try {
-      servers[name] = await startGateway(path.join(dataDir, name.replace(/[^\w.-]/g, "_")), mockUrl, path.join(dir, "bin/gateway"));
+      servers[name] = await startGateway(path.join(dataDir, name.replace(/[^\w.-]/g, "_")), mockUrl, path.join(dir, "bin/gateway"), {
+        mockKey: MOCK_KEY,
+        metricsToken: METRICS ? METRICS_TOKEN : undefined,
+        probe: PROBE,
+      });
     } catch (err) {
       servers[name] = { missing: `${name}: did not start (${err.message.split("\n").slice(0, 3).join(" ")})` };
     }
   }
   return servers;
-}
-
-async function startGateway(dataDir, mockUrl, gatewayBin) {
-  // JSON is YAML; the plan's allowance is large enough that quota never refuses during the run.
-  const config = {
-    server: { host: "127.0.0.1", port: 0 },
-    logging: { level: "warn" },
-    providers: { mock: { protocol: "openai", base_url: `${mockUrl}/v1`, api_key: MOCK_KEY } },
-    models: {
-      "bench-chat": { kind: "chat", upstream: "mock-gpt-small", targets: ["mock"] },
-      "bench-image": { kind: "image", upstream: "mock-image-large", targets: ["mock"] },
-    },
-    plans: { bench: { daily_tokens: 1e15, context_limit: 128_000 } },
-    default_plan: "bench",
-    ...(METRICS ? { metrics: { enabled: true, token: METRICS_TOKEN } } : {}),
-  };
-  mkdirSync(dataDir, { recursive: true });
-  const configFile = path.join(dataDir, "gateway.yaml");
-  writeFileSync(configFile, JSON.stringify(config, null, 2));
-  const pgDir = path.join(dataDir, "db");
-  registerPostmaster(path.join(pgDir, "pg", "postmaster.pid"));
-  // The worker runs, as in production.
-  const probeArgs = PROBE ? ["--import", path.join(root, "bench/gateway-probe.mjs")] : [];
-  const gw = await startProcess(
-    "gateway",
-    [...probeArgs, gatewayBin, "serve", "--config", configFile, "--port", "0", "--data-dir", pgDir],
-    {
-      ready: /gateway listening on (http:\/\/\S+)/,
-      timeoutMs: 180_000,
-      env: { ...process.env, BENCH_PROBE_DIR: dataDir },
-    },
-  );
-  const common = ["--data-dir", pgDir, "--config", configFile, "--json"];
-  await runNode("users create", [
-    gatewayBin,
-    "users",
-    "create",
-    "--email",
-    "bench@example.com",
-    "--password",
-    "bench-password-2026",
-    ...common,
-  ]);
-  const { key } = JSON.parse(await runNode("keys create", [gatewayBin, "keys", "create", "--user", "bench@example.com", ...common]));
-  return { url: gw.match[1], key, model: "bench-chat", imageModel: "bench-image", pid: gw.pid, probeDir: PROBE ? dataDir : undefined };
 }
 
 /** The sum of the samples of `name` (whose labels include `labels`) in a Prometheus text exposition. */

@@ -17,6 +17,10 @@ export const TARGETS = {
   rssChatMb: 150,
   rssImageMb: 200,
   imageCpuMs: 5,
+  // The soak (bench/soak.mjs): the first minute's +p99 within this many times the median of the later minutes',
+  // nothing failed in it, and the RSS of the last minute within this fraction of the second minute's.
+  soakFirstMinuteTimes: 3,
+  soakRssDrift: 0.1,
 };
 
 // Median over rounds: one round hit by a busy neighbour should not move the result.
@@ -194,6 +198,36 @@ export function formatComparison(rows, a, b) {
     const d = r.figure.includes("p50") || r.figure.includes("p99") ? 3 : 0;
     lines.push(
       `  ${r.figure.padEnd(width)}  ${f(r.a, d).padStart(9)} vs ${f(r.b, d).padStart(9)}  ${f(r.ratio, 2)}× [${f(r.min, 2)}–${f(r.max, 2)}]`,
+    );
+  }
+  return lines;
+}
+
+/**
+ * The soak's verdict lines (`{ ok, text }`). `minutes` holds each minute's `{ latency, errors, rssMb }` (latency
+ * percentiles in ms, `rssMb` the peak of that minute), `direct` the upstream's own percentiles at the same rate.
+ */
+export function soakVerdicts(minutes, direct) {
+  const lines = [];
+  const add = (ok, text) => lines.push({ ok, text: `${mark(ok)} ${text}` });
+  const plus99 = minutes.map((m) => (m.latency ? m.latency.p99 - direct.p99 : NaN));
+  const first = minutes[0];
+  add(first.errors.total === 0, `first minute: ${first.errors.total} requests failed or shed (none)`);
+  if (minutes.length > 1) {
+    const later = median(plus99.slice(1));
+    const limit = TARGETS.soakFirstMinuteTimes * Math.max(later, 0.1);
+    add(
+      plus99[0] <= limit,
+      `first minute +p99 ${signed(plus99[0])} ms = ${f(plus99[0] / Math.max(later, 0.1), 1)}× the later minutes' median ${signed(later)} (≤ ${TARGETS.soakFirstMinuteTimes}×)`,
+    );
+    const failed = minutes.slice(1).reduce((a, m) => a + m.errors.total, 0);
+    add(failed === 0, `later minutes: ${failed} requests failed or shed`);
+  }
+  if (minutes.length > 2) {
+    const [start, end] = [minutes[1].rssMb, minutes.at(-1).rssMb];
+    add(
+      end <= start * (1 + TARGETS.soakRssDrift),
+      `RSS flat: ${Math.round(start)} MB in minute 2, ${Math.round(end)} MB in the last (≤ +${TARGETS.soakRssDrift * 100}%)`,
     );
   }
   return lines;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 // @ts-expect-error: plain ESM of the benchmark, no declarations
-import { compareBuilds, median, summarize, verdicts } from "../../bench/verdict.mjs";
+import { compareBuilds, median, soakVerdicts, summarize, verdicts } from "../../bench/verdict.mjs";
 
 // The benchmark's arithmetic (bench/verdict.mjs): medians over rounds, overheads over the upstream called
 // directly, issue 30's targets relative to the bare proxy, and the per-round ratios of two builds.
@@ -151,5 +151,37 @@ describe("compareBuilds", () => {
       expect(got).toBeCloseTo(want!);
     expect(row("CPU µs/stream").ratio).toBe(1);
     expect(rows.find((r) => r.figure === "image CPU µs")).toBeUndefined();
+  });
+});
+
+describe("soakVerdicts", () => {
+  const minute = (p99: number, rssMb: number, failed = 0) => ({
+    latency: { p50: 1, p90: 2, p99, max: p99 * 2, n: 30_000 },
+    errors: { total: failed, byKind: failed ? { "http 503": failed } : {} },
+    rssMb,
+  });
+  const direct = { p50: 0.5, p99: 1.0 };
+
+  it("passes a soak whose first minute stays inside 3× the later minutes' +p99, with nothing failed and RSS flat", () => {
+    // +p99: 8.5 ms first, later 3, 3.5, 2.5 (median 3): 2.8×; RSS 140 → 150 MB is +7%.
+    const lines: Array<{ ok: boolean; text: string }> = soakVerdicts(
+      [minute(9.5, 120), minute(4, 140), minute(4.5, 145), minute(3.5, 150)],
+      direct,
+    );
+    expect(lines.filter((l) => !l.ok).map((l) => l.text)).toEqual([]);
+    expect(lines).toHaveLength(4);
+    expect(lines[1]!.text).toContain("2.8× the later minutes' median +3.000");
+  });
+
+  it("fails a cold first minute, requests dropped in it and later, and a growing RSS", () => {
+    const lines: Array<{ ok: boolean; text: string }> = soakVerdicts(
+      [minute(457, 160, 34), minute(6, 140), minute(7, 150, 1), minute(5, 160)],
+      direct,
+    );
+    expect(lines.map((l) => l.ok)).toEqual([false, false, false, false]);
+    expect(lines[0]!.text).toContain("34 requests failed or shed");
+    expect(lines[1]!.text).toMatch(/\+456\.000 ms = 91\.2×/);
+    expect(lines[2]!.text).toContain("1 requests failed");
+    expect(lines[3]!.text).toContain("140 MB in minute 2, 160 MB in the last");
   });
 });
