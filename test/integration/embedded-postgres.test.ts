@@ -100,9 +100,16 @@ describe("embedded PostgreSQL supervisor", { timeout: 30_000 }, () => {
     const lines: string[] = [];
     const first = await start(dataDir, "own", { log: (l) => lines.push(l) });
     expect(first.owned).toBe(true);
-    expect(first.url).toMatch(new RegExp(`^postgres://gateway:[0-9a-f]{48}@127\\.0\\.0\\.1:${first.port}/gateway$`));
+    // Its Unix socket in the cluster's directory (a statement over it costs the gateway less than over TCP).
+    const socketHost = encodeURIComponent(path.join(dataDir, "pg"));
+    const escaped = socketHost.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    expect(first.url).toMatch(new RegExp(`^postgres://gateway:[0-9a-f]{48}@${escaped}:${first.port}/gateway$`));
     expect(lines.some((l) => l.startsWith("initialising embedded PostgreSQL in"))).toBe(true);
-    expect(await query(first.url, "select 1 as one")).toEqual([{ one: 1 }]);
+    expect(await query(first.url, "select 1 as one, inet_server_addr() as addr")).toEqual([{ one: 1, addr: null }]);
+    // TCP on loopback stays open, with the same password.
+    expect(await query(first.url.replace(socketHost, "127.0.0.1"), "select inet_server_addr()::text as addr")).toEqual([
+      { addr: "127.0.0.1/32" },
+    ]);
     await query(first.url, "create table kept (v text); insert into kept values ('hello')");
     expect(statSync(path.join(dataDir, "pg-password")).mode & 0o777).toBe(0o600);
     expect(existsSync(path.join(dataDir, "pg.init-tmp"))).toBe(false);
@@ -130,6 +137,16 @@ describe("embedded PostgreSQL supervisor", { timeout: 30_000 }, () => {
     await attached.stop();
     expect(await query(owner.url, "select v from kept")).toEqual([{ v: "hello" }]);
     await owner.stop();
+  });
+
+  it("listens on TCP alone when the socket's path would not fit in sun_path", async () => {
+    const deep = path.join(await tempDir(), "d".repeat(80));
+    const lines: string[] = [];
+    const pgHandle = await start(deep, "own", { log: (l) => lines.push(l) });
+    expect(pgHandle.url).toMatch(new RegExp(`@127\\.0\\.0\\.1:${pgHandle.port}/gateway$`));
+    expect(await query(pgHandle.url, "select 1 as one")).toEqual([{ one: 1 }]);
+    expect(lines.some((l) => l.includes("Unix socket"))).toBe(false);
+    await pgHandle.stop();
   });
 
   it("refuses to own a data dir another live gateway owns", async () => {
