@@ -41,8 +41,10 @@ interface Pair {
 
 export async function startPgFaultProxy(databaseUrl: string): Promise<PgFaultProxy> {
   const target = new URL(databaseUrl);
-  const targetHost = target.hostname;
+  const targetHost = decodeURIComponent(target.hostname);
   const targetPort = Number(target.port || 5432);
+  // A host that is a directory is the server's Unix socket there (the embedded server's, for the gateway).
+  const connectTo = targetHost.startsWith("/") ? { path: `${targetHost}/.s.PGSQL.${targetPort}` } : { host: targetHost, port: targetPort };
   const pairs = new Set<Pair>();
   const stats = { accepted: 0, cut: 0, refused: 0 };
   let refusing = false;
@@ -73,7 +75,7 @@ export async function startPgFaultProxy(databaseUrl: string): Promise<PgFaultPro
     }
     stats.accepted++;
     client.setNoDelay(true);
-    const upstream = net.connect({ host: targetHost, port: targetPort });
+    const upstream = net.connect(connectTo);
     upstream.setNoDelay(true);
     const pair: Pair = { client, server: upstream, held: { toServer: [], toClient: [] } };
     pairs.add(pair);
