@@ -12,10 +12,11 @@
 // The main thread only sends and measures; latency runs from the moment the request is handed to undici
 // (process.hrtime.bigint), and the lag behind the schedule is reported so a late generator is visible.
 import { readFileSync, writeFileSync } from "node:fs";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { Worker } from "node:worker_threads";
 import { Pool } from "undici";
+import { runNode } from "./processes.mjs";
 
 const PACER = `
 const { parentPort, workerData } = require("node:worker_threads");
@@ -191,6 +192,19 @@ export async function runPaced({
     overhead: summarize(overhead),
     ...(windows ? { windows: windows.map((w) => ({ latency: summarize(w.latency), errors: w.errors })) } : {}),
   };
+}
+
+/**
+ * runPaced in a process of its own (the generator must not share an event loop with the benchmark's bookkeeping),
+ * sending `body` to `url` with `key` as its bearer token; resolves with its result.
+ */
+export async function runPacedProcess({ url, key, body, rate, duration, warmup, stream = false, window, trace }) {
+  const args = [fileURLToPath(import.meta.url), "--json", "--url", url, "--rate", String(rate), "--duration", String(duration)];
+  args.push("--warmup", String(warmup), "--header", `authorization: Bearer ${key}`, "--body", body);
+  if (stream) args.push("--stream");
+  if (window) args.push("--window", String(window));
+  if (trace) args.push("--trace", trace);
+  return JSON.parse(await runNode("paced-load", args));
 }
 
 const fmt = (s) => (s ? `p50 ${s.p50.toFixed(3)}  p90 ${s.p90.toFixed(3)}  p99 ${s.p99.toFixed(3)}  max ${s.max.toFixed(3)} ms` : "-");

@@ -90,6 +90,29 @@ async function stop(proc, graceMs) {
   if (killed) signal(proc.pid, "SIGKILL");
 }
 
+/**
+ * Runs a benchmark's `main`: a signal stops every child first (then exit 130), an error is one line (exit 1), and
+ * every child, the embedded PostgreSQL and the temp dirs are gone at the end either way.
+ */
+export async function runBenchmark(name, main) {
+  let interrupted = false;
+  for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) {
+    process.once(sig, () => {
+      interrupted = true;
+      process.stderr.write(`\n${sig}: stopping every benchmark process…\n`);
+      void cleanup().then(() => process.exit(130));
+    });
+  }
+  try {
+    await main();
+  } catch (err) {
+    process.exitCode = 1;
+    if (!interrupted) process.stderr.write(`${name} failed: ${err.message}\n`);
+  } finally {
+    await cleanup();
+  }
+}
+
 let cleaning;
 /** Stops every child (load generators first, the gateway last since it stops PostgreSQL) and removes temp dirs. */
 export function cleanup() {

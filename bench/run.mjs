@@ -12,8 +12,9 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { request } from "undici";
 import { prepareRef } from "./against.mjs";
+import { runPacedProcess } from "./paced-load.mjs";
 import { startGateway } from "./gateway-server.mjs";
-import { cleanup, registerTempDir, runNode, startProcess, startSampler } from "./processes.mjs";
+import { registerTempDir, runBenchmark, runNode, startProcess, startSampler } from "./processes.mjs";
 import { formatTailReport, tailReport } from "./tail-report.mjs";
 import { compareBuilds, formatComparison, summarize, verdicts } from "./verdict.mjs";
 
@@ -52,15 +53,6 @@ const imageBody = (model) => JSON.stringify({ model, prompt: "a benchmark pictur
 
 const chatBody = (model, stream) =>
   JSON.stringify({ model, messages: [{ role: "user", content: "Say hello" }], max_tokens: 16, ...(stream ? { stream: true } : {}) });
-
-let interrupted = false;
-for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) {
-  process.once(sig, () => {
-    interrupted = true;
-    process.stderr.write(`\n${sig}: stopping every benchmark process…\n`);
-    void cleanup().then(() => process.exit(130));
-  });
-}
 
 const log = (line) => process.stderr.write(`${line}\n`);
 
@@ -174,25 +166,16 @@ async function maxThroughput(t, seconds, image = false) {
 async function paced(t, rate, stream) {
   const trace = t.probeDir && path.join(t.probeDir, `trace-${Date.now()}.json`);
   if (trace) process.kill(t.pid, "SIGUSR2");
-  const out = await runNode("paced-load", [
-    path.join(root, "bench/paced-load.mjs"),
-    "--json",
-    "--url",
-    `${t.url}/v1/chat/completions`,
-    "--rate",
-    String(rate),
-    "--duration",
-    String(SECONDS),
-    "--warmup",
-    String(WARMUP),
-    "--header",
-    `authorization: Bearer ${t.key}`,
-    "--body",
-    chatBody(t.model, stream),
-    ...(stream ? ["--stream"] : []),
-    ...(trace ? ["--trace", trace] : []),
-  ]);
-  const result = JSON.parse(out);
+  const result = await runPacedProcess({
+    url: `${t.url}/v1/chat/completions`,
+    key: t.key,
+    body: chatBody(t.model, stream),
+    rate,
+    duration: SECONDS,
+    warmup: WARMUP,
+    stream,
+    trace,
+  });
   if (trace) result.tail = await probeReport(t, trace, stream);
   return result;
 }
@@ -361,11 +344,4 @@ function report(res, maxRss, missing, ref) {
   if (process.env.BENCH_JSON) writeFileSync(process.env.BENCH_JSON, JSON.stringify({ summary: s, maxRss, missing, raw: res }, null, 2));
 }
 
-try {
-  await main();
-} catch (err) {
-  process.exitCode = 1;
-  if (!interrupted) log(`bench failed: ${err.message}`);
-} finally {
-  await cleanup();
-}
+await runBenchmark("bench", main);

@@ -9,7 +9,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { request } from "undici";
 import { startGateway } from "./gateway-server.mjs";
-import { cleanup, cpuMsOf, registerTempDir, rssMb, runNode, startProcess, startSampler } from "./processes.mjs";
+import { runPacedProcess } from "./paced-load.mjs";
+import { cpuMsOf, registerTempDir, rssMb, runBenchmark, startProcess, startSampler } from "./processes.mjs";
 import { formatTailReport, tailReport } from "./tail-report.mjs";
 import { soakVerdicts } from "./verdict.mjs";
 
@@ -26,36 +27,18 @@ const SLOW_MS = 20;
 const chatBody = (model) => JSON.stringify({ model, messages: [{ role: "user", content: "Say hello" }], max_tokens: 16 });
 
 const log = (line) => process.stderr.write(`${line}\n`);
-let interrupted = false;
-for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) {
-  process.once(sig, () => {
-    interrupted = true;
-    log(`\n${sig}: stopping every benchmark process…`);
-    void cleanup().then(() => process.exit(130));
-  });
-}
 
-const paced = async (t, seconds, warmup, window, trace) =>
-  JSON.parse(
-    await runNode("paced-load", [
-      path.join(root, "bench/paced-load.mjs"),
-      "--json",
-      "--url",
-      `${t.url}/v1/chat/completions`,
-      "--rate",
-      String(RATE),
-      "--duration",
-      String(seconds),
-      "--warmup",
-      String(warmup),
-      "--header",
-      `authorization: Bearer ${t.key}`,
-      "--body",
-      chatBody(t.model),
-      ...(window ? ["--window", String(window)] : []),
-      ...(trace ? ["--trace", trace] : []),
-    ]),
-  );
+const paced = (t, duration, warmup, window, trace) =>
+  runPacedProcess({
+    url: `${t.url}/v1/chat/completions`,
+    key: t.key,
+    body: chatBody(t.model),
+    rate: RATE,
+    duration,
+    warmup,
+    window,
+    trace,
+  });
 
 async function untilReady(url) {
   const started = performance.now();
@@ -171,11 +154,4 @@ async function main() {
   for (const l of lines) console.log(`  ${l.text}`);
 }
 
-try {
-  await main();
-} catch (err) {
-  process.exitCode = 1;
-  if (!interrupted) log(`soak failed: ${err.message}`);
-} finally {
-  await cleanup();
-}
+await runBenchmark("soak", main);
