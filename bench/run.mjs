@@ -116,22 +116,38 @@ async function metricsSummary(t) {
 }
 
 /** One request per target first, so a missing route is one clear line rather than a run full of errors. */
+/**
+ * One request per target first, so a missing route is one clear line rather than a run full of errors. Returns
+ * the problem with its chat route, if any; a target whose image route does not answer 200 (a build older than the
+ * media routes) loses its image model, so that it sits the image rounds out instead of counting refusals.
+ */
 async function probe(name, t) {
-  const res = await request(`${t.url}/v1/chat/completions`, {
+  const chat = await probeRoute(name, t, "chat/completions", chatBody(t.model, false));
+  if (chat || !IMAGES || !t.imageModel) return chat;
+  const image = await probeRoute(name, t, "images/generations", imageBody(t.imageModel));
+  if (image) {
+    log(`${image}: no image rounds for it`);
+    t.imageModel = undefined;
+  }
+  return undefined;
+}
+
+async function probeRoute(name, t, route, body) {
+  const res = await request(`${t.url}/v1/${route}`, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${t.key}` },
-    body: chatBody(t.model, false),
+    body,
   });
   const text = await res.body.text();
   if (res.statusCode === 200) return undefined;
-  if (res.statusCode === 404) return `${name}: chat route missing (404)`;
+  if (res.statusCode === 404) return `${name}: ${route} route missing (404)`;
   let message = text.slice(0, 200);
   try {
     message = JSON.parse(text).error?.message ?? message;
   } catch {
     // not JSON: keep the raw start of the body
   }
-  return `${name}: chat answered ${res.statusCode} (${message})`;
+  return `${name}: ${route} answered ${res.statusCode} (${message})`;
 }
 
 async function maxThroughput(t, seconds, image = false) {
@@ -274,8 +290,11 @@ async function main() {
     }
     log(`round ${round}/${ROUNDS}: ${STREAM_RATE} req/s paced streams (${WARMUP}s warmup + ${SECONDS}s)`);
     for (const n of names) keep(n, "stream", await sampleDuring(() => paced(active[n], STREAM_RATE, true)));
-    if (!IMAGES) continue;
-    log(`round ${round}/${ROUNDS}: image generation, b64 of a 1 MiB PNG (autocannon, ${IMAGE_CONNECTIONS} connections, ${SECONDS}s)`);
+  }
+  // After every chat round: the image runs' megabyte bodies grow a gateway's heap for the rest of its life, which
+  // the chat runs' figures (their RSS above all) must not carry.
+  for (let round = 1; IMAGES && round <= ROUNDS; round++) {
+    log(`images ${round}/${ROUNDS}: b64 of a 1 MiB PNG (autocannon, ${IMAGE_CONNECTIONS} connections, ${SECONDS}s)`);
     for (const n of names.filter((name) => active[name].imageModel))
       keep(n, "image", await sampleDuring(() => maxThroughput(active[n], SECONDS, true)));
   }
