@@ -183,10 +183,18 @@ function machineBusyTicks() {
   return f.reduce((a, b) => a + b, 0) - f[3] - f[4]; // minus idle and iowait
 }
 
-/** CPU used so far by `pid` (its own process) and by its descendants (PostgreSQL under the gateway), in ms. */
-export function cpuMsOf(pid) {
-  const { own, below } = treeOf(allTicks(), pid);
-  return { own: delta(own, new Map()) * 10, children: delta(below, new Map()) * 10 };
+/**
+ * The CPU used by `pid` (its own process) and by its descendants (PostgreSQL under the gateway), in ms, each call
+ * the total so far. A descendant that exited keeps the CPU it was last seen with: PostgreSQL backends end when the
+ * pool closes idle connections, and their CPU would otherwise leave the sum (sample often enough to see them).
+ */
+export function cpuTracker(pid) {
+  const seen = new Map();
+  return () => {
+    const { own, below } = treeOf(allTicks(), pid);
+    for (const [child, ticks] of below) seen.set(child, ticks);
+    return { own: delta(own, new Map()) * 10, children: delta(seen, new Map()) * 10 };
+  };
 }
 
 /**

@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import { request } from "undici";
 import { startGateway } from "./gateway-server.mjs";
 import { runPacedProcess } from "./paced-load.mjs";
-import { cpuMsOf, registerTempDir, rssMb, runBenchmark, startProcess, startSampler } from "./processes.mjs";
+import { cpuTracker, registerTempDir, rssMb, runBenchmark, startProcess, startSampler } from "./processes.mjs";
 import { formatTailReport, tailReport } from "./tail-report.mjs";
 import { soakVerdicts } from "./verdict.mjs";
 
@@ -98,10 +98,11 @@ async function main() {
   // Once a second: the gateway's RSS and CPU, keyed by the second of the load they fall in.
   const samples = [];
   const started = performance.now();
+  const cpu = cpuTracker(gw.pid);
+  const cpuAtStart = cpu();
   const timer = setInterval(() => {
-    samples.push({ at: (performance.now() - started) / 1000, rss: rssMb(gw.pid) ?? 0, cpu: cpuMsOf(gw.pid) });
+    samples.push({ at: (performance.now() - started) / 1000, rss: rssMb(gw.pid) ?? 0, cpu: cpu() });
   }, 1000);
-  const cpuAtStart = cpuMsOf(gw.pid);
   const stopSampler = startSampler({ gateway: gw.pid }, 1000);
   const trace = PROBE ? path.join(gw.probeDir, "trace.json") : undefined;
   if (PROBE) {
