@@ -40,30 +40,37 @@ const paced = (t, duration, warmup, window, trace) =>
     trace,
   });
 
+// A gateway not ready after this long (its database unreachable, say) ends the soak with one line.
+const READY_TIMEOUT_MS = 60_000;
+
 async function untilReady(url) {
   const started = performance.now();
-  for (;;) {
-    const res = await request(`${url}/readyz`).catch(() => undefined);
+  let last = "no answer";
+  while (performance.now() - started < READY_TIMEOUT_MS) {
+    const res = await request(`${url}/readyz`).catch((err) => void (last = err.message));
     await res?.body.dump();
     if (res?.statusCode === 200) return performance.now() - started;
+    if (res) last = `${res.statusCode}`;
     await new Promise((r) => setTimeout(r, 20));
   }
+  throw new Error(`the gateway was not ready ${READY_TIMEOUT_MS / 1000}s after listening (/readyz: ${last})`);
 }
 
 /** The first minute's slow requests against what the probe recorded in the gateway, and its slowest seconds. */
 function firstMinuteTail(dir, traceFile) {
   const probeFile = readdirSync(dir).find((f) => f.startsWith("probe-"));
   if (!probeFile) return void console.log("(the gateway probe wrote nothing)");
+  // Answers in the order they ended, each with the time it was sent.
   const all = JSON.parse(readFileSync(traceFile, "utf8"));
-  const start = BigInt(all[0][0]);
+  if (all.length === 0) return void console.log("(no request of the first minute was answered)");
+  const start = all.reduce((min, [sent]) => (BigInt(sent) < min ? BigInt(sent) : min), BigInt(all[0][0]));
   const first = all.filter(([sent]) => BigInt(sent) - start < 60_000_000_000n);
   console.log(`\nthe first minute inside the gateway (SOAK_PROBE=1), requests over ${SLOW_MS} ms:`);
   console.log(formatTailReport(tailReport(JSON.parse(readFileSync(path.join(dir, probeFile), "utf8")), first, SLOW_MS)));
   const seconds = new Map();
   for (const [sent, us] of first) {
     const at = Number((BigInt(sent) - start) / 1_000_000_000n);
-    const s = seconds.get(at) ?? { at, n: 0, slow: 0, max: 0 };
-    s.n++;
+    const s = seconds.get(at) ?? { at, slow: 0, max: 0 };
     if (us / 1000 > SLOW_MS) s.slow++;
     s.max = Math.max(s.max, us / 1000);
     seconds.set(at, s);

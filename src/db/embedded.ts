@@ -442,7 +442,12 @@ async function waitReady(ctx: Ctx, port: number, password: string, checkAlive: (
  * answer. TCP stays open for everyone else (psql, the readiness wait).
  */
 function socketDirFor(pgDir: string, port: number): string {
-  return `${pgDir}/.s.PGSQL.${port}`.length <= MAX_SOCKET_PATH ? pgDir : "";
+  return socketPath(pgDir, port).length <= MAX_SOCKET_PATH ? pgDir : "";
+}
+
+/** Where a PostgreSQL server listening in `dir` on `port` has its Unix socket (libpq's naming). */
+export function socketPath(dir: string, port: number): string {
+  return `${dir}/.s.PGSQL.${port}`;
 }
 
 function handle(port: number, socketDir: string, password: string, owned: boolean, stop: () => Promise<void>): EmbeddedPostgres {

@@ -1,6 +1,7 @@
 import { once } from "node:events";
 import net from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
+import { socketPath } from "../../src/db/embedded.js";
 
 // A TCP proxy between gateway processes and PostgreSQL that makes the faults of a bad day on demand
 // (docs/architecture.md, "Database faults"): `cut()` drops every connection at once (what pg_terminate_backend,
@@ -44,7 +45,7 @@ export async function startPgFaultProxy(databaseUrl: string): Promise<PgFaultPro
   const targetHost = decodeURIComponent(target.hostname);
   const targetPort = Number(target.port || 5432);
   // A host that is a directory is the server's Unix socket there (the embedded server's, for the gateway).
-  const connectTo = targetHost.startsWith("/") ? { path: `${targetHost}/.s.PGSQL.${targetPort}` } : { host: targetHost, port: targetPort };
+  const connectTo = targetHost.startsWith("/") ? { path: socketPath(targetHost, targetPort) } : { host: targetHost, port: targetPort };
   const pairs = new Set<Pair>();
   const stats = { accepted: 0, cut: 0, refused: 0 };
   let refusing = false;
