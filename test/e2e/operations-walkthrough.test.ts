@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { cp, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { execa } from "execa";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { cleanEnv, processesMentioning, startServe, tempDir, type ServeProcess } from "../helpers/cli.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { postLogin } from "../helpers/login.js";
@@ -127,6 +127,8 @@ describe("the operator's first day (docs/operations.md)", () => {
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe("upstream_unreachable");
     const requestId = res.headers.get("x-request-id")!;
 
+    // The log line is written beside the answer, not before it: on a loaded machine it can trail the response.
+    await vi.waitFor(() => expect(s.stdout()).toContain("UPSTREAM_ATTEMPT_FAILED"), { timeout: 30_000, interval: 50 });
     const lines = s
       .stdout()
       .split("\n")
