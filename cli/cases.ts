@@ -32,7 +32,7 @@ function printChange(result: StaffCaseResult, done: string): void {
 }
 
 export function casesCommand(): Command {
-  const cases = new Command("cases").description("support cases (the staff's view)");
+  const cases = new Command("cases");
 
   withCommonOptions(cases.command("list").description("list support cases, newest first"))
     .option("--limit <n>", `cases per page (${LIST_LIMIT.min}..${LIST_LIMIT.max})`, String(LIST_LIMIT.default))

@@ -41,7 +41,7 @@ const findingLine = (file: string, f: ConfigFinding) =>
   `${f.level === "error" ? "invalid config" : "warning: config"} ${file}${f.path ? ` at ${f.path}` : ""}: ${f.message}`;
 
 export function configCommand(): Command {
-  const config = new Command("config").description("inspect the configuration");
+  const config = new Command("config");
   config
     .command("check")
     .description("validate the config file, list its errors (every unset variable too) and warnings, and print it resolved, secrets masked")

@@ -23,7 +23,7 @@ const describe = (i: Incident) =>
   `incident ${i.id} (${i.title}) is ${i.status}, ${i.published_at === null ? "not published" : `published since ${i.published_at}`}`;
 
 export function incidentsCommand(): Command {
-  const incidents = new Command("incidents").description("support incidents: list, move and publish them");
+  const incidents = new Command("incidents");
 
   withCommonOptions(incidents.command("list").description("candidate and confirmed incidents, with their private aggregates")).action(
     action(async (opts: CommonOptions) => {

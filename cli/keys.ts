@@ -13,7 +13,7 @@ const parseModels = (value: string) =>
     .filter(Boolean);
 
 export function keysCommand(): Command {
-  const keys = new Command("keys").description("manage API keys");
+  const keys = new Command("keys");
 
   withCommonOptions(keys.command("create").description("create an API key (the secret is shown once)"))
     .requiredOption("--user <email|id>", "owner of the key")

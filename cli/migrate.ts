@@ -5,7 +5,7 @@ import { withCommonOptions } from "./options.js";
 import { action, printJson } from "./output.js";
 
 export function migrateCommand(): Command {
-  return withCommonOptions(new Command("migrate").description("apply database migrations (serve also does this on start)")).action(
+  return withCommonOptions(new Command("migrate")).action(
     action(async (opts: CommonOptions) => {
       const logger = adminLogger();
       const db = await openAdminDatabase(opts, loadAdminConfig(opts), logger);

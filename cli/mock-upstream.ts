@@ -1,11 +1,10 @@
 import { Command } from "commander";
 import { startMockUpstream } from "../src/mock-upstream/server.js";
 import { action } from "./output.js";
-import { parsePort } from "./serve.js";
+import { parsePort } from "./options.js";
 
 export function mockUpstreamCommand(): Command {
   return new Command("mock-upstream")
-    .description("run the fake upstream provider (deterministic answers, fault injection; see docs/mock-upstream.md)")
     .option("--host <host>", "listen address", "127.0.0.1")
     .option("--port <port>", "listen port", parsePort, 9090)
     .option("--api-key <key>", "require this bearer key")

@@ -4,19 +4,16 @@ import { apiDescription } from "../src/runtime/api-description.js";
 import { action } from "./output.js";
 
 export function openapiCommand(): Command {
-  return new Command("openapi")
-    .description("print the OpenAPI 3.1 description of the API (the document GET /openapi.json serves)")
-    .option("--out <file>", "write it to this file instead of stdout")
-    .action(
-      action(async (opts: { out?: string }) => {
-        const document = apiDescription();
-        const text = `${JSON.stringify(document, null, 2)}\n`;
-        if (!opts.out) {
-          process.stdout.write(text);
-          return;
-        }
-        await writeFile(opts.out, text);
-        process.stderr.write(`wrote ${opts.out} (${Object.keys(document.paths as object).length} paths)\n`);
-      }),
-    );
+  return new Command("openapi").option("--out <file>", "write it to this file instead of stdout").action(
+    action(async (opts: { out?: string }) => {
+      const document = apiDescription();
+      const text = `${JSON.stringify(document, null, 2)}\n`;
+      if (!opts.out) {
+        process.stdout.write(text);
+        return;
+      }
+      await writeFile(opts.out, text);
+      process.stderr.write(`wrote ${opts.out} (${Object.keys(document.paths as object).length} paths)\n`);
+    }),
+  );
 }

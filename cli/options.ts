@@ -1,4 +1,4 @@
-import type { Command } from "commander";
+import { InvalidArgumentError, type Command } from "commander";
 
 /** The options every data command shares (DESIGN.md §4). */
 export function withCommonOptions(cmd: Command): Command {
@@ -8,3 +8,10 @@ export function withCommonOptions(cmd: Command): Command {
     .option("--json", "print JSON for scripts")
     .option("--init", "create the embedded database when the data dir has none (else that is an error)");
 }
+
+/** A listen port option's value. */
+export const parsePort = (value: string) => {
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidArgumentError("must be an integer 0..65535");
+  return port;
+};

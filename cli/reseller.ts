@@ -13,7 +13,7 @@ const print = (balance: PublicResellerBalance, opts: CommonOptions) => {
 };
 
 export function resellerCommand(): Command {
-  const reseller = new Command("reseller").description("reseller pay-as-you-go balances (USD)");
+  const reseller = new Command("reseller");
 
   withCommonOptions(reseller.command("credit").description("add USD to a user's reseller balance"))
     .requiredOption("--user <email|id>", "owner of the reseller keys")

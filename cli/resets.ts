@@ -28,7 +28,7 @@ function count(text: string): number {
 }
 
 export function resetsCommand(): Command {
-  const resets = new Command("resets").description("reserve resets (weekly and gifted)");
+  const resets = new Command("resets");
 
   withCommonOptions(resets.command("grant").description("give a user gifted reserve resets"))
     .requiredOption("--user <email|id>", "the user")

@@ -1,5 +1,5 @@
 import path from "node:path";
-import { Command, InvalidArgumentError, Option } from "commander";
+import { Command, Option } from "commander";
 import { loadConfigFile } from "../src/config/load.js";
 import type { Config } from "../src/config/schema.js";
 import { startMockUpstream } from "../src/mock-upstream/server.js";
@@ -11,6 +11,7 @@ import { chooseLogFormat, createLogger, logDestination, logFormats, type LogForm
 import { builtInDemoConfig, configPathOf, dataDirOf } from "./context.js";
 import { isLoopbackHost, isWildcardHost } from "../src/server/loopback.js";
 import { action } from "./output.js";
+import { parsePort } from "./options.js";
 
 interface ServeOptions {
   config?: string;
@@ -22,12 +23,6 @@ interface ServeOptions {
   worker: boolean;
   logFormat?: LogFormat;
 }
-
-export const parsePort = (value: string) => {
-  const port = Number(value);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidArgumentError("must be an integer 0..65535");
-  return port;
-};
 
 const say = (line: string) => process.stderr.write(`${line}\n`);
 
@@ -63,7 +58,6 @@ function banner(where: string, url: string, creds: DemoCredentials, dataDir: str
 
 export function serveCommand(): Command {
   return new Command("serve")
-    .description("run the gateway (HTTP server, background worker, embedded PostgreSQL unless DATABASE_URL is set)")
     .option("--config <file>", "config file (default: $GATEWAY_CONFIG, else ./gateway.yaml)")
     .option("--host <host>", "listen address (overrides server.host)")
     .option("--port <port>", "listen port (overrides server.port)", parsePort)

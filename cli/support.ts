@@ -175,9 +175,7 @@ function drawEveryFrame() {
 }
 
 export function supportCommand(): Command {
-  const support = withAccessOptions(
-    new Command("support").description("the support engineer's terminal UI; its subcommands are the non-interactive twins"),
-  )
+  const support = withAccessOptions(new Command("support"))
     // The subcommands take the same options: without this (and the program's), `support queue --url X` would hand --url to `support`.
     .enablePositionalOptions()
     .action(async (opts: AccessOptions) => {

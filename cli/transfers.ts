@@ -53,7 +53,7 @@ interface SetOptions extends CommonOptions {
 }
 
 export function transfersCommand(): Command {
-  const transfers = new Command("transfers").description("daily token transfers: the policy and the latest operations");
+  const transfers = new Command("transfers");
   const policy = transfers.command("policy").description("the transfer policy");
 
   withCommonOptions(policy.command("show").description("show the policy and its revision")).action(

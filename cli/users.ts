@@ -37,7 +37,7 @@ const accessChanges: { name: keyof UserAccessService; command: string; descripti
 ];
 
 export function usersCommand(): Command {
-  const users = new Command("users").description("manage users");
+  const users = new Command("users");
 
   withCommonOptions(users.command("create").description("create a user"))
     .requiredOption("--email <email>", "login email (unique, case-insensitive)")

@@ -22,7 +22,7 @@ const intFrom = (min: number, max: number) => (value: string) => {
 };
 
 export function workerCommand(): Command {
-  const worker = new Command("worker").description("support workers");
+  const worker = new Command("worker");
   worker
     .command("run")
     .description("run the reference support worker (secrets from SUPPORT_BOT_TOKEN and GATEWAY_API_KEY, or --demo)")

@@ -1,9 +1,10 @@
 // Runs on `npm install` / `npm ci` (the root package's own lifecycle script, which npm always runs).
 // 1. Re-creates the shared-library symlinks of the embedded PostgreSQL binaries. Their package does this in a
 //    postinstall script that npm 11 skips until approved; doing it here makes a fresh clone work either way.
-// 2. Builds the CLI so `bin/gateway` runs.
+// 2. Builds the CLI so `bin/gateway` runs, unless dist/ is newer than every source (a second `npm install`, or the
+//    `npx gateway` that installs this folder again, would otherwise spend half a minute rebuilding the same files).
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, symlinkSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync, symlinkSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import os from "node:os";
@@ -28,7 +29,27 @@ function hydrateEmbeddedPostgres() {
   }
 }
 
+/** The newest modification time (ms) of the TypeScript sources under `dir`, or 0. */
+function newestSource(dir) {
+  if (!existsSync(dir)) return 0;
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile() || !/\.tsx?$/.test(entry.name)) continue;
+    newest = Math.max(newest, statSync(path.join(entry.parentPath ?? entry.path, entry.name)).mtimeMs);
+  }
+  return newest;
+}
+
+function buildIsStale(root) {
+  const built = path.join(root, "dist", "cli", "index.js");
+  if (!existsSync(built)) return true;
+  const inputs = ["tsconfig.json", "tsconfig.build.json", "package.json"].map((f) => statSync(path.join(root, f)).mtimeMs);
+  const newest = Math.max(...inputs, ...["src", "cli", "worker-kit"].map((d) => newestSource(path.join(root, d))));
+  return newest > statSync(built).mtimeMs;
+}
+
 hydrateEmbeddedPostgres();
-if (existsSync(path.join(process.cwd(), "tsconfig.build.json")) && existsSync(require.resolve("typescript/package.json"))) {
+const root = process.cwd();
+if (existsSync(path.join(root, "tsconfig.build.json")) && existsSync(require.resolve("typescript/package.json")) && buildIsStale(root)) {
   execFileSync(process.execPath, [require.resolve("typescript/bin/tsc"), "-p", "tsconfig.build.json"], { stdio: "inherit" });
 }
