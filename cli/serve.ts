@@ -34,7 +34,7 @@ function listeningOn(host: string, url: string): string {
   return isWildcardHost(host) ? `${url} (listening on ${host}: every interface of this machine)` : url;
 }
 
-function banner(where: string, url: string, creds: DemoCredentials, dataDir: string, exposed: boolean): string {
+function banner(where: string, url: string, creds: DemoCredentials, dataDir: string, exposed: boolean, config: string): string {
   // The worker reads the demo's credentials from the data dir: name it unless it is the default one.
   const dataDirFlag = dataDir === path.resolve(".gateway") ? "" : ` --data-dir ${dataDir}`;
   return [
@@ -43,6 +43,7 @@ function banner(where: string, url: string, creds: DemoCredentials, dataDir: str
     ...(exposed ? ["  warning: other machines can reach this demo and its admin user over plain HTTP (--demo-public)"] : []),
     `  demo user: ${creds.email}${creds.password ? ` / password ${creds.password}` : ""} (admin)`,
     `  API key:   ${creds.key}`,
+    `  config:    ${config}`,
     "",
     "Try it:",
     `  curl -s ${url}/v1/models -H "Authorization: Bearer ${creds.key}"`,
@@ -72,7 +73,9 @@ export function serveCommand(): Command {
     )
     .action(
       action(async (opts: ServeOptions) => {
-        const file = configPathOf(opts);
+        // The demo runs its own config unless one is named on its command line: an operator's ./gateway.yaml or
+        // GATEWAY_CONFIG (with providers whose secrets this shell may not have) is not what `npm start` means.
+        const file = opts.demo ? opts.config && path.resolve(opts.config) : configPathOf(opts);
         if (!file && !opts.demo) {
           throw new Error("no config file: pass --config FILE, set GATEWAY_CONFIG, create ./gateway.yaml, or run with --demo");
         }
@@ -132,7 +135,8 @@ export function serveCommand(): Command {
         if (botToken) {
           const credentials = await seedDemo(gateway.services, dataDir);
           const saved = await saveDemoRuntime(dataDir, credentials, { url: gateway.url, bot_token: botToken });
-          say(banner(listeningOn(config.server.host, gateway.url), gateway.url, saved, dataDir, exposed));
+          const served = file ?? `the built-in demo config (its models on the mock upstream at ${mock!.url})`;
+          say(banner(listeningOn(config.server.host, gateway.url), gateway.url, saved, dataDir, exposed, served));
         } else say(`gateway listening on ${listeningOn(config.server.host, gateway.url)}`);
       }),
     );

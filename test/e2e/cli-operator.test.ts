@@ -1,5 +1,4 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -146,15 +145,63 @@ describe("gateway operator habits", () => {
     expect(existsSync(dataDir)).toBe(false);
   });
 
+  it("serves the demo on the config its command line names, and says which", async () => {
+    const demoDb = await createTestDatabase();
+    try {
+      const named = path.join(work.dir, "named.yaml");
+      writeFileSync(
+        named,
+        [
+          "providers:",
+          "  local: { protocol: openai, base_url: 'http://127.0.0.1:9/v1', api_key: 'k' }",
+          "models:",
+          "  named-model: { kind: chat, upstream: u, targets: [local] }",
+          "plans:",
+          "  free: { daily_tokens: 1000, context_limit: 8000 }",
+          "default_plan: free",
+          "",
+        ].join("\n"),
+      );
+      const serve = startServe(["--demo", "--config", named, "--port", "0", "--data-dir", path.join(work.dir, "named-demo")], {
+        cwd: work.dir,
+        env: { DATABASE_URL: demoDb.url },
+      });
+      running.push(serve);
+      const [, url] = await serve.waitFor(/ready at (http:\/\/\S+)/);
+      const [, key] = await serve.waitFor(/API key:\s+(\S+)/);
+      expect((await serve.waitFor(/config:\s+(.+)/))[1]).toBe(named);
+      const models = (await (await fetch(`${url}/v1/models`, { headers: { Authorization: `Bearer ${key}` } })).json()) as {
+        data: { id: string }[];
+      };
+      expect(models.data.map((m) => m.id)).toEqual(["named-model"]);
+      serve.proc.kill("SIGTERM");
+      expect((await serve.proc).exitCode).toBe(0);
+    } finally {
+      await demoDb.drop();
+    }
+  }, 120_000);
+
   it("serves the demo on DATABASE_URL with a data dir that does not exist yet", async () => {
     const demoDb = await createTestDatabase();
     try {
       const dataDir = path.join(work.dir, "fresh-demo-data");
-      // Not work.dir: its gateway.yaml would replace the built-in demo config.
-      const serve = startServe(["--demo", "--port", "0", "--data-dir", dataDir], { cwd: os.tmpdir(), env: { DATABASE_URL: demoDb.url } });
+      // In work.dir, beside the operator's gateway.yaml (whose provider secrets this shell lacks): the demo runs
+      // its own config all the same, and says so.
+      const serve = startServe(["--demo", "--port", "0", "--data-dir", dataDir], {
+        cwd: work.dir,
+        env: { DATABASE_URL: demoDb.url, GATEWAY_CONFIG: configFile },
+      });
       running.push(serve);
       const [, url] = await serve.waitFor(/ready at (http:\/\/\S+)/);
       const [, key] = await serve.waitFor(/API key:\s+(\S+)/);
+      expect((await serve.waitFor(/config:\s+(.+)/))[1]).toMatch(
+        /^the built-in demo config \(its models on the mock upstream at http:\/\/127\.0\.0\.1:\d+\)$/,
+      );
+      const models = (await (await fetch(`${url}/v1/models`, { headers: { Authorization: `Bearer ${key}` } })).json()) as {
+        data: { id: string }[];
+      };
+      expect(models.data.map((m) => m.id)).toContain("demo-small");
+      expect(models.data.map((m) => m.id)).not.toContain("m1");
       const saved = JSON.parse(readFileSync(path.join(dataDir, "demo-credentials.json"), "utf8")) as { key: string; url: string };
       expect(saved).toMatchObject({ key, url });
       expect((await fetch(`${url}/v1/models`, { headers: { Authorization: `Bearer ${key}` } })).status).toBe(200);
