@@ -58,6 +58,8 @@ export const ERROR_CODES = {
   context_length_exceeded: { status: 400, type: "invalid_request_error", class: "context_limit" },
   invalid_api_key: { status: 401, type: "authentication_error", class: "authentication" },
   invalid_session: { status: 401, type: "authentication_error", class: "authentication" },
+  // A login whose email and password do not match (the same answer for an unknown email: guessing learns nothing).
+  invalid_credentials: { status: 401, type: "authentication_error", class: "authentication" },
   permission_denied: denied,
   admin_required: denied,
   account_disabled: denied,
@@ -153,6 +155,7 @@ export const errors = {
     new GatewayError({ code, message, param, status: 422 }),
   unauthorized: (message = "Invalid or missing credentials.") => new GatewayError({ code: "invalid_api_key", message }),
   invalidSession: (message = "Invalid or expired session.") => new GatewayError({ code: "invalid_session", message }),
+  invalidCredentials: () => new GatewayError({ code: "invalid_credentials", message: "Invalid email or password." }),
   forbidden: (message: string, code: ErrorCode = "permission_denied") => new GatewayError({ code, message }),
   notFound: (message: string, code: ErrorCode = "not_found") => new GatewayError({ code, message }),
   methodNotAllowed: (method: string, path: string, allow: string[]) =>

@@ -109,7 +109,7 @@ export const authOperations: OperationDescription[] = [
     access: "public",
     body: ours("LoginRequest", loginBody),
     ok: { status: 200, description: "Logged in.", schema: ours("LoginResult", loginResultSchema) },
-    errors: ["invalid_session", "account_disabled", "login_rate_limited", "database_unavailable"],
+    errors: ["invalid_credentials", "account_disabled", "login_rate_limited", "database_unavailable"],
   },
   {
     method: "post",

@@ -17,7 +17,6 @@ import { toPublicUser } from "./users.js";
 const ISSUER = "gateway";
 const AUDIENCE = "gateway-session";
 const ALGORITHM = "HS256";
-const LOGIN_FAILED = "Invalid email or password.";
 
 export interface SessionServiceOptions {
   db: NodePgDatabase;
@@ -77,9 +76,9 @@ export function createSessionService({ db, config, secret, previousSecret, hashe
     if (!user) {
       dummyHash ??= hasher.hash("dummy password for unknown emails");
       await hasher.verify(password, await dummyHash);
-      throw errors.invalidSession(LOGIN_FAILED);
+      throw errors.invalidCredentials();
     }
-    if (!(await hasher.verify(password, user.passwordHash))) throw errors.invalidSession(LOGIN_FAILED);
+    if (!(await hasher.verify(password, user.passwordHash))) throw errors.invalidCredentials();
     // Said only to whoever knows the password: a guesser learns nothing about which accounts are disabled.
     if (user.disabledAt) throw errors.forbidden("This account is disabled; ask the gateway's operator.", "account_disabled");
     // The only moment the password is known: a hash made with older parameters is replaced by a current one.

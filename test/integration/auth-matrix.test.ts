@@ -269,7 +269,8 @@ describe("login and sessions", () => {
     const a = await expectErrorEnvelope(wrong, ["not-the-password"]);
     const b = await expectErrorEnvelope(unknown, [PASSWORD]);
     expect(a.message).toBe(b.message);
-    expect(a.code).toBe(b.code);
+    expect(a.code).toBe("invalid_credentials");
+    expect(b.code).toBe("invalid_credentials");
   });
 
   it("sets a session cookie that authenticates user endpoints", async () => {
