@@ -31,7 +31,9 @@ function checkFile(file: string, env: NodeJS.ProcessEnv): ConfigReport {
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     // An unset variable outside the providers' secrets stops validation; it is already a finding.
-    if (!findings.some((f) => f.path === err.path)) findings.push({ level: "error", path: err.path, message: err.reason });
+    for (const { path, reason } of err.problems) {
+      if (!findings.some((f) => f.path === path)) findings.push({ level: "error", path, message: reason });
+    }
     return { config: null, findings };
   }
 }

@@ -120,6 +120,11 @@ export function configFindings(config: Config): ConfigFinding[] {
 export function refuseErrors(findings: readonly ConfigFinding[], file: string): void {
   const errors = findings.filter((f) => f.level === "error");
   if (errors.length === 0) return;
-  const more = errors.length > 1 ? ` (and ${errors.length - 1} more: \`gateway config check\` lists them)` : "";
-  throw new ConfigError(errors[0]!.path, `${errors[0]!.message}${more}`, file);
+  const [first, ...rest] = errors;
+  throw new ConfigError(
+    first!.path,
+    first!.message,
+    file,
+    rest.map((f) => ({ path: f.path, reason: f.message })),
+  );
 }

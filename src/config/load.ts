@@ -4,15 +4,28 @@ import { z } from "zod";
 import { configSchema, type Config } from "./schema.js";
 import { interpolate, unsetVariables } from "./interpolate.js";
 
-/** A config that cannot be used. `path` names the failing field (`models.gpt-4o.targets.0`), or "" for the file. */
+/** One thing wrong with a config: `path` names the field (`models.gpt-4o.targets.0`), or "" for the file. */
+export interface ConfigProblem {
+  path: string;
+  reason: string;
+}
+
+/**
+ * A config that cannot be used: its first problem is `path` and `reason` (the one line of a failing command),
+ * `problems` all of them (`config check` lists every one, so that fixing a file takes one round).
+ */
 export class ConfigError extends Error {
+  readonly problems: readonly ConfigProblem[];
   constructor(
     readonly path: string,
     readonly reason: string,
     readonly file: string,
+    more: readonly ConfigProblem[] = [],
   ) {
-    super(`invalid config ${file}${path ? ` at ${path}` : ""}: ${reason}`);
+    const others = more.length > 0 ? ` (and ${more.length} more: \`gateway config check\` lists them)` : "";
+    super(`invalid config ${file}${path ? ` at ${path}` : ""}: ${reason}${others}`);
     this.name = "ConfigError";
+    this.problems = [{ path, reason }, ...more];
   }
 }
 
@@ -42,14 +55,33 @@ export function parseConfig(raw: unknown, file: string, env: NodeJS.ProcessEnv =
   const resolved = interpolate(raw ?? {}, env, [], () => "");
   const result = configSchema.safeParse(resolved);
   if (!result.success) {
-    const issue = result.error.issues[0]!;
-    throw new ConfigError(dotted(issue.path), describeIssue(issue), file);
+    const [first, ...rest] = result.error.issues.map((issue) => ({ path: dotted(issue.path), reason: describeIssue(issue, resolved) }));
+    throw new ConfigError(first!.path, first!.reason, file, rest);
   }
   return result.data;
 }
 
-function describeIssue(issue: z.core.$ZodIssue): string {
+/** The value at `path` in `doc`, or undefined where the path leaves it. */
+function valueAt(doc: unknown, path: readonly PropertyKey[]): unknown {
+  let at = doc;
+  for (const key of path) {
+    if (at === null || typeof at !== "object") return undefined;
+    at = (at as Record<PropertyKey, unknown>)[key];
+  }
+  return at;
+}
+
+const article = (type: string) => (/^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`);
+
+/** zod's issue in an operator's words: "required (a number)" rather than "expected number, received undefined". */
+function describeIssue(issue: z.core.$ZodIssue, doc: unknown): string {
   if (issue.code === "unrecognized_keys") return `unknown key${issue.keys.length > 1 ? "s" : ""} ${issue.keys.join(", ")}`;
+  if (issue.code === "invalid_type") {
+    const value = valueAt(doc, issue.path);
+    if (value === undefined) return `required (${article(issue.expected)})`;
+    const got = value === null ? "null" : Array.isArray(value) ? "a list" : article(typeof value);
+    return `must be ${article(issue.expected)}, not ${got}`;
+  }
   return issue.message;
 }
 

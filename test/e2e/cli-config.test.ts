@@ -92,6 +92,30 @@ describe("gateway config check, serve's config findings, port and logs", () => {
     ]);
     expect(existsSync(dataDir)).toBe(false);
 
+    // Schema problems too, every one in the same run, in words: "required", "unknown key", "must be".
+    const shapes = write(
+      "shapes.yaml",
+      [
+        "server: { port: eighty }",
+        "providers:",
+        "  main: { protocol: openai, base_url: 'https://api.example.com/v1', api_key: x, colour: red }",
+        "models:",
+        "  m: { kind: chat, upstream: m, targets: [main] }",
+        "plans:",
+        "  free: { daily_tokens: 1000 }",
+        "",
+      ].join("\n"),
+    );
+    const listed = await gateway(["config", "check", "--config", shapes], { cwd: work.dir });
+    expect(listed.exitCode).toBe(2);
+    expect(listed.stderr.trim().split("\n").sort()).toEqual(
+      [
+        `gateway: invalid config ${shapes} at plans.free.context_limit: required (a number)`,
+        `gateway: invalid config ${shapes} at providers.main: unknown key colour`,
+        `gateway: invalid config ${shapes} at server.port: must be a number, not a string`,
+      ].sort(),
+    );
+
     const empty = await gateway(["config", "check", "--config", write("empty.yaml", "# nothing yet\n")], { cwd: work.dir });
     expect(empty.exitCode).toBe(2);
     expect(empty.stderr).toMatch(/^gateway: invalid config \S+empty\.yaml: the file is empty$/);

@@ -193,6 +193,25 @@ describe("config loading", () => {
     expect(err.message).toMatch(reason);
   });
 
+  it("names every schema problem at once, in an operator's words", () => {
+    const text = minimal
+      .replace("    protocol: openai\n", "    protocol: openai\n    colour: red\n")
+      .replace("{ daily_tokens: 200000, weekly_resets: 1, context_limit: 128000 }", '{ daily_tokens: "lots", weekly_resets: 1 }');
+    const err = failure(() => loadConfigFile(file("many.yaml", text), { MAIN_API_KEY: "k" }));
+    expect(err.problems).toEqual(
+      expect.arrayContaining([
+        { path: "providers.main", reason: "unknown key colour" },
+        { path: "plans.free.daily_tokens", reason: "must be a number, not a string" },
+        { path: "plans.free.context_limit", reason: "required (a number)" },
+      ]),
+    );
+    expect(err.problems).toHaveLength(3);
+    expect(err.problems[0]).toEqual({ path: err.path, reason: err.reason });
+    expect(err.message).toBe(
+      `invalid config ${path.join(dir, "many.yaml")} at ${err.path}: ${err.reason} (and 2 more: \`gateway config check\` lists them)`,
+    );
+  });
+
   it("reports unreadable files and broken YAML without a path", () => {
     expect(failure(() => loadConfigFile(path.join(dir, "absent.yaml"))).message).toMatch(/cannot read file \(ENOENT\)/);
     expect(failure(() => loadConfigFile(file("broken.yaml", "models: [unclosed\n"))).message).toMatch(/not valid YAML/);
