@@ -33,7 +33,7 @@ const printList = (list: z.infer<typeof adminTransfersAnswer>, opts: CommonOptio
 /** Commander hands options over as text: a number that is not a whole one is refused, never rounded. */
 function whole(name: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
-  if (!/^\d+$/.test(text)) throw errors.badRequest(`--${name} must be a whole number, got "${text}"`, name);
+  if (!/^\d+$/.test(text)) throw errors.badRequest(`--${name} must be a whole number of 0 or more (digits only), got "${text}"`, name);
   return Number(text);
 }
 

@@ -50,6 +50,9 @@ describe("token transfers over two gateway processes", () => {
     const bad = await run("transfers", "policy", "set", "--revision", "1", "--enabled", "maybe");
     expect(bad.exitCode).not.toBe(0);
     expect(errorLines(bad.stderr)).toEqual([expect.stringContaining("--enabled must be true or false")]);
+    const negative = await run("transfers", "policy", "set", "--revision", "1", "--min-amount", "-5");
+    expect(negative.exitCode).not.toBe(0);
+    expect(errorLines(negative.stderr)).toEqual(['gateway: --min-amount must be a whole number of 0 or more (digits only), got "-5"']);
 
     const emails = ["giver@example.test", "taker-a@example.test", "taker-b@example.test"];
     const ids: string[] = [];
