@@ -15,10 +15,14 @@ export function demoConfig(mockUrl: string, mockApiKey: string): ConfigInput {
       "mock-gemini": { protocol: "gemini", base_url: mockUrl, ...mock },
       "mock-eval": { protocol: "systemone", base_url: mockUrl, ...mock },
       "mock-video": { protocol: "video", base_url: `${mockUrl}/v1`, api_key: mockApiKey },
+      // A provider that is down (nothing listens on the discard port): demo-broken's requests fail on the server's
+      // side, so the support flow and the incidents can be seen on the demo (docs/support.md, "Try it").
+      "mock-down": { protocol: "openai", base_url: "http://127.0.0.1:9/v1", api_key: mockApiKey },
     },
     models: {
       "demo-small": { kind: "chat", upstream: "mock-gpt-small", targets: ["mock"], owned_by: "demo" },
       "demo-large": { kind: "chat", upstream: "mock-gpt-large", targets: ["mock"], owned_by: "demo", token_multiplier: 2 },
+      "demo-broken": { kind: "chat", upstream: "mock-gpt-small", targets: ["mock-down"], owned_by: "demo" },
       "demo-embed": { kind: "embedding", upstream: "mock-embed", targets: ["mock"], owned_by: "demo" },
       // Priced by its native usage (gpt-image-1 is a designated model): POST /v1/images/generations and /edits.
       "demo-image": { kind: "image", upstream: "gpt-image-1", targets: ["mock"], owned_by: "demo" },

@@ -40,7 +40,17 @@ describe("gateway serve --demo", () => {
     expect(res.headers.get("x-request-id")).toMatch(/^req_/);
     const body = (await res.json()) as { object: string; data: { id: string; object: string }[] };
     expect(validateOpenAI("ListModelsResponse", body)).toEqual([]);
-    const demoModels = ["demo-small", "demo-large", "demo-embed", "demo-image", "demo-claude", "demo-gemini", "demo-judge", "demo-video"];
+    const demoModels = [
+      "demo-small",
+      "demo-large",
+      "demo-broken",
+      "demo-embed",
+      "demo-image",
+      "demo-claude",
+      "demo-gemini",
+      "demo-judge",
+      "demo-video",
+    ];
     expect(body.data.map((m) => m.id)).toEqual(demoModels);
 
     // The official SDK, unmodified, pointed at the gateway.
