@@ -6,7 +6,7 @@
 //
 // Prints its URL on stdout once listening; SIGTERM/SIGINT stop it.
 //
-// Why it is built this way (DESIGN.md §5, measured on the 2-core bench machine):
+// Why it is built this way (docs/architecture.md, "Rules", measured on the 2-core bench machine):
 // - The body is read from Node's incoming stream, never through c.req.json()/arrayBuffer(): building a WHATWG
 //   Request body per call doubled the CPU per request and brought 10-20 ms GC pauses at p99.
 // - The upstream answer is piped from undici's Node stream straight into Node's response, so neither a WHATWG

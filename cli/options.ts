@@ -1,6 +1,6 @@
 import { InvalidArgumentError, type Command } from "commander";
 
-/** The options every data command shares (DESIGN.md §4). */
+/** The options every data command shares (docs/architecture.md, "Rules"). */
 export function withCommonOptions(cmd: Command): Command {
   return cmd
     .option("--config <file>", "config file (default: $GATEWAY_CONFIG, else ./gateway.yaml)")

@@ -1,6 +1,6 @@
 import type { Readable, Writable } from "node:stream";
 
-/** Where a password can come from, in order: `--password` (DESIGN.md's contract), `--password-stdin`, a prompt. */
+/** Where a password can come from, in order: `--password` (the operator contract, docs/architecture.md "Rules"), `--password-stdin`, a prompt. */
 export interface PasswordSources {
   password?: string;
   passwordStdin?: boolean;

@@ -1,5 +1,5 @@
 // The one error type that crosses module boundaries, and the one table of the gateway's error codes. Routes and
-// services throw GatewayError with a code; the server's error handler turns it into the envelope (DESIGN.md §5);
+// services throw GatewayError with a code; the server's error handler turns it into the envelope (docs/architecture.md, "Rules");
 // the request log and the metrics read the same code and its class. Pure: no I/O, no framework imports.
 
 export const ERROR_TYPES = [

@@ -28,7 +28,7 @@ const CLOSE_GRACE_MS = 700;
 const CLOSE_BACKOFF: Backoff = { firstMs: 100, maxMs: 2_000 };
 
 /**
- * Buffered request-log writer (DESIGN.md §5: batch log writes, keep per-request database work to the
+ * Buffered request-log writer (docs/architecture.md, "Rules": batch log writes, keep per-request database work to the
  * reservation). write() encodes the row and pushes it onto an array; batches go out on a timer or when a batch
  * fills up.
  */

@@ -3,7 +3,7 @@ import { add, ceil, mul, ratioOf, whole, type Ratio } from "./ratio.js";
 // The video charge rule (docs/billing.md, "Video quota"): quota per second of video produced,
 //   units = ceil(seconds × units_per_second × token_multiplier × group_multiplier [× byok_charge_ratio])
 // where seconds is the sum over the job's videos. The hold is the requested (or default) duration × n; the
-// settlement charges the seconds the provider reports, even above the hold (DESIGN.md §5); a video whose
+// settlement charges the seconds the provider reports, even above the hold (docs/architecture.md, "Rules"); a video whose
 // length is not reported is charged the requested duration. All exact: no float takes part in a charge.
 
 export interface VideoRates {

@@ -2,7 +2,7 @@ import { constants as bufferConstants } from "node:buffer";
 import { z } from "zod";
 import { DEFAULT_NATIVE_IMAGE_MODELS } from "../billing/image-quota.js";
 
-// The config file's shape (DESIGN.md §4). Every key is documented in docs/configuration.md.
+// The config file's shape (docs/architecture.md, "Rules"). Every key is documented in docs/configuration.md.
 
 const id = z.string().min(1).max(128);
 

@@ -5,7 +5,7 @@ import { UpstreamAnswerTooLargeError, UpstreamError } from "../providers/types.j
 // Mapping of metering outcomes to client errors and coarse analytics classes. An upstream failure is told to
 // the client by its status only: the upstream body never leaves the adapter.
 
-/** The header of a client's own upstream key (bring-your-own), as documented; read by src/inference/upstream-key.ts. */
+/** The header of a client's own upstream key (bring-your-own), as documented; read by src/metering/upstream-key.ts. */
 export const UPSTREAM_KEY_HEADER_NAME = "X-Upstream-Api-Key";
 
 /** Every error a metered route can answer besides those of its credential and body (the API description's list). */

@@ -18,7 +18,7 @@ import { meteringErrors, upstreamToClient } from "./errors.js";
 import type { Pricing } from "./pricing.js";
 import { requestRow, type RowOutcome, type RowStart } from "./request-row.js";
 
-// THE metering path (DESIGN.md §3): admit → reserve → call with fallback → deliver → settle once → log.
+// THE metering path (docs/architecture.md, "Rules"): admit → reserve → call with fallback → deliver → settle once → log.
 // Every billed route drives a Meter (through the runner, runner.ts); none touches the ledger or the request
 // log itself. Every metered request ends in exactly one post or void of its hold, and its request-log row
 // commits with that resolution in the ledger's journal (docs/architecture.md, "The metering path").

@@ -17,7 +17,7 @@ import { clientDisconnect } from "./client-disconnect.js";
 import { readUpstreamKey } from "./upstream-key.js";
 import { UpstreamAbort } from "../providers/upstream-abort.js";
 
-// The one request flow of every billed route (DESIGN.md §3): read and check the body, resolve the model, admit
+// The one request flow of every billed route (docs/architecture.md, "Rules"): read and check the body, resolve the model, admit
 // and hold (metering.begin), call the targets in order (meter.call), then hand the answer to the route, which
 // delivers it and settles. A route says only what differs: its body, its estimate, which capability it calls and
 // how it shapes the answer. The runner owns the meter's outcome: whatever a route's delivery throws, the hold is

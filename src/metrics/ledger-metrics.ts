@@ -2,7 +2,7 @@ import type { Registry } from "prom-client";
 import type { AccountMetrics, LedgerMetrics } from "./recorders.js";
 import { counterFamily, histogramFamily } from "./series.js";
 
-// The ledger's events: holds and their resolutions, the overshoots DESIGN.md §5 asks to count, expiries, lease
+// The ledger's events: holds and their resolutions, the overshoots (counted, as docs/architecture.md "Rules" asks), expiries, lease
 // syncs. Account kinds are the ledger's own names (never input), and each escrow binds its kind's children once.
 
 /** Lease syncs: one commit of a batch of settlements, milliseconds unless the database is slow or away. */
@@ -13,7 +13,7 @@ export function ledgerMetrics(registry: Registry): LedgerMetrics {
   const holds = byKind("gateway_ledger_holds_total", "Requests' holds taken (reservations admitted).");
   const posts = byKind("gateway_ledger_posts_total", "Holds posted (charged), overshoots included.");
   const voids = byKind("gateway_ledger_voids_total", "Holds voided (nothing charged).");
-  const overshoots = byKind("gateway_ledger_overshoots_total", "Holds posted above the amount held (the charge is kept, DESIGN.md §5).");
+  const overshoots = byKind("gateway_ledger_overshoots_total", "Holds posted above the amount held (the charge is kept).");
   const overshootUnits = byKind(
     "gateway_ledger_overshoot_units_total",
     "What overshoots charged above their holds, in the account kind's unit (quota units; nano-USD for reseller_usd).",

@@ -1,5 +1,5 @@
 // What the gateway records for GET /metrics, as the layers that record see it: narrow interfaces passed in as
-// dependencies (DESIGN.md §3: no module-level registry), one Prometheus implementation per gateway instance
+// dependencies (docs/architecture.md, "Rules": no module-level registry), one Prometheus implementation per gateway instance
 // (prometheus.ts) and a no-op for when metrics are off, so that recording costs an empty call then.
 // Gauges (queues, budgets, leases, the database's health) are not recorded at all: they are read from their
 // owners at scrape time (ScrapeSources), so the hot path never updates them.
@@ -26,7 +26,7 @@ export interface UpstreamMetrics {
 /** One account kind's holds and leases (src/quota/escrow.ts, lease.ts); bound to the kind once. */
 export interface AccountMetrics {
   held(): void;
-  /** A hold posted `charged`; above `held`, the settlement is an overshoot (DESIGN.md §5). */
+  /** A hold posted `charged`; above `held`, the settlement is an overshoot (docs/architecture.md, "Rules"). */
   posted(charged: bigint, held: bigint): void;
   voided(): void;
   /** A request held its units longer than quota.max_hold_seconds: they were freed. */

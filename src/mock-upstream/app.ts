@@ -27,7 +27,7 @@ const routes: Hono<MockUpstreamEnv>[] = [
 ];
 
 /**
- * The fake provider (DESIGN.md §4 "Mock upstream"): deterministic answers in each vendor's wire shape, plus
+ * The fake provider (docs/architecture.md, "Rules"): deterministic answers in each vendor's wire shape, plus
  * header-driven faults (./faults.ts). With `apiKey`, each route takes the key where its vendor's SDK sends it
  * (./dialects.ts); without, it accepts any or no credentials.
  */

@@ -2,7 +2,7 @@ import type { ImageBilling } from "../billing/image-quota.js";
 import type { ProviderConfig } from "../config/schema.js";
 import type { UpstreamSignal } from "./upstream-abort.js";
 
-// The provider layer's contract (DESIGN.md §3, §6): small capability interfaces; an adapter normalises wire
+// The provider layer's contract (docs/architecture.md, "Rules"): small capability interfaces; an adapter normalises wire
 // traffic and usage, never sees prices, and reports failures as UpstreamError that knows if it is retryable.
 
 export interface Target {

@@ -1,7 +1,7 @@
 import { dayStartAt, nextResetAt, utcDay } from "./day.js";
 import { isoWeek, nextWeekAt } from "./week.js";
 
-// Every balance the ledger keeps is an account kind (DESIGN.md §5): one row per owner, kind and period, with
+// Every balance the ledger keeps is an account kind (docs/architecture.md, "Rules"): one row per owner, kind and period, with
 // base credits, restorations, posted and pending debits, reserved and settled through the same leases, holds
 // and durable holds. A new kind is one entry here; nothing else in the ledger
 // switches on the kind.

@@ -1,4 +1,4 @@
-// The one clock of every rule that reads the date (DESIGN.md §5): which day's account a reservation draws on,
+// The one clock of every rule that reads the date (docs/architecture.md, "Rules"): which day's account a reservation draws on,
 // when a hold is too old, when a durable hold expires. Injected, so that day and week boundaries are tested by
 // moving a clock rather than by waiting for midnight.
 
@@ -11,7 +11,7 @@ export const systemClock: Clock = { now: () => new Date() };
 /**
  * This process's clock moved to the database's (`offsetMs()`: the database's clock minus ours, as last measured):
  * every process then picks the same day at 00:00 UTC, within the measurement's error (half a round trip), whatever
- * its own clock says (DESIGN.md §5).
+ * its own clock says (docs/architecture.md, "Rules").
  */
 export const offsetClock = (offsetMs: () => number): Clock => ({ now: () => new Date(Date.now() + offsetMs()) });
 

@@ -1,4 +1,4 @@
-// "The day" ends at 00:00 UTC (DESIGN.md §5), whatever the process's TZ says.
+// "The day" ends at 00:00 UTC (docs/architecture.md, "Rules"), whatever the process's TZ says.
 
 const DAY_MS = 86_400_000;
 

@@ -1,4 +1,4 @@
-// The quota ledger's contract (DESIGN.md §5-6). One mechanism for every balance the spec names: an account
+// The quota ledger's contract (docs/architecture.md, "Rules"). One mechanism for every balance the spec names: an account
 // (owner + kind + period, account-kinds.ts) holds base credits, restorations, and posted and pending debits.
 // A hold is a two-phase transfer against it: pending -> posted (settle) | voided (release) | expired. Quota
 // units are bigint. A process holds a lease (escrow) on each busy account and takes its requests' holds out of

@@ -86,7 +86,7 @@ export interface AppDeps {
 const ROUTING = { strict: false } as const;
 
 /**
- * Assembles the HTTP app. One auth middleware per surface (DESIGN.md §4), mounted here and nowhere else, so no
+ * Assembles the HTTP app. One auth middleware per surface (docs/architecture.md, "Rules"), mounted here and nowhere else, so no
  * route checks credentials by hand.
  */
 export function createApp(deps: AppDeps): Hono<AppEnv> {
@@ -120,7 +120,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
   app.use("/v1/*", apiKeyAuth(auth.keyAuth));
   app.use("/native/*", apiKeyAuth(auth.keyAuth));
-  // The routes of the Anthropic and Gemini SDKs outside /v1 (DESIGN.md §4).
+  // The routes of the Anthropic and Gemini SDKs outside /v1 (docs/architecture.md, "Rules").
   app.use("/messages", apiKeyAuth(auth.keyAuth));
   app.use("/compatible/*", apiKeyAuth(auth.keyAuth, { queryKey: true }));
   // Images for `<img src>`: an embed token in the query, or a key in the headers (docs/api.md, "Embeddable images").

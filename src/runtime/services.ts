@@ -80,7 +80,7 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
           ),
       })
     : undefined;
-  // The day is the database's (DESIGN.md §5): a serving process follows it at every heartbeat, an admin command
+  // The day is the database's (docs/architecture.md, "Rules"): a serving process follows it at every heartbeat, an admin command
   // measures it once.
   const clockOffset = instance ? undefined : await measureClockOffset(pool);
   const clock = opts.clock ?? offsetClock(() => instance?.clockOffsetMs() ?? clockOffset ?? 0);

@@ -10,7 +10,7 @@ import { requestHeader } from "./headers.js";
 import { closeAfterAnswer, type LingerBounds } from "./lingering-close.js";
 import { INVALID_TEXT_MESSAGE, firstInvalidText } from "../text-wire.js";
 
-// Bodies are read straight from Node's incoming stream (DESIGN.md §5: no WHATWG Request body per call) and the
+// Bodies are read straight from Node's incoming stream (docs/architecture.md, "Rules": no WHATWG Request body per call) and the
 // size cap is enforced while reading, so an oversize body is refused before it is buffered or parsed.
 
 export function bodyRules(rules: BodyRules): MiddlewareHandler<AppEnv> {

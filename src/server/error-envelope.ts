@@ -5,7 +5,7 @@ import { ERROR_CODES, ERROR_TYPES, GatewayError, errors, type ErrorCode } from "
 import type { AppEnv } from "./context.js";
 import { requestLog } from "./request-context.js";
 
-/** The gateway error envelope (DESIGN.md §5), the same on every route; it also matches OpenAI's `ErrorResponse`. */
+/** The gateway error envelope (docs/architecture.md, "Rules"), the same on every route; it also matches OpenAI's `ErrorResponse`. */
 export const errorEnvelopeSchema = z.object({
   error: z.object({
     message: z.string().meta({ description: "What went wrong and what to do, in English; never upstream text." }),

@@ -7,7 +7,7 @@ import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { logIn, postLogin } from "../helpers/login.js";
 
 // Every credential against every route family, over real HTTP against a real database: the table is the
-// specification of who may call what (DESIGN.md §4).
+// specification of who may call what (docs/architecture.md, "Rules").
 
 const BOT_TOKEN = "bot-token-for-tests-0123456789abcdefghijkl";
 const PASSWORD = "password-123";

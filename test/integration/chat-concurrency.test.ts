@@ -7,7 +7,7 @@ import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { countLogWrites, rowsOf, settled } from "../helpers/metering-checks.js";
 
-// DESIGN.md §5: reservations are atomic across gateway processes. One user near the allowance fires 200
+// docs/architecture.md, "Rules": reservations are atomic across gateway processes. One user near the allowance fires 200
 // chat requests (JSON and streams mixed) at two gateways sharing one database; the ledger must never hold
 // more than the allowance and must equal the request log, request for request.
 

@@ -30,7 +30,7 @@ import {
 // allowances (one runs out), eight clients (half JSON through the OpenAI SDK, half streams through fetch) on both
 // gateways for about five seconds, and in the middle one fault for two seconds, made for real
 // (test/helpers/sql-faults.ts). Afterwards: every answer a client received in full is charged exactly once with the
-// usage it showed, and was charged before the client had it (DESIGN.md §5); the clients saw only 200, 503
+// usage it showed, and was charged before the client had it (docs/architecture.md, "Rules"); the clients saw only 200, 503
 // database_unavailable with Retry-After (in-band for a stream that had begun), or 429, and none of those refusals
 // was charged; the ledger equals the request log and reconciles; nothing stays reserved once the leases idled out;
 // and no sample saw more held than the allowance.

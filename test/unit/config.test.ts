@@ -41,7 +41,7 @@ function failure(fn: () => unknown): ConfigError {
 }
 
 describe("config loading", () => {
-  it("loads the DESIGN.md minimal shape with defaults filled in", () => {
+  it("loads a minimal config with defaults filled in", () => {
     const config = loadConfigFile(file("ok.yaml", minimal), { MAIN_API_KEY: "sk-secret" });
     expect(config.providers.main!.api_key).toBe("sk-secret");
     expect(config.models["gpt-4o-mini"]!.targets).toEqual(["main", { provider: "main", model: "other" }]);

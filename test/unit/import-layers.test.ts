@@ -6,7 +6,7 @@ import { ESLint } from "eslint";
 import { findCycles } from "../../scripts/check-cycles.mjs";
 import { describe, expect, it } from "vitest";
 
-// The lint rule is the enforcement of DESIGN.md §3's import direction; these cases prove it bites.
+// The lint rule is the enforcement of the import direction of docs/architecture.md, "Rules"; these cases prove it bites.
 const eslint = new ESLint({ cwd: process.cwd() });
 
 async function violations(filePath: string, code: string): Promise<string[]> {
