@@ -50,7 +50,7 @@ export const importLayers = [
   restrict(["src/**/*.ts"], notCli, notRuntime),
   restrict(["src/runtime/**/*.ts"], notCli),
   restrict(
-    ["src/errors.ts", "src/billing/**/*.ts", "src/config/**/*.ts"],
+    ["src/errors.ts", "src/billing/**/*.ts", "src/config/**/*.ts", "src/time/**/*.ts"],
     notCli,
     layer(anyOf(["metrics", "db", "quota", "providers", ...aboveLedger]), "Pure modules (errors, billing, config) import no I/O layer."),
     layer("^(pg|drizzle-orm|undici|hono|graphile-worker|prom-client)", "Pure modules stay free of I/O libraries."),

@@ -5,9 +5,9 @@ import type { UserService } from "../auth/types.js";
 import type { Config } from "../config/schema.js";
 import type { Pool, Queryable } from "../db/pool.js";
 import { errors, GatewayError } from "../errors.js";
-import type { Clock } from "../quota/clock.js";
+import type { Clock } from "../time/clock.js";
 import type { QuotaLedger, ResetBalance } from "../quota/types.js";
-import { nextWeekAt } from "../quota/week.js";
+import { nextWeekAt } from "../time/week.js";
 import type { Idempotency, Keyed } from "./idempotency.js";
 
 // Reserve resets (docs/billing.md, "Reserve resets"): a user reads their own, sets whether resets are used

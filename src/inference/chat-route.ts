@@ -7,7 +7,7 @@ import { relayChatStream } from "../metering/relays/chat-relay.js";
 import { chatCharge } from "../metering/relays/charge-frames.js";
 import { chatCompletionText } from "../providers/openai/chat-text.js";
 import { deliverJson, deliverStream, localUsage, withPublicModel } from "../metering/deliver.js";
-import { meteredHandler, type Delivery, type InferenceDeps, type RouteSpec } from "../metering/runner.js";
+import { meteredHandler, type Delivery, type InferenceDeps, type RouteSpec } from "../metering/metered-handler.js";
 import { extended } from "../objects.js";
 import { chatImageSlots, deliverChatImages, type ImageSlot } from "../metering/chat-images.js";
 import type { ImageDownload } from "../metering/image-delivery.js";

@@ -8,7 +8,7 @@ import { UpstreamError } from "../providers/types.js";
 import { validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
 import { deliverJson, localUsage, withPublicModel } from "../metering/deliver.js";
-import { meteredHandler, type InferenceDeps, type RouteSpec } from "../metering/runner.js";
+import { meteredHandler, type InferenceDeps, type RouteSpec } from "../metering/metered-handler.js";
 import { extended } from "../objects.js";
 
 // POST /v1/embeddings (spec "Embeddings request"): `input` a string or an array of strings, `encoding_format`

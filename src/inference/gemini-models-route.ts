@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import type { Catalog } from "../catalog/catalog.js";
 import type { Config } from "../config/schema.js";
-import { meteringErrors } from "../metering/errors.js";
+import { meteringErrors } from "../metering/metered-errors.js";
 import { visibleModels } from "../metering/access.js";
 import { validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";

@@ -16,7 +16,7 @@ import { UpstreamError } from "../providers/types.js";
 import { validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
 import { answeredIn, deliverJson, deliverRelayed, deliverTranslatedJson, localUsage, withPublicModel } from "../metering/deliver.js";
-import { meteredHandler, type InferenceDeps, type RouteSpec } from "../metering/runner.js";
+import { meteredHandler, type InferenceDeps, type RouteSpec } from "../metering/metered-handler.js";
 import { generateContentErrorFrame, relayNativeGenerateContent } from "../metering/relays/generate-content-relay.js";
 import { translatedChatRelay } from "../metering/relays/relay-protocols.js";
 import { extended } from "../objects.js";

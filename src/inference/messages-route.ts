@@ -12,7 +12,7 @@ import { validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
 import { requestHeader } from "../server/headers.js";
 import { answeredIn, deliverJson, deliverRelayed, deliverTranslatedJson, localUsage, withPublicModel } from "../metering/deliver.js";
-import { meteredHandler, type InferenceDeps, type RouteSpec } from "../metering/runner.js";
+import { meteredHandler, type InferenceDeps, type RouteSpec } from "../metering/metered-handler.js";
 import { messagesErrorFrame, relayNativeMessages } from "../metering/relays/messages-relay.js";
 import { translatedChatRelay } from "../metering/relays/relay-protocols.js";
 import { messagesCharge } from "../metering/relays/charge-frames.js";

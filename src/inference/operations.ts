@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ERROR_CODES } from "../errors.js";
-import { METERED_ERROR_CODES, UPSTREAM_KEY_HEADER_NAME } from "../metering/errors.js";
+import { METERED_ERROR_CODES, UPSTREAM_KEY_HEADER_NAME } from "../metering/metered-errors.js";
 import { ANTHROPIC_BETA } from "../providers/anthropic/anthropic-beta.js";
 import { anyOf, ours, vendor, type OperationDescription } from "../server/api-description.js";
 import { geminiListQuery } from "./gemini-models-route.js";

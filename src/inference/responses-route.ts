@@ -6,7 +6,7 @@ import { UpstreamError } from "../providers/types.js";
 import { validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
 import { deliverJson, deliverRelayed, localUsage, withPublicModel } from "../metering/deliver.js";
-import { meteredHandler, type InferenceDeps, type RouteSpec } from "../metering/runner.js";
+import { meteredHandler, type InferenceDeps, type RouteSpec } from "../metering/metered-handler.js";
 import { responsesCharge } from "../metering/relays/charge-frames.js";
 import { relayResponses } from "../metering/relays/responses-relay.js";
 import { extended } from "../objects.js";

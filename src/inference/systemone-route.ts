@@ -10,7 +10,7 @@ import { UpstreamError } from "../providers/types.js";
 import type { BodyBudget } from "../server/body-budget.js";
 import type { AppEnv } from "../server/context.js";
 import { deliverJson } from "../metering/deliver.js";
-import { meteredHandler, type InferenceDeps, type RouteSpec } from "../metering/runner.js";
+import { meteredHandler, type InferenceDeps, type RouteSpec } from "../metering/metered-handler.js";
 import { toSystemOneCall, upstreamBody, type SystemOneCall } from "./systemone-request.js";
 import { EvaluationTokens, tokenLimitsFor } from "./systemone-tokens.js";
 import { extended } from "../objects.js";

@@ -46,7 +46,7 @@ function pruneAuth(deps: JobDeps): Task {
 }
 
 // Returns the pending units of dead processes' leases and of durable holds past their expiry. Every serving
-// process also runs this on its own timer (src/runtime/expiry-sweep.ts), so it never depends on the worker.
+// process also runs this on its own timer (src/quota/expiry-sweep.ts), so it never depends on the worker.
 function expireLedger(deps: JobDeps): Task {
   return async (_payload, helpers) => {
     const { fenced, leases, durable } = await deps.ledger.expire();

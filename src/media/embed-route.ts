@@ -10,7 +10,7 @@ import { clientGone } from "../metering/client-disconnect.js";
 import { withChargeHeaders } from "../metering/deliver.js";
 import { checkedImage, ImageDeliveryError, type UpstreamImage } from "../metering/image-delivery.js";
 import type { RowStart } from "../metering/request-row.js";
-import { meteredHandler, type Delivery, type InferenceDeps, type RouteSpec } from "../metering/runner.js";
+import { meteredHandler, type Delivery, type InferenceDeps, type RouteSpec } from "../metering/metered-handler.js";
 import type { JsonResult } from "../providers/types.js";
 import type { AppEnv } from "../server/context.js";
 import { requestLog, standardHeaders } from "../server/request-context.js";

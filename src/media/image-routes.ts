@@ -4,7 +4,7 @@ import { deliverJson, deliverRelayed } from "../metering/deliver.js";
 import { countTextTokens, estimateTextTokens } from "../metering/estimate.js";
 import { deliverImage } from "../metering/image-delivery.js";
 import { imagePricing } from "../metering/pricing.js";
-import { meteredHandler, type Delivery, type InferenceDeps, type MeteredRequest, type RouteSpec } from "../metering/runner.js";
+import { meteredHandler, type Delivery, type InferenceDeps, type MeteredRequest, type RouteSpec } from "../metering/metered-handler.js";
 import { convertResponsesUsage } from "../providers/openai/convert-openai-usage.js";
 import type { JsonResult, StreamEvent } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";

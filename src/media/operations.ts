@@ -1,4 +1,4 @@
-import { METERED_ERROR_CODES, UPSTREAM_KEY_HEADER_NAME } from "../metering/errors.js";
+import { METERED_ERROR_CODES, UPSTREAM_KEY_HEADER_NAME } from "../metering/metered-errors.js";
 import { ours, vendor, type OperationDescription } from "../server/api-description.js";
 import { embedQuerySchema } from "./embed-query.js";
 import { embedTokenSchema, mintEmbedTokenSchema } from "./embed-token-route.js";

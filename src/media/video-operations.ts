@@ -1,4 +1,4 @@
-import { METERED_ERROR_CODES } from "../metering/errors.js";
+import { METERED_ERROR_CODES } from "../metering/metered-errors.js";
 import { ours, type OperationDescription } from "../server/api-description.js";
 import { videoJobObjectSchema } from "./video-job-object.js";
 import { videoRequestSchema } from "./video-request-schema.js";

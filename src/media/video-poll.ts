@@ -2,11 +2,11 @@ import type { Logger } from "pino";
 import { videoCharge } from "../billing/video-quota.js";
 import type { Config } from "../config/schema.js";
 import type { Pool } from "../db/pool.js";
-import { upstreamToClient } from "../metering/errors.js";
+import { upstreamToClient } from "../metering/metered-errors.js";
 import type { Providers } from "../providers/registry.js";
 import { UpstreamError, type VideoJobReport } from "../providers/types.js";
 import type { UpstreamAbort } from "../providers/upstream-abort.js";
-import type { Clock } from "../quota/clock.js";
+import type { Clock } from "../time/clock.js";
 import { endVideoJobRetrying, type VideoVerdict } from "./video-end.js";
 import { scheduleNextPoll, type ClaimedVideoJob } from "./video-jobs.js";
 

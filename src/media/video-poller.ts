@@ -8,7 +8,7 @@ import { pollVideoJob, type VideoPollDeps } from "./video-poll.js";
 // Every serving process polls the video jobs that are due, whichever process took them (docs/api.md, "Video"): a
 // job is a row of ours claimed for one poll with FOR UPDATE SKIP LOCKED under a short claim, so a process that dies
 // strands nothing (its claims lapse, and jobs it never claimed are due for everyone), and nothing depends on
-// graphile-worker running (`serve --no-worker` polls too), as with the ledger's expiry (src/runtime/expiry-sweep.ts).
+// graphile-worker running (`serve --no-worker` polls too), as with the ledger's expiry (src/quota/expiry-sweep.ts).
 
 /** Jobs claimed at once, and polled concurrently: a batch ends within one poll's time, well inside its claim. */
 const CLAIM_BATCH = 8;

@@ -1,7 +1,7 @@
 import type { Catalog, CatalogModel } from "../catalog/catalog.js";
 import type { Config, ModelConfig, ProviderConfig } from "../config/schema.js";
 import type { ApiKeyPrincipal } from "../auth/principals.js";
-import { meteringErrors } from "./errors.js";
+import { meteringErrors } from "./metered-errors.js";
 import { extended } from "../objects.js";
 
 /** Why a key may not use a model: its plan's model list, or the key's own `--models` list; null = allowed. */

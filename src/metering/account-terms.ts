@@ -1,7 +1,7 @@
 import type { PlanConfig } from "../config/schema.js";
 import type { GatewayError } from "../errors.js";
 import type { MeteredKind, Refusal } from "../quota/types.js";
-import { meteringErrors } from "./errors.js";
+import { meteringErrors } from "./metered-errors.js";
 
 // What the metering path says to the ledger and to the client, per account kind: the base credits a reservation
 // states (the plan's daily allowance; none for a balance the ledger keeps), and how a refusal reads. A record over

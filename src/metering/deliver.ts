@@ -7,7 +7,7 @@ import type { Charge } from "./meter.js";
 import { clientGone } from "./client-disconnect.js";
 import { applyEdits, findMembers } from "./json-members.js";
 import { chatCompletionText } from "../providers/openai/chat-text.js";
-import type { Delivery, OpenedStream } from "./runner.js";
+import type { Delivery, OpenedStream } from "./metered-handler.js";
 import { relayStream, type RelayProtocol } from "./relays/stream-relay.js";
 import type { ChargeCarrier } from "./relays/charge-frames.js";
 

@@ -10,16 +10,16 @@ import type { UpstreamMetrics } from "../metrics/recorders.js";
 import type { Target, UsageReport } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
 import { kindSpec } from "../quota/account-kinds.js";
-import type { Clock } from "../quota/clock.js";
+import type { Clock } from "../time/clock.js";
 import type { Hold, QuotaLedger, ReserveResult, Withdrawable } from "../quota/types.js";
 import { accountTerms } from "./account-terms.js";
 import { logBrokenStream, logFailedAttempt } from "./attempt-log.js";
-import { meteringErrors, upstreamToClient } from "./errors.js";
+import { meteringErrors, upstreamToClient } from "./metered-errors.js";
 import type { Pricing } from "./pricing.js";
 import { requestRow, type RowOutcome, type RowStart } from "./request-row.js";
 
 // THE metering path (docs/architecture.md, "Rules"): admit → reserve → call with fallback → deliver → settle once → log.
-// Every billed route drives a Meter (through the runner, runner.ts); none touches the ledger or the request
+// Every billed route drives a Meter (through its handler, metered-handler.ts); none touches the ledger or the request
 // log itself. Every metered request ends in exactly one post or void of its hold, and its request-log row
 // commits with that resolution in the ledger's journal (docs/architecture.md, "The metering path").
 

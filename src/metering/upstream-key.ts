@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import { errors } from "../errors.js";
-import { UPSTREAM_KEY_HEADER_NAME } from "./errors.js";
+import { UPSTREAM_KEY_HEADER_NAME } from "./metered-errors.js";
 import type { AppEnv } from "../server/context.js";
 import { requestHeader } from "../server/headers.js";
 

@@ -1,5 +1,5 @@
-import { dayStartAt, nextResetAt, utcDay } from "./day.js";
-import { isoWeek, nextWeekAt } from "./week.js";
+import { dayStartAt, nextResetAt, utcDay } from "../time/day.js";
+import { isoWeek, nextWeekAt } from "../time/week.js";
 
 // Every balance the ledger keeps is an account kind (docs/architecture.md, "Rules"): one row per owner, kind and period, with
 // base credits, restorations, posted and pending debits, reserved and settled through the same leases, holds

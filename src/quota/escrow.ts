@@ -4,7 +4,7 @@ import type { DatabaseHealth } from "../db/health.js";
 import type { Pool } from "../db/pool.js";
 import type { AccountMetrics, AccountStats } from "../metrics/recorders.js";
 import { accountAt, kindSpec } from "./account-kinds.js";
-import type { Clock } from "./clock.js";
+import type { Clock } from "../time/clock.js";
 import type { DirectPostFn, SyncLeaseFn } from "./lease-sql.js";
 import type { RefundFn } from "./refund-sql.js";
 import { Lease, type LeaseContext, type Waiter } from "./lease.js";

@@ -8,7 +8,7 @@ import { createGiveBack } from "./give-back.js";
 import { noMetrics, type LedgerMetrics } from "../metrics/recorders.js";
 import { accountAt, accountKinds, baseRevision, kindSpec } from "./account-kinds.js";
 import { ensureAccount, readAccount, type AccountKey, type AccountRow } from "./account-sql.js";
-import { systemClock, type Clock } from "./clock.js";
+import { systemClock, type Clock } from "../time/clock.js";
 import { readDurableRow, reserveDurableRow, resolveDurableRow, type DurableRow } from "./durable-sql.js";
 import { createEscrow, type Escrow } from "./escrow.js";
 import { expireRows } from "./expire-sql.js";
@@ -19,7 +19,7 @@ import { AUTO_RESET_THRESHOLD, autoResetUseId } from "./auto-reset.js";
 import type { AutoResetRequest, Lease } from "./lease.js";
 import { grantResetsRow, readResetsRows, useResetIn } from "./resets-sql.js";
 import { earlierRestoration, restoreRow } from "./restore-sql.js";
-import { isoWeek, nextWeekAt } from "./week.js";
+import { isoWeek, nextWeekAt } from "../time/week.js";
 import {
   HoldNotFoundError,
   HoldResolvedError,

@@ -2,9 +2,9 @@ import type pg from "pg";
 import type { Queryable } from "../db/pool.js";
 import { GIFT_PERPETUAL } from "./account-kinds.js";
 import { ensureAccount } from "./account-sql.js";
-import { dayStartAt } from "./day.js";
+import { dayStartAt } from "../time/day.js";
 import { restoreRow } from "./restore-sql.js";
-import { isoWeek } from "./week.js";
+import { isoWeek } from "../time/week.js";
 
 // Reserve resets on the ledger (docs/billing.md, "Reserve resets"): the week's resets and the gifted ones are
 // accounts (kinds weekly_resets and gifted_resets); a use posts one reset on one of them and restores the day's

@@ -33,7 +33,7 @@ import { reserveResetAdminRoutes, reserveResetUserRoutes } from "../account/rese
 import type { ReserveResets } from "../account/reserve-resets.js";
 import type { Transfers } from "../transfers/transfers.js";
 import { transferAdminRoutes, transferUserRoutes } from "../transfers/routes.js";
-import type { Clock } from "../quota/clock.js";
+import type { Clock } from "../time/clock.js";
 import type { QuotaLedger } from "../quota/types.js";
 import { supportIncidentRoutes } from "../support/incident-routes.js";
 import { supportStaffRoutes } from "../support/staff-routes.js";

@@ -8,7 +8,7 @@ import { startVideoPoller } from "../media/video-poller.js";
 import { createApp, createMetricsApp } from "./app.js";
 import { checkListenAddress, listen, type HttpServer } from "../server/listen.js";
 import { openDatabase } from "./database.js";
-import { transportOf } from "./transport.js";
+import { transportOf } from "./connection-bounds.js";
 import { createServices, videoPollDeps, type Services } from "./services.js";
 
 export interface GatewayOptions {

@@ -17,7 +17,7 @@ import { noMetrics } from "../metrics/recorders.js";
 import { unpricedEvaluators } from "../metering/pricing.js";
 import { createProviders } from "../providers/registry.js";
 import { createSafeDownloader } from "../providers/safe-download.js";
-import { measureClockOffset, offsetClock, type Clock } from "../quota/clock.js";
+import { measureClockOffset, offsetClock, type Clock } from "../time/clock.js";
 import { createQuotaLedger } from "../quota/ledger.js";
 import { createReserveResets } from "../account/reserve-resets.js";
 import { createTransfers } from "../transfers/transfers.js";
@@ -25,7 +25,7 @@ import { registerInstance } from "../quota/instances.js";
 import { createDatabaseHealth } from "../db/health.js";
 import { startListener } from "../db/listener.js";
 import { createBodyBudget } from "../server/body-budget.js";
-import { startExpirySweep } from "./expiry-sweep.js";
+import { startExpirySweep } from "../quota/expiry-sweep.js";
 
 /** Everything the HTTP app needs, plus what only the process lifecycle touches. */
 export interface Services extends AppDeps {

@@ -10,7 +10,7 @@ export interface AppVariables {
   requestId: string;
   /** The process logger; requestLog(c) binds it to the request id. */
   logger: Logger;
-  /** What a metered route learnt of its request (src/metering/runner.ts), for the request counter's labels. */
+  /** What a metered route learnt of its request (src/metering/metered-handler.ts), for the request counter's labels. */
   metered?: { readonly modelId: string; readonly clientProtocol: string };
   /** What bounds the request's body besides its route's cap (src/server/body.ts). */
   bodyRules?: BodyRules;

@@ -8,9 +8,9 @@ import type { DatabaseHealth } from "../db/health.js";
 import type { Pool } from "../db/pool.js";
 import { errors, GatewayError } from "../errors.js";
 import { isUuid } from "../ids.js";
-import type { Clock } from "../quota/clock.js";
+import type { Clock } from "../time/clock.js";
 import type { QuotaLedger } from "../quota/types.js";
-import { nextResetAt, utcDay } from "../quota/day.js";
+import { nextResetAt, utcDay } from "../time/day.js";
 import {
   completeRows,
   countLookup,

@@ -1,7 +1,7 @@
 import OpenAI from "openai";
 import { describe, expect, it } from "vitest";
 import { reconcileLedger } from "../../src/quota/index.js";
-import { utcDay } from "../../src/quota/day.js";
+import { utcDay } from "../../src/time/day.js";
 import { useClusterBench } from "../helpers/cluster-bench.js";
 import type { GatewayCluster } from "../helpers/crash-cluster.js";
 import type { TestDatabase } from "../helpers/db.js";

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { reconcileLedger } from "../../src/quota/index.js";
-import { utcDay } from "../../src/quota/day.js";
+import { utcDay } from "../../src/time/day.js";
 import { gateway, errorLines } from "../helpers/cli.js";
 import { useClusterBench } from "../helpers/cluster-bench.js";
 import { logIn } from "../helpers/login.js";

@@ -2,12 +2,12 @@ import type { Logger } from "pino";
 import { parseConfig } from "../../src/config/load.js";
 import type { ConfigInput } from "../../src/config/schema.js";
 import type { Pool } from "../../src/db/pool.js";
-import type { Clock } from "../../src/quota/clock.js";
+import type { Clock } from "../../src/time/clock.js";
 import { taskList } from "../../src/jobs/tasks.js";
 import { createServices, type Services } from "../../src/runtime/services.js";
 import { createApp } from "../../src/runtime/app.js";
 import { listen } from "../../src/server/listen.js";
-import { transportOf } from "../../src/runtime/transport.js";
+import { transportOf } from "../../src/runtime/connection-bounds.js";
 import { createLogger } from "../../src/server/logger.js";
 import { createTestDatabase, type TestDatabase } from "./db.js";
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiKeyAuth } from "../../src/auth/middleware.js";
 import { deliverJson } from "../../src/metering/deliver.js";
 import { chatPricing, type PricingFor } from "../../src/metering/pricing.js";
-import { meteredHandler, type InferenceDeps, type RouteSpec } from "../../src/metering/runner.js";
+import { meteredHandler, type InferenceDeps, type RouteSpec } from "../../src/metering/metered-handler.js";
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
 import { UpstreamError } from "../../src/providers/types.js";
 import type { AppEnv } from "../../src/server/context.js";

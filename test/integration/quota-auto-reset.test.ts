@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
-import { ManualClock } from "../../src/quota/clock.js";
+import { ManualClock } from "../../src/time/clock.js";
 import { reconcileLedger } from "../../src/quota/index.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";

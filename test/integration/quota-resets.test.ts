@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ManualClock } from "../../src/quota/clock.js";
+import { ManualClock } from "../../src/time/clock.js";
 import { reconcileLedger } from "../../src/quota/index.js";
 import type { Services } from "../../src/runtime/services.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";

@@ -2,7 +2,7 @@ import { runOnce } from "graphile-worker";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createPool } from "../../src/db/pool.js";
-import { ManualClock } from "../../src/quota/clock.js";
+import { ManualClock } from "../../src/time/clock.js";
 import { reconcileLedger } from "../../src/quota/index.js";
 import { completeRows } from "../../src/transfers/transfers-sql.js";
 import { transferRecord, transfersAnswer } from "../../src/transfers/wire.js";

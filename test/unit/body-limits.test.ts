@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/load.js";
 import { jsonLength } from "../../src/metering/estimate.js";
-import { transportOf } from "../../src/runtime/transport.js";
+import { transportOf } from "../../src/runtime/connection-bounds.js";
 import { nestsDeeperThan } from "../../src/server/body.js";
 
 // The request-body and connection bounds of issue 20 (docs/security.md, "Connections and request bodies").

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ERROR_CODES, GatewayError, errors, type ErrorCode } from "../../src/errors.js";
-import { errorClassOf, upstreamToClient } from "../../src/metering/errors.js";
+import { errorClassOf, upstreamToClient } from "../../src/metering/metered-errors.js";
 import { errorCodeOf } from "../../src/metering/meter.js";
 import { UpstreamAnswerTooLargeError, UpstreamError } from "../../src/providers/types.js";
 

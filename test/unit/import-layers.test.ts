@@ -27,7 +27,7 @@ describe("import direction lint rule", () => {
     // The order among the service folders (serviceOrder in eslint.config.js).
     ["src/auth/users.ts", 'import { x } from "../metering/meter.js";\nexport const y = x;\n'],
     ["src/catalog/catalog.ts", 'import { x } from "../auth/index.js";\nexport const y = x;\n'],
-    ["src/metering/runner.ts", 'import { x } from "../inference/chat-route.js";\nexport const y = x;\n'],
+    ["src/metering/metered-handler.ts", 'import { x } from "../inference/chat-route.js";\nexport const y = x;\n'],
     ["src/analytics/queries.ts", 'import { x } from "../account/quota-route.js";\nexport const y = x;\n'],
     // The metrics recorders sit below every layer that records, just above the pure modules.
     ["src/metrics/prometheus.ts", 'import { x } from "../quota/ledger.js";\nexport const y = x;\n'],

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { nextResetAt, utcDay } from "../../src/quota/day.js";
+import { nextResetAt, utcDay } from "../../src/time/day.js";
 
 describe("the quota day (UTC)", () => {
   it("names the UTC day, up to the last millisecond before midnight", () => {

@@ -3,7 +3,7 @@ import { createCatalog } from "../../src/catalog/catalog.js";
 import { parseConfig } from "../../src/config/load.js";
 import { GatewayError } from "../../src/errors.js";
 import { servingTargets } from "../../src/metering/access.js";
-import { upstreamToClient, errorClassOf } from "../../src/metering/errors.js";
+import { upstreamToClient, errorClassOf } from "../../src/metering/metered-errors.js";
 import { UpstreamError } from "../../src/providers/types.js";
 
 // Which of a model's targets a request may use: those of a protocol the route calls, and with the client's own

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import { isTransientDbError } from "../db/faults.js";
 import type { DatabaseHealth } from "../db/health.js";
-import type { QuotaLedger } from "../quota/types.js";
+import type { QuotaLedger } from "./types.js";
 
 /**
  * Every serving process runs the ledger's expiry itself, whether or not it runs the background worker: with
