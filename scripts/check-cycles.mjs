@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// No import cycles in src/ or worker-kit/, between files or between folders (issue 12; docs/architecture.md, "Layout"): a
+// No import cycles in src/ or worker-kit/, between files or between folders at any depth (issues 12, 31; docs/architecture.md, "Layout"): a
 // cycle is where a one-way layering quietly stops being one. Run by `npm run lint`; `findCycles` is what
 // test/unit/import-layers.test.ts proves on examples.
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
@@ -67,21 +67,30 @@ export function findCycles(root) {
     }
     imports.set(path.relative(root, file), [...targets]);
   }
-  // A file directly in root is a folder of its own (src/errors.ts, src/objects.ts).
-  const folderOf = (file) => file.split(path.sep)[0].replace(/\.tsx?$/, "");
-  const folders = new Map();
+  // Inside every folder, at every depth, its children (each subfolder, and each file directly in it: src/errors.ts is
+  // a "folder" of its own among src's) import one way: an import from one child into another is an edge between
+  // them, and a cycle among one folder's children is a cycle between folders (metering/relays/ <-> metering/meter.ts).
+  const edges = new Map();
   for (const [file, targets] of imports) {
+    const from = file.split(path.sep);
     for (const target of targets) {
-      const from = folderOf(file);
-      const to = folderOf(target);
-      if (from === to) continue;
-      if (!folders.has(from)) folders.set(from, new Set());
-      folders.get(from).add(to);
+      const to = target.split(path.sep);
+      let depth = 0;
+      while (depth < from.length - 1 && depth < to.length - 1 && from[depth] === to[depth]) depth++;
+      // Two files side by side are the file check's business.
+      if (from[depth] === to[depth] || (depth === from.length - 1 && depth === to.length - 1)) continue;
+      const node = (parts) =>
+        parts
+          .slice(0, depth + 1)
+          .join("/")
+          .replace(/\.tsx?$/, "");
+      if (!edges.has(node(from))) edges.set(node(from), new Set());
+      edges.get(node(from)).add(node(to));
     }
   }
   return {
     files: components([...imports.keys()], (f) => imports.get(f) ?? []),
-    folders: components([...folders.keys()], (f) => [...(folders.get(f) ?? [])]),
+    folders: components([...edges.keys()], (f) => [...(edges.get(f) ?? [])]),
   };
 }
 

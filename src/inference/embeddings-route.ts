@@ -7,7 +7,9 @@ import type { JsonResult } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
 import { validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
-import { deliverJson, localUsage, withPublicModel } from "../metering/deliver.js";
+import { deliverJson } from "../metering/deliver.js";
+import { localUsage } from "../metering/estimate.js";
+import { withPublicModel } from "../metering/public-model.js";
 import { meteredHandler, type InferenceDeps, type RouteSpec } from "../metering/metered-handler.js";
 import { extended } from "../objects.js";
 

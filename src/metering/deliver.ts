@@ -1,11 +1,10 @@
 import type { ProviderConfig } from "../config/schema.js";
-import { countTextTokens } from "./estimate.js";
+import { localUsage } from "./estimate.js";
 import type { JsonResult, UsageReport } from "../providers/types.js";
 import { respondBytes, respondStream, respondText, type PushedBody } from "../server/respond.js";
 import { errors } from "../errors.js";
 import type { Charge } from "./meter.js";
 import { clientGone } from "./client-disconnect.js";
-import { applyEdits, findMembers } from "./json-members.js";
 import { chatCompletionText } from "../providers/openai/chat-text.js";
 import type { Delivery, OpenedStream } from "./metered-handler.js";
 import { relayStream, type RelayProtocol } from "./relays/stream-relay.js";
@@ -26,21 +25,6 @@ export function withChargeHeaders(headers: Record<string, string>, charge: Charg
 
 // How every metered route hands its answer over: the public model ID in, the overhead header on, the meter
 // settled. A route says only what its answer is.
-
-/**
- * An upstream JSON text (`parsed` is its parse) with the public model ID as its top-level `member` (`model`,
- * Gemini's `modelVersion`), serialised again only when the edit in the text would be ambiguous.
- */
-export function withPublicModelIn(raw: string, parsed: Record<string, unknown>, publicModel: string, member = "model"): string {
-  const found = findMembers(raw, [member])?.get(member);
-  if (found) return applyEdits(raw, [{ start: found.valueStart, end: found.valueEnd, text: JSON.stringify(publicModel) }]);
-  parsed[member] = publicModel;
-  return JSON.stringify(parsed);
-}
-
-/** The answer as the client gets it: the upstream's text with the public model ID put in. */
-export const withPublicModel = (answer: JsonResult, publicModel: string, member = "model"): string =>
-  withPublicModelIn(answer.raw, answer.body, publicModel, member);
 
 /**
  * Settles a JSON answer from the upstream's usage, or the local count marked estimated, and sends it once the charge
@@ -92,11 +76,6 @@ export function deliverRelayed(
     protocol,
   );
   return deliverStream(delivery, body);
-}
-
-/** The local count of an answer without usage: the prompt by the tokenizer, plus the text it generated. */
-export async function localUsage(countPrompt: () => Promise<number>, generated: string): Promise<UsageReport> {
-  return { promptTokens: await countPrompt(), completionTokens: await countTextTokens(generated), cachedTokens: 0 };
 }
 
 /** The protocol of the target that answered, which decides whether the answer is relayed or translated. */

@@ -1,4 +1,5 @@
 import { O200K_TOKEN_SPLIT_REGEX } from "gpt-tokenizer/encodingParams/constants";
+import type { UsageReport } from "../providers/types.js";
 
 // Token counts the gateway makes itself: a cheap, conservative estimate on the hot path (admission and the
 // hold), and a real tokenizer (o200k_base) only where a number is billed or a refusal depends on it. The
@@ -173,3 +174,8 @@ export async function countPromptTokens(messages: readonly unknown[], extra: rea
 
 /** The tokenizer's count of one text; with `cap`, counting stops once the count is over it. */
 export const countTextTokens = async (text: string, cap?: number): Promise<number> => (text.length === 0 ? 0 : countTokens(text, cap));
+
+/** The local count of an answer without usage: the prompt by the tokenizer, plus the text it generated. */
+export async function localUsage(countPrompt: () => Promise<number>, generated: string): Promise<UsageReport> {
+  return { promptTokens: await countPrompt(), completionTokens: await countTextTokens(generated), cachedTokens: 0 };
+}

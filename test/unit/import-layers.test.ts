@@ -140,6 +140,15 @@ describe("import cycle check (scripts/check-cycles.mjs)", () => {
     expect(found).toEqual({ files: [], folders: [["x", "y"]] });
   });
 
+  it("finds a cycle inside a folder, between a subfolder and a file beside it", () => {
+    const found = cyclesOf({
+      "x/deliver.ts": 'import { relay } from "./relays/relay.js";\nexport const deliver = relay;\n',
+      "x/relays/relay.ts": 'export const relay = 1;\nexport { usage } from "./usage.js";\n',
+      "x/relays/usage.ts": 'import { deliver } from "../deliver.js";\nexport const usage = deliver;\n',
+    });
+    expect(found.folders).toEqual([["x/deliver", "x/relays"]]);
+  });
+
   it("accepts imports that run one way", () => {
     const found = cyclesOf({
       "x/a.ts": 'import { b } from "../y/b.js";\nimport { c } from "./c.js";\nexport const a = b + c;\n',

@@ -1,7 +1,7 @@
 import { isFinalGeminiChunk } from "../../providers/gemini/generate-content.js";
 import { readGeminiStreamUsage } from "../../providers/gemini/convert-gemini-usage.js";
 import { collectGenerateContentText } from "../../providers/gemini/response-text.js";
-import { withPublicModelIn } from "../deliver.js";
+import { withPublicModelIn } from "../public-model.js";
 import { nativeRelay } from "./relay-protocols.js";
 import { STREAM_FAILURE_MESSAGES, type RelayProtocol, type StreamFailure } from "./stream-relay.js";
 

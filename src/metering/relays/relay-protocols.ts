@@ -1,7 +1,7 @@
 import { convertOpenAIUsage } from "../../providers/openai/convert-openai-usage.js";
 import type { StreamEvent, StreamUsageReader, UsageReport } from "../../providers/types.js";
 import { collectChoicesText } from "../../providers/openai/chat-text.js";
-import { localUsage } from "../deliver.js";
+import { localUsage } from "../estimate.js";
 import type { RelayProtocol, StreamFailure } from "./stream-relay.js";
 import { isChatStreamEnd } from "./chat-relay.js";
 

@@ -1,6 +1,6 @@
 import { readResponsesStreamUsage } from "../../providers/openai/convert-openai-usage.js";
 import type { StreamEvent, UsageReport } from "../../providers/types.js";
-import { localUsage } from "../deliver.js";
+import { localUsage } from "../estimate.js";
 import { STREAM_FAILURE_MESSAGES, type RelayProtocol } from "./stream-relay.js";
 
 // A Responses stream as the client gets it: events as the upstream sent them, the public model ID put into the
