@@ -1,14 +1,14 @@
 import { Command } from "commander";
 import { errors } from "../src/errors.js";
-import { changeAsStaff, listStaffCases, staffCaseDetail } from "../src/support/staff.js";
-import type { StaffCaseResult } from "../src/support/staff-wire.js";
+import { changeAsStaff, listStaffCases, staffCaseDetail } from "../src/support/staff/staff.js";
+import type { StaffCaseResult } from "../src/support/staff/staff-wire.js";
 import { LIST_LIMIT } from "../src/support/wire.js";
 import { withServices, type CommonOptions } from "./context.js";
 import { withCommonOptions } from "./options.js";
 import { action, printJson, printTable } from "./output.js";
 
 // `gateway cases`: the staff's view of support cases for operators (docs/cli.md). The logic is the staff
-// routes' own (src/support/staff.ts), so a takeover here holds answers exactly as one from the dashboard does.
+// routes' own (src/support/staff/staff.ts), so a takeover here holds answers exactly as one from the dashboard does.
 
 const listColumns = ["id", "status", "staff_hold", "revision", "origin", "request_id", "problem", "updated_at"];
 

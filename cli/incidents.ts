@@ -1,7 +1,7 @@
 import { Command, Option } from "commander";
 import { validate } from "../src/server/body.js";
-import { incidentUpdateBody, type Incident, type IncidentUpdate } from "../src/support/incident-wire.js";
-import { listIncidents, updateIncident } from "../src/support/incidents.js";
+import { incidentUpdateBody, type Incident, type IncidentUpdate } from "../src/support/incidents/incident-wire.js";
+import { listIncidents, updateIncident } from "../src/support/incidents/incidents.js";
 import { INCIDENT_STATUSES } from "../src/support/wire.js";
 import { withServices, type CommonOptions } from "./context.js";
 import { action, printJson, printTable } from "./output.js";

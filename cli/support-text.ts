@@ -1,5 +1,5 @@
-import type { IncidentList } from "../src/support/incident-wire.js";
-import type { StaffCaseDetail, StaffCasePage } from "../src/support/staff-wire.js";
+import type { IncidentList } from "../src/support/incidents/incident-wire.js";
+import type { StaffCaseDetail, StaffCasePage } from "../src/support/staff/staff-wire.js";
 import type { ClaimedJob, CompleteResponse, FailResponse } from "../src/support/wire.js";
 import { incidentLines } from "../worker-kit/tui/state/incident-text.js";
 

@@ -66,7 +66,7 @@ export const requestLogs = pgTable(
     // created_at grows with time, so a batch's entries land on the index's rightmost pages.
     index("request_logs_created_at_idx").on(t.createdAt),
     // The support_incidents task's scan of server-side failures by public model and error code over a recent
-    // window (src/support/incidents-sql.ts): a small index, as such rows are few.
+    // window (src/support/incidents/incidents-sql.ts): a small index, as such rows are few.
     index("request_logs_server_errors_idx")
       .on(t.createdAt, t.publicModel, t.errorCode)
       .where(sql`${t.status} >= 500`),

@@ -6,8 +6,8 @@ import type { SessionService } from "../auth/types.js";
 import type { RetentionConfig } from "../config/schema.js";
 import type { Pool } from "../db/pool.js";
 import { pruneLedger, type QuotaLedger } from "../quota/index.js";
-import { scanIncidents } from "../support/incidents.js";
-import { sweepSupportJobs } from "../support/sweep.js";
+import { scanIncidents } from "../support/incidents/incidents.js";
+import { sweepSupportJobs } from "../support/worker-jobs/sweep.js";
 import type { Transfers } from "../transfers/transfers.js";
 import { prunePreviews } from "../transfers/transfers-sql.js";
 

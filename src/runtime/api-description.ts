@@ -13,15 +13,15 @@ import { mediaOperations } from "../media/operations.js";
 import { videoOperations } from "../media/video-operations.js";
 import { packageRoot } from "../package-root.js";
 import { ours, type OperationDescription } from "../server/api-description.js";
-import { supportIncidentOperations } from "../support/incident-routes.js";
-import { supportStaffOperations } from "../support/staff-routes.js";
-import { supportUserOperations } from "../support/user-routes.js";
+import { supportIncidentOperations } from "../support/incidents/incident-routes.js";
+import { supportStaffOperations } from "../support/staff/staff-routes.js";
+import { supportUserOperations } from "../support/cases/user-routes.js";
 import type { AppEnv } from "../server/context.js";
 import { healthOperations } from "../server/health.js";
 import { indexOperations } from "../server/index-route.js";
 import { metricsOperations } from "../server/metrics-route.js";
 import { buildOpenApiDocument } from "../server/openapi-document.js";
-import { supportWorkerOperations } from "../support/worker-operations.js";
+import { supportWorkerOperations } from "../support/worker/worker-operations.js";
 import { embedOpenApiSchemas, protoJsonSchemas, type ProtoExtract } from "../server/openapi-vendor.js";
 
 // The API description: every route folder's operations, with the vendors' schemas from vendor-schemas/. Served

@@ -83,7 +83,7 @@ export const supportCases = pgTable(
     // a completion for another revision is discarded.
     revision: integer("revision").notNull().default(1),
     // The cited request's facts, snapshotted from its request-log row when the case was opened
-    // (src/support/request-facts.ts): never payloads, provider mappings, credentials, IPs or upstream bodies.
+    // (src/support/cases/request-facts.ts): never payloads, provider mappings, credentials, IPs or upstream bodies.
     facts: jsonb("facts"),
     // The structured card the last published answer wrote: problem, facts, hypotheses, checks, missing,
     // next_step, confidence.

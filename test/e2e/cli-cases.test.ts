@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { staffCasePageSchema, staffCaseResultSchema } from "../../src/support/staff-wire.js";
+import { staffCasePageSchema, staffCaseResultSchema } from "../../src/support/staff/staff-wire.js";
 import { errorLines, gateway, tempDir } from "../helpers/cli.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 

@@ -1,8 +1,12 @@
 import { execa, type ResultPromise } from "execa";
 import { afterAll, describe, expect, it } from "vitest";
 import { readDemoCredentials } from "../../src/runtime/demo.js";
-import { staffCaseDetailSchema } from "../../src/support/staff-wire.js";
-import { userCaseDetailSchema, userCaseResultSchema, type userCaseDetailSchema as DetailSchema } from "../../src/support/user-wire.js";
+import { staffCaseDetailSchema } from "../../src/support/staff/staff-wire.js";
+import {
+  userCaseDetailSchema,
+  userCaseResultSchema,
+  type userCaseDetailSchema as DetailSchema,
+} from "../../src/support/cases/user-wire.js";
 import { cleanEnv, gatewayBin, processesMentioning, startServe, tempDir, type ServeProcess } from "../helpers/cli.js";
 import { logIn } from "../helpers/login.js";
 import type { z } from "zod";

@@ -13,7 +13,7 @@ import {
   type UserCase,
   type UserCaseDetail,
   type UserCasePage,
-} from "../../src/support/user-wire.js";
+} from "../../src/support/cases/user-wire.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { logIn } from "../helpers/login.js";
 

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { quickAddJob, runOnce } from "graphile-worker";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { enqueueJob, type NewJob } from "../../src/support/jobs-sql.js";
-import { sweepSupportJobs } from "../../src/support/sweep.js";
+import { enqueueJob, type NewJob } from "../../src/support/worker-jobs/jobs-sql.js";
+import { sweepSupportJobs } from "../../src/support/worker-jobs/sweep.js";
 import {
   claimResponseSchema,
   completeResponseSchema,

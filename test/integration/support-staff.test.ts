@@ -6,8 +6,8 @@ import {
   staffCaseResultSchema,
   draftResultSchema,
   staffReplyResultSchema,
-} from "../../src/support/staff-wire.js";
-import { userCaseDetailSchema } from "../../src/support/user-wire.js";
+} from "../../src/support/staff/staff-wire.js";
+import { userCaseDetailSchema } from "../../src/support/cases/user-wire.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { logIn } from "../helpers/login.js";
 

@@ -5,7 +5,7 @@ import { Writable } from "node:stream";
 import { execa } from "execa";
 import pino from "pino";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { enqueueJob, type NewJob } from "../../src/support/jobs-sql.js";
+import { enqueueJob, type NewJob } from "../../src/support/worker-jobs/jobs-sql.js";
 import {
   createRunner,
   createWorkerClient,

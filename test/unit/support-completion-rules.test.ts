@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { checkCompletionBody, judgeCompletion } from "../../src/support/completion-rules.js";
-import { hashLeaseToken, leaseTokenMatches, newLeaseToken } from "../../src/support/lease-token.js";
+import { checkCompletionBody, judgeCompletion } from "../../src/support/worker-jobs/completion-rules.js";
+import { hashLeaseToken, leaseTokenMatches, newLeaseToken } from "../../src/support/worker-jobs/lease-token.js";
 import type { CompleteRequest } from "../../src/support/wire.js";
 
 const open = { status: "open", staff_hold: false, revision: 3 } as const;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { requestFacts, type RequestLogFactsRow } from "../../src/support/request-facts.js";
+import { requestFacts, type RequestLogFactsRow } from "../../src/support/cases/request-facts.js";
 import { requestFactsSchema } from "../../src/support/wire.js";
 
 // A full request_logs row as `select *` would return it: the private columns are there, so the test proves the

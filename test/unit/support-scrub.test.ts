@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { scrubText } from "../../src/support/scrub.js";
+import { scrubText } from "../../src/support/chat-platform/scrub.js";
 
 describe("scrubText", () => {
   it("keeps ordinary text, tabs and newlines", () => {

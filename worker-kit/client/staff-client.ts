@@ -5,7 +5,7 @@ import {
   type IncidentList,
   type IncidentResult,
   type IncidentUpdate,
-} from "../../src/support/incident-wire.js";
+} from "../../src/support/incidents/incident-wire.js";
 import {
   draftResultSchema,
   staffCaseDetailSchema,
@@ -17,7 +17,7 @@ import {
   type StaffCasePage,
   type StaffCaseResult,
   type StaffReplyResult,
-} from "../../src/support/staff-wire.js";
+} from "../../src/support/staff/staff-wire.js";
 import { z } from "zod";
 import { createHttpCaller, type HttpCaller, type HttpOptions } from "./http.js";
 

@@ -5,7 +5,7 @@ import {
   type ControlResponse,
   type SnapshotRequest,
   type SnapshotResponse,
-} from "../../src/support/chatplatform-wire.js";
+} from "../../src/support/chat-platform/chatplatform-wire.js";
 import {
   claimResponseSchema,
   completeResponseSchema,

@@ -11,7 +11,7 @@ export interface CardAndEvidence {
   evidence: Evidence[];
 }
 
-/** What a failure of each error class (src/support/request-facts.ts) suggests, and what to check. */
+/** What a failure of each error class (src/support/cases/request-facts.ts) suggests, and what to check. */
 interface Diagnosis {
   hypotheses: string[];
   checks: string[];

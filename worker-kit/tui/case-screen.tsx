@@ -1,6 +1,6 @@
 import { Box, Text } from "ink";
 import { useCallback, useEffect, useMemo, useState } from "react";
-import type { StaffCaseDetail } from "../../src/support/staff-wire.js";
+import type { StaffCaseDetail } from "../../src/support/staff/staff-wire.js";
 import type { CaseChange, DraftKind } from "../client/staff-client.js";
 import type { KeyHelp, ScreenProps } from "./screen.js";
 import { useOneAction } from "./use-one-action.js";

@@ -1,6 +1,6 @@
 import { Box, Text } from "ink";
 import { useCallback, useEffect, useState } from "react";
-import type { Incident, IncidentUpdate } from "../../src/support/incident-wire.js";
+import type { Incident, IncidentUpdate } from "../../src/support/incidents/incident-wire.js";
 import { incidentLines, incidentRow } from "./state/incident-text.js";
 import type { KeyHelp, ScreenProps } from "./screen.js";
 import { useOneAction } from "./use-one-action.js";

@@ -1,6 +1,6 @@
 import { Box, Text } from "ink";
 import { useEffect, useState } from "react";
-import type { StaffCasePage } from "../../src/support/staff-wire.js";
+import type { StaffCasePage } from "../../src/support/staff/staff-wire.js";
 import { LIST_LIMIT } from "../../src/support/wire.js";
 import type { KeyHelp, ScreenProps } from "./screen.js";
 import { currentCursor, firstPage, nextPage, pageNumber, previousPage } from "./state/page-stack.js";

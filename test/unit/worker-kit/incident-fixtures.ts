@@ -1,4 +1,4 @@
-import type { Incident } from "../../../src/support/incident-wire.js";
+import type { Incident } from "../../../src/support/incidents/incident-wire.js";
 
 export function incident(fields: Partial<Incident> = {}): Incident {
   return {

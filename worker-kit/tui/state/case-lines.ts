@@ -1,4 +1,4 @@
-import type { StaffCaseDetail } from "../../../src/support/staff-wire.js";
+import type { StaffCaseDetail } from "../../../src/support/staff/staff-wire.js";
 import { formatAge } from "./age.js";
 import { oneLine, truncate, wrap } from "./text.js";
 

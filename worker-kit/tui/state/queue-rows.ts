@@ -1,4 +1,4 @@
-import type { StaffCasePage } from "../../../src/support/staff-wire.js";
+import type { StaffCasePage } from "../../../src/support/staff/staff-wire.js";
 import { formatAge } from "./age.js";
 import { fit, oneLine, truncate } from "./text.js";
 

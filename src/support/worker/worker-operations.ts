@@ -1,0 +1,90 @@
+import { ours, type OperationDescription } from "../../server/api-description.js";
+import {
+  controlRequestSchema,
+  controlResponseSchema,
+  snapshotRequestSchema,
+  snapshotResponseSchema,
+} from "../chat-platform/chatplatform-wire.js";
+import {
+  claimRequestSchema,
+  claimResponseSchema,
+  completeRequestSchema,
+  completeResponseSchema,
+  failRequestSchema,
+  failResponseSchema,
+} from "../wire.js";
+
+// The support workers' endpoints in the API description (docs/support.md).
+
+const base = "/api/v1/internal/support/assistant";
+const id = { id: "The job's ID (from the claim)." };
+
+export const supportWorkerOperations: OperationDescription[] = [
+  {
+    method: "post",
+    path: `${base}/jobs/claim`,
+    operationId: "claimSupportJobs",
+    summary: "Leases up to `limit` queued support jobs, each with a fresh lease token and its case's context",
+    description: "Each claim counts an attempt (at most three per job). An empty `jobs` means nothing is claimable now.",
+    tag: "Internal",
+    access: "bot",
+    body: ours("SupportClaimRequest", claimRequestSchema),
+    ok: { status: 200, description: "The leased jobs.", schema: ours("SupportClaimResponse", claimResponseSchema) },
+    errors: ["invalid_value"],
+  },
+  {
+    method: "post",
+    path: `${base}/jobs/{id}/complete`,
+    operationId: "completeSupportJob",
+    summary: "Commits a leased job's answer or draft; it is published only at the case's revision and without a staff hold",
+    description: "A repeat with the same lease token answers the first result and changes nothing.",
+    tag: "Internal",
+    access: "bot",
+    pathParams: id,
+    body: ours("SupportCompleteRequest", completeRequestSchema),
+    ok: { status: 200, description: "What became of the completion.", schema: ours("SupportCompleteResponse", completeResponseSchema) },
+    errors: ["invalid_value", "job_not_found", "lease_lost", "lease_expired"],
+  },
+  {
+    method: "post",
+    path: `${base}/jobs/{id}/fail`,
+    operationId: "failSupportJob",
+    summary: "Gives up a leased job: queued again with backoff if retryable and attempts remain, else failed",
+    tag: "Internal",
+    access: "bot",
+    pathParams: id,
+    body: ours("SupportFailRequest", failRequestSchema),
+    ok: { status: 200, description: "The job's state after the failure.", schema: ours("SupportFailResponse", failResponseSchema) },
+    errors: ["invalid_value", "job_not_found", "lease_lost", "lease_expired"],
+  },
+  {
+    method: "post",
+    path: `${base}/cases/chatplatform/control`,
+    operationId: "chatPlatformControl",
+    summary: "Tells the chat platform, just before it delivers an answer, whether staff hold the channel's case",
+    description: "An unknown channel answers `{staff_hold: false}` and nothing is created.",
+    tag: "Internal",
+    access: "bot",
+    body: ours("ChatPlatformControlRequest", controlRequestSchema),
+    ok: { status: 200, description: "The channel's hold.", schema: ours("ChatPlatformControlResponse", controlResponseSchema) },
+    errors: ["invalid_value"],
+  },
+  {
+    method: "post",
+    path: `${base}/cases/chatplatform`,
+    operationId: "chatPlatformSnapshot",
+    summary: "Upserts a chat channel's case from a snapshot: new messages by source message id, the card, a staff takeover",
+    description:
+      "Messages are stored scrubbed; known source message ids are skipped. `staff_active: false` or absent never clears a hold. " +
+      "New user messages bump the revision and queue one job. The case never gets an owner: owner fields are refused.",
+    tag: "Internal",
+    access: "bot",
+    body: ours("ChatPlatformSnapshotRequest", snapshotRequestSchema),
+    ok: {
+      status: 200,
+      description: "The channel's case after the snapshot.",
+      schema: ours("ChatPlatformSnapshotResponse", snapshotResponseSchema),
+    },
+    errors: ["invalid_value"],
+  },
+];
