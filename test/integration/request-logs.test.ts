@@ -4,7 +4,7 @@ import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { RequestLogRow } from "../../src/analytics/types.js";
 import { createRequestLogWriter, type RequestLogWriterOptions } from "../../src/analytics/writer.js";
-import { userRequestRoutes } from "../../src/analytics/routes.js";
+import { userRequestRoutes } from "../../src/analytics/user-requests-route.js";
 import { requestRead } from "../../src/db/faults.js";
 import { freePort } from "../../src/db/free-port.js";
 import { createPool } from "../../src/db/pool.js";
