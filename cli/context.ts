@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import { demoConfig } from "../src/config/demo.js";
 import { loadConfigFile, parseConfig } from "../src/config/load.js";
 import type { Config } from "../src/config/schema.js";
-import { createLogger, logDestination } from "../src/server/logger.js";
+import { createLogger, logDestination } from "../src/logger.js";
 import { openDatabase, type OpenDatabase } from "../src/runtime/database.js";
 import { runMigrations } from "../src/db/migrate.js";
 import { createServices, type Services } from "../src/runtime/services.js";

@@ -7,7 +7,7 @@ import { demoBotToken, saveDemoRuntime, seedDemo, type DemoCredentials } from ".
 import { startGateway } from "../src/runtime/gateway.js";
 import { shutdownSignals } from "../src/runtime/shutdown-signals.js";
 import { configFindings, refuseErrors } from "../src/config/findings.js";
-import { chooseLogFormat, createLogger, logDestination, logFormats, type LogFormat } from "../src/server/logger.js";
+import { chooseLogFormat, createLogger, logDestination, logFormats, type LogFormat } from "../src/logger.js";
 import { builtInDemoConfig, configPathOf, dataDirOf } from "./context.js";
 import { isLoopbackHost, isWildcardHost } from "../src/server/loopback.js";
 import { action } from "./output.js";

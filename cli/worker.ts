@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError } from "commander";
 import pino from "pino";
 import { readDemoCredentials } from "../src/runtime/demo.js";
-import { createLogger } from "../src/server/logger.js";
+import { createLogger } from "../src/logger.js";
 import { LEASE_SECONDS } from "../src/support/wire.js";
 import { createWorkerClient } from "../worker-kit/client/worker-client.js";
 import { referenceTasks } from "../worker-kit/reference/tasks.js";

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Context, MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
 import type { AppEnv } from "./context.js";
-import { accessLogger } from "./logger.js";
+import { accessLogger } from "../logger.js";
 
 // Always minted here, never taken from the client: users cite this ID in support cases, so it must be unique
 // and ours.

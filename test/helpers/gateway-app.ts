@@ -8,7 +8,7 @@ import { createServices, type Services } from "../../src/runtime/services.js";
 import { createApp } from "../../src/runtime/app.js";
 import { listen } from "../../src/server/listen.js";
 import { transportOf } from "../../src/runtime/connection-bounds.js";
-import { createLogger } from "../../src/server/logger.js";
+import { createLogger } from "../../src/logger.js";
 import { createTestDatabase, type TestDatabase } from "./db.js";
 
 export interface TestGateway {

@@ -6,7 +6,7 @@ import type { TestProject } from "vitest/node";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "../../src/db/embedded.js";
 import { runMigrations } from "../../src/db/migrate.js";
 import { createPool } from "../../src/db/pool.js";
-import { createLogger } from "../../src/server/logger.js";
+import { createLogger } from "../../src/logger.js";
 import { databaseUrl, withAdmin } from "./admin-db.js";
 
 declare module "vitest" {

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chatQuota } from "../../src/billing/chat-quota.js";
 import { freePort } from "../../src/db/free-port.js";
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
-import { createLogger } from "../../src/server/logger.js";
+import { createLogger } from "../../src/logger.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { quiesce, rowsOf } from "../helpers/metering-checks.js";
 import { jsonAnswer, startRecordingUpstream, type RecordingUpstream } from "../helpers/recording-upstream.js";

@@ -4,7 +4,7 @@ import type { ChatCompletionChunk } from "openai/resources/chat/completions";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { freePort } from "../../src/db/free-port.js";
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
-import { createLogger } from "../../src/server/logger.js";
+import { createLogger } from "../../src/logger.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { validateOpenAI } from "../helpers/openapi.js";

@@ -7,7 +7,7 @@ import { createRequestLogWriter, type RequestLogWriterOptions } from "../../src/
 import type { ConfigInput } from "../../src/config/schema.js";
 import { createPool, type Pool } from "../../src/db/pool.js";
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
-import { createLogger } from "../../src/server/logger.js";
+import { createLogger } from "../../src/logger.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { logIn } from "../helpers/login.js";

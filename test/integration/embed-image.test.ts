@@ -2,7 +2,7 @@ import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MOCK_IMAGES } from "../../src/mock-upstream/mock-images.js";
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
-import { createLogger } from "../../src/server/logger.js";
+import { createLogger } from "../../src/logger.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";

@@ -4,7 +4,7 @@ import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runMigrations } from "../../src/db/migrate.js";
 import { listen } from "../../src/server/listen.js";
-import { createLogger } from "../../src/server/logger.js";
+import { createLogger } from "../../src/logger.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { startTestGateway, type TestGateway, testTransport } from "../helpers/gateway-app.js";
 import { validateOpenAI } from "../helpers/openapi.js";

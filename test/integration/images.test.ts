@@ -10,7 +10,7 @@ import {
 } from "../../src/billing/image-quota.js";
 import { MOCK_IMAGES } from "../../src/mock-upstream/mock-images.js";
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
-import { createLogger } from "../../src/server/logger.js";
+import { createLogger } from "../../src/logger.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { countLogWrites, settled as settledOnce } from "../helpers/metering-checks.js";

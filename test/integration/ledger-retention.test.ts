@@ -15,7 +15,7 @@ import {
   type ReserveInput,
 } from "../../src/quota/index.js";
 import { createServices } from "../../src/runtime/services.js";
-import { createLogger } from "../../src/server/logger.js";
+import { createLogger } from "../../src/logger.js";
 import type { TestDatabase } from "../helpers/db.js";
 import { testConfig } from "../helpers/gateway-app.js";
 import { useLedgerFixture } from "../helpers/ledger-fixture.js";

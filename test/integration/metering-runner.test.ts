@@ -9,7 +9,7 @@ import { UpstreamError } from "../../src/providers/types.js";
 import type { AppEnv } from "../../src/server/context.js";
 import { handleError } from "../../src/server/error-envelope.js";
 import { listen, type HttpServer } from "../../src/server/listen.js";
-import { createLogger } from "../../src/server/logger.js";
+import { createLogger } from "../../src/logger.js";
 import { requestContext } from "../../src/server/request-context.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { startTestGateway, type TestGateway, testTransport } from "../helpers/gateway-app.js";

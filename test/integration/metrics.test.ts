@@ -8,7 +8,7 @@ import { createPrometheusMetrics } from "../../src/metrics/prometheus.js";
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
 import { createMetricsApp } from "../../src/runtime/app.js";
 import { startGateway } from "../../src/runtime/gateway.js";
-import { createLogger } from "../../src/server/logger.js";
+import { createLogger } from "../../src/logger.js";
 import { startTestGateway, testConfig, type TestGateway } from "../helpers/gateway-app.js";
 import { quiesce } from "../helpers/metering-checks.js";
 import { parsePrometheus, sample, type Series } from "../helpers/prometheus-text.js";

@@ -4,7 +4,7 @@ import OpenAI from "openai";
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
-import { createLogger } from "../../src/server/logger.js";
+import { createLogger } from "../../src/logger.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { quiesce, rowsOf } from "../helpers/metering-checks.js";
 

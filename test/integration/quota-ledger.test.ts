@@ -12,7 +12,7 @@ import {
   type ReserveInput,
 } from "../../src/quota/index.js";
 import { createServices, type Services } from "../../src/runtime/services.js";
-import { createLogger } from "../../src/server/logger.js";
+import { createLogger } from "../../src/logger.js";
 import type { TestDatabase } from "../helpers/db.js";
 import { QUIET_INSTANCE, useLedgerFixture } from "../helpers/ledger-fixture.js";
 import { injectAtPool } from "../helpers/sql-faults.js";

@@ -12,7 +12,7 @@ import type { AppEnv } from "../../src/server/context.js";
 import { handleError } from "../../src/server/error-envelope.js";
 import { testTransport } from "../helpers/gateway-app.js";
 import { listen, type HttpServer } from "../../src/server/listen.js";
-import { createLogger } from "../../src/server/logger.js";
+import { createLogger } from "../../src/logger.js";
 import { requestContext } from "../../src/server/request-context.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 

@@ -3,7 +3,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { freePort } from "../../src/db/free-port.js";
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
-import { createLogger } from "../../src/server/logger.js";
+import { createLogger } from "../../src/logger.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPool, type Pool } from "../../src/db/pool.js";
 import { createServices, type Services } from "../../src/runtime/services.js";
-import { createLogger } from "../../src/server/logger.js";
+import { createLogger } from "../../src/logger.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startTestGateway, testConfig, type TestGateway } from "../helpers/gateway-app.js";
 import { logIn, postLogin } from "../helpers/login.js";

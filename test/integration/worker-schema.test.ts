@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { migrationsFolder, runMigrations } from "../../src/db/migrate.js";
 import { createPool } from "../../src/db/pool.js";
-import { createLogger } from "../../src/server/logger.js";
+import { createLogger } from "../../src/logger.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 
 // runMigrations, the one migration entry point (serve, admin commands, `gateway migrate`, tests), also brings

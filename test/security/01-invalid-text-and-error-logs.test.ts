@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { DrizzleQueryError } from "drizzle-orm/errors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLogger } from "../../src/server/logger.js";
+import { createLogger } from "../../src/logger.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { logIn } from "../helpers/login.js";
 

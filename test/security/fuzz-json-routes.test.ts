@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
 import { apiOperations } from "../../src/runtime/api-description.js";
 import type { Access, OperationDescription } from "../../src/server/api-description.js";
-import { createLogger } from "../../src/server/logger.js";
+import { createLogger } from "../../src/logger.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { logIn } from "../helpers/login.js";
 

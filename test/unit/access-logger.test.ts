@@ -1,6 +1,6 @@
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { accessLogger, createLogger } from "../../src/server/logger.js";
+import { accessLogger, createLogger } from "../../src/logger.js";
 
 // The access log skips the full logger's redaction and bounding (its fields are the gateway's own): what it
 // writes must be the line the full logger writes for the same fields, to the same place, at the same level.

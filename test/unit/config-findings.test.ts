@@ -3,7 +3,7 @@ import { demoConfig } from "../../src/config/demo.js";
 import { configFindings, refuseErrors } from "../../src/config/findings.js";
 import { ConfigError, parseConfig } from "../../src/config/load.js";
 import type { ConfigInput } from "../../src/config/schema.js";
-import { chooseLogFormat } from "../../src/server/logger.js";
+import { chooseLogFormat } from "../../src/logger.js";
 
 const config = (input: ConfigInput) => parseConfig(input, "test.yaml", {});
 const openai = { protocol: "openai", base_url: "https://api.example.com/v1" } as const;

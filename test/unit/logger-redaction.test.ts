@@ -1,6 +1,6 @@
 import { Writable } from "node:stream";
 import { expect, it } from "vitest";
-import { createLogger } from "../../src/server/logger.js";
+import { createLogger } from "../../src/logger.js";
 
 // Credentials never reach a log line, should an object holding them ever be logged: the gateway's own keys,
 // the providers' keys and a client's own upstream key (its header, and `apiKey` of the provider call options).
