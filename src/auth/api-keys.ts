@@ -1,7 +1,8 @@
 import type { DrizzleTransaction } from "../db/transaction.js";
 import { asc, eq, sql } from "drizzle-orm";
 import type { NodePgDatabase } from "drizzle-orm/node-postgres";
-import { isPricingGroupName, type Config } from "../config/schema.js";
+import { isPricingGroupName } from "../config/plans-schema.js";
+import type { Config } from "../config/schema.js";
 import { errors } from "../errors.js";
 import { generateApiKey } from "./api-key-secret.js";
 import { notifyKey as notify } from "./key-notify.js";

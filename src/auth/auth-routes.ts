@@ -1,7 +1,8 @@
 import { Hono } from "hono";
 import { deleteCookie, setCookie } from "hono/cookie";
 import { z } from "zod";
-import { pricingGroupName, type Config } from "../config/schema.js";
+import { pricingGroupName } from "../config/plans-schema.js";
+import type { Config } from "../config/schema.js";
 import { ours, type OperationDescription } from "../server/api-description.js";
 import { readValidJson, validate } from "../server/body.js";
 import type { BodyCaps } from "../server/body-rules.js";

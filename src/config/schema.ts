@@ -1,114 +1,19 @@
-import { constants as bufferConstants } from "node:buffer";
 import { z } from "zod";
-import { DEFAULT_NATIVE_IMAGE_MODELS } from "../billing/image-quota.js";
+import {
+  configId,
+  MiB,
+  modelSchema,
+  providerSchema,
+  rateCardSchema,
+  SYSTEMONE_KEYS,
+  upstreamAnswerLimitsSchema,
+} from "./catalog-schema.js";
+import { mediaSchema } from "./media-schema.js";
+import { planSchema, pricingGroupName, pricingGroupSchema } from "./plans-schema.js";
 
-// The config file's shape (docs/architecture.md, "Rules"). Every key is documented in docs/configuration.md.
-
-const id = z.string().min(1).max(128);
-
-export const providerProtocols = ["openai", "anthropic", "gemini", "systemone", "video"] as const;
-const modelKinds = ["chat", "embedding", "image", "video", "systemone"] as const;
-
-export const providerSchema = z.strictObject({
-  protocol: z.enum(providerProtocols),
-  base_url: z.url({ protocol: /^https?$/ }),
-  api_key: z.string().default(""),
-  /** openai: ask for usage in streams (stream_options.include_usage); off for servers that reject it. */
-  stream_usage: z.boolean().default(true),
-  /** Requests may bring their own key for this provider (X-Upstream-Api-Key); off unless the operator opts in. */
-  allow_byok: z.boolean().default(false),
-  /** Keep-alive connections to this provider per gateway process. */
-  max_connections: z.int().positive().default(256),
-  timeouts: z
-    .strictObject({
-      connect_ms: z.int().positive().default(5_000),
-      first_byte_ms: z.int().positive().default(60_000),
-      idle_ms: z.int().positive().default(60_000),
-    })
-    .prefault({}),
-});
-
-const MiB = 1024 * 1024;
-
-/** The longest video a request may ask for on any model (docs/api.md, "Video"). */
-export const MAX_VIDEO_SECONDS = 600;
-
-/**
- * The most bytes of one upstream JSON answer (2xx) the gateway reads, per upstream capability: the answer is
- * held whole (text, then its parse) to be checked and reshaped, so without a cap a broken or hostile upstream
- * could make a process buffer gigabytes. Past it: 502 upstream_answer_too_large, no fallback. Streams are
- * relayed as they arrive and never held whole, so they have no cap. Why each default: docs/configuration.md.
- */
-const answerBytes = (fallback: number) =>
-  // One answer is decoded into one string; V8 refuses longer ones (ERR_STRING_TOO_LONG).
-  z.int().positive().max(bufferConstants.MAX_STRING_LENGTH).default(fallback);
-
-export const upstreamAnswerLimitsSchema = z
-  .strictObject({
-    chat_completions: answerBytes(32 * MiB),
-    responses: answerBytes(32 * MiB),
-    messages: answerBytes(32 * MiB),
-    generate_content: answerBytes(32 * MiB),
-    embeddings: answerBytes(256 * MiB),
-    evaluate: answerBytes(128 * MiB),
-    /** For the image capabilities, read once they exist. */
-    images: answerBytes(256 * MiB),
-    /** For the video capabilities (job JSON; video bytes are never read as JSON), read once they exist. */
-    video: answerBytes(1 * MiB),
-  })
-  .prefault({});
-
-const targetSchema = z.union([id, z.strictObject({ provider: id, model: z.string().min(1).optional() })]);
-
-const modelSchema = z.strictObject({
-  kind: z.enum(modelKinds),
-  upstream: z.string().min(1),
-  targets: z.array(targetSchema).min(1),
-  token_multiplier: z.number().nonnegative().default(1),
-  /** Price of a completion token relative to a prompt token. */
-  completion_ratio: z.number().nonnegative().default(1),
-  /** Price of a cached prompt token relative to an uncached one. */
-  cached_ratio: z.number().nonnegative().default(1),
-  owned_by: z.string().default("gateway"),
-  description: z.string().default(""),
-  release_date: z.iso.date().optional(),
-  /** More public IDs of this model that only reseller keys may use; answers name the ID the client sent. */
-  reseller_aliases: z.array(id).default([]),
-  /** systemone: the whole input is priced `multiplier` times when it is over `threshold_tokens`. */
-  long_context: z.strictObject({ threshold_tokens: z.int().nonnegative(), multiplier: z.number().nonnegative() }).optional(),
-  /** systemone: what reseller keys pay, in USD per million input tokens (pay-as-you-go). */
-  reseller_price: z.strictObject({ input_usd_per_million: z.number().nonnegative() }).optional(),
-  /**
-   * chat: the most output tokens one answer (one choice) may have; caps a stream that asks for no limit, and one
-   * asking for more (docs/billing.md, "Streams that overrun"). Absent: the request's own limit, if any.
-   */
-  max_output_tokens: z.int().positive().optional(),
-  /** systemone: token limits of the input, instead of the version's own (1.13: 64,000 and 32,000). */
-  token_limits: z.strictObject({ total: z.int().positive(), state_plus_question: z.int().positive() }).optional(),
-  /** video (required there): quota per second of video produced, and the durations a request may ask for (docs/billing.md). */
-  video_price: z
-    .strictObject({
-      units_per_second: z.number().nonnegative(),
-      /** Held and charged per video when a request names no `duration`. */
-      default_seconds: z.number().positive().max(MAX_VIDEO_SECONDS).default(5),
-      /** The longest `duration` a request may ask for (400 above it). */
-      max_seconds: z.number().positive().max(MAX_VIDEO_SECONDS).default(60),
-    })
-    .refine((p) => p.default_seconds <= p.max_seconds, {
-      message: "default_seconds must not exceed max_seconds",
-      path: ["default_seconds"],
-    })
-    .optional(),
-});
-
-/** The upstream's price of one evaluator version or upstream model name, USD per million tokens. */
-const rateCardSchema = z.strictObject({
-  input_usd_per_million: z.number().nonnegative(),
-  output_usd_per_million: z.number().nonnegative().default(0),
-});
-
-/** Keys only evaluation models take. */
-const SYSTEMONE_KEYS = ["long_context", "reseller_price", "token_limits"] as const;
+// The config file's shape (docs/architecture.md, "Rules"), assembled from its sections: the catalog
+// (catalog-schema.ts), plans and pricing groups (plans-schema.ts), media (media-schema.ts), and here the rest.
+// Every key is documented in docs/configuration.md.
 
 /**
  * Days of history the retention keeps (docs/billing.md, "Retention"): 0 keeps it for ever (a value that reads as
@@ -116,19 +21,6 @@ const SYSTEMONE_KEYS = ["long_context", "reseller_price", "token_limits"] as con
  * which keeps the cutoff a valid timestamp.
  */
 const retentionDays = (fallback: number) => z.int().min(0).max(36_500).default(fallback);
-
-const planSchema = z.strictObject({
-  daily_tokens: z.int().nonnegative(),
-  weekly_resets: z.int().nonnegative().default(0),
-  context_limit: z.int().positive(),
-  /** Public model IDs this plan may use; absent = every model. */
-  models: z.array(id).optional(),
-  /**
-   * Fixed-quota request packs (docs/billing.md, "Request packs"): public model ID -> requests per UTC day. A
-   * subscription request to such a model counts one request on the pack, not tokens on the daily allowance.
-   */
-  request_packs: z.record(id, z.int().positive().max(1_000_000_000)).optional(),
-});
 
 /**
  * GET /metrics (Prometheus text format; docs/api.md, "Metrics"): off unless enabled. Served on the main address
@@ -143,105 +35,6 @@ const metricsSchema = z
     listen: z.strictObject({ host: z.string().min(1).default("127.0.0.1"), port: z.int().min(0).max(65535) }).optional(),
   })
   .prefault({});
-
-/** A hostname whose last label is not a number: `999.1.1.1` is a mistyped address, never a name (WHATWG URL refuses it). */
-const isHostname = (v: string) => z.hostname().safeParse(v).success && !/(^|\.)\d+\.?$/.test(v);
-
-/** An allow_private entry: a CIDR, one address (IPv4 or IPv6), or a hostname matched exactly. */
-const privateUpstream = z
-  .string()
-  .refine((v) => [z.cidrv4(), z.cidrv6(), z.ipv4(), z.ipv6()].some((format) => format.safeParse(v).success) || isHostname(v), {
-    message: "must be a CIDR (10.0.0.0/8, fc00::/7), an IP address or a hostname",
-  });
-
-/**
- * Fetching upstream media by URL (an image provider's answer): the URL is the upstream's, so every fetch is
- * checked against non-public addresses after DNS resolution (src/providers/address-policy.ts) unless allowed here.
- */
-const mediaSchema = z
-  .strictObject({
-    images: z
-      .strictObject({
-        /** Upstream model IDs priced by their native token usage, with their `-YYYY-MM-DD` snapshots (docs/billing.md). */
-        native_usage_models: z.array(z.string().min(1)).default([...DEFAULT_NATIVE_IMAGE_MODELS]),
-      })
-      .prefault({}),
-    /** Video jobs (docs/api.md, "Video"): how every serving process polls their upstreams, and how long a job may run. */
-    video: z
-      .strictObject({
-        poll_interval_seconds: z.int().positive().max(3600).default(5),
-        /**
-         * How long a process's claim on a job lasts while it polls it: no other process polls the job meanwhile, and
-         * the job of a process that died during a poll is taken by another once it lapses.
-         */
-        claim_seconds: z.int().min(2).max(600).default(30),
-        /** A job still running after this long is failed and its hold voided. */
-        job_timeout_seconds: z
-          .int()
-          .positive()
-          .default(6 * 3600),
-        /** The durable hold's expiry: a job that no process polled again (none running) gives its units back then. */
-        hold_expiry_seconds: z
-          .int()
-          .positive()
-          .default(24 * 3600),
-      })
-      .prefault({})
-      .refine((v) => v.hold_expiry_seconds > v.job_timeout_seconds, {
-        message: "hold_expiry_seconds must be longer than job_timeout_seconds (a running job must keep its hold)",
-        path: ["hold_expiry_seconds"],
-      }),
-    download: z
-      .strictObject({
-        max_bytes: z
-          .int()
-          .positive()
-          .max(bufferConstants.MAX_LENGTH)
-          .default(32 * MiB),
-        /** The whole download, redirects included. */
-        timeout_ms: z.int().positive().default(30_000),
-        max_redirects: z.int().min(0).max(10).default(3),
-        /** Non-public upstreams fetched anyway (a mock upstream on 127.0.0.1, a CDN on an internal network). */
-        allow_private: z.array(privateUpstream).default([]),
-      })
-      .prefault({}),
-    /** GET /embed/image:{model} (docs/api.md, "Embeddable images"): its tokens and its cache shared by every process. */
-    embed: z
-      .strictObject({
-        /** The cache's total image bytes; the least recently used entries are evicted past it. */
-        cache_max_bytes: z
-          .int()
-          .nonnegative()
-          .default(256 * MiB),
-        /** How long an entry serves after it was generated. */
-        cache_ttl_seconds: z.int().positive().default(86_400),
-        /** How long a request waits for an identical one that is generating (after that it generates itself). */
-        wait_seconds: z.int().positive().max(600).default(120),
-        /** Embed tokens: the lifetime when POST /v1/embed/tokens names none, and the longest it may ask for. */
-        token_ttl_seconds: z.int().positive().default(3_600),
-        token_max_ttl_seconds: z.int().positive().max(86_400).default(86_400),
-      })
-      .prefault({})
-      .refine((embed) => embed.token_ttl_seconds <= embed.token_max_ttl_seconds, {
-        message: "token_ttl_seconds must not exceed token_max_ttl_seconds",
-        path: ["token_ttl_seconds"],
-      }),
-  })
-  .prefault({});
-
-/**
- * A pricing group's name, in the config and in an admin's key alike: a plain name that no object has as a member
- * (`constructor`, `toString`, `__proto__`), so that a name is always data, whatever table holds it.
- */
-export const PRICING_GROUP_NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
-export const isPricingGroupName = (name: string): boolean => PRICING_GROUP_NAME.test(name) && !(name in Object.prototype);
-const PRICING_GROUP_RULE = "must be 1 to 64 of a-z, 0-9, '_', '.', '-', starting with a letter or digit, and not a name every object has";
-export const pricingGroupName = z.string().refine(isPricingGroupName, { error: PRICING_GROUP_RULE });
-
-const pricingGroupSchema = z.strictObject({
-  /** Applies to every quota charge of keys in the group (the key's global multiplier). */
-  multiplier: z.number().nonnegative().default(1),
-});
 
 export const configSchema = z
   .strictObject({
@@ -450,10 +243,10 @@ export const configSchema = z
     metrics: metricsSchema,
     media: mediaSchema,
     pricing_groups: z.record(pricingGroupName, pricingGroupSchema).default({ default: { multiplier: 1 } }),
-    providers: z.record(id, providerSchema).default({}),
-    models: z.record(id, modelSchema).default({}),
-    plans: z.record(id, planSchema).default({ free: { daily_tokens: 200_000, weekly_resets: 1, context_limit: 128_000 } }),
-    default_plan: id.default("free"),
+    providers: z.record(configId, providerSchema).default({}),
+    models: z.record(configId, modelSchema).default({}),
+    plans: z.record(configId, planSchema).default({ free: { daily_tokens: 200_000, weekly_resets: 1, context_limit: 128_000 } }),
+    default_plan: configId.default("free"),
   })
   .superRefine((cfg, ctx) => {
     for (const [modelId, model] of Object.entries(cfg.models)) {

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { identifier } from "../text-wire.js";
-import { MAX_VIDEO_SECONDS } from "../config/schema.js";
+import { MAX_VIDEO_SECONDS } from "../config/catalog-schema.js";
 
 // The unified video request (spec "Video generation request"; docs/api.md, "Video"). Every field the spec names
 // is checked here and mapped per provider protocol by ./video-capabilities.ts; other fields are refused, so a

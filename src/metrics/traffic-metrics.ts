@@ -1,5 +1,6 @@
 import type { Registry } from "prom-client";
-import { providerProtocols, type Config } from "../config/schema.js";
+import { providerProtocols } from "../config/catalog-schema.js";
+import type { Config } from "../config/schema.js";
 import { boundedLabel, fallbackCause, OTHER, publicModelIds, STATUS_CLASSES, statusClassIndex } from "./labels.js";
 import type { RequestMetrics, UpstreamMetrics } from "./recorders.js";
 import { counterFamily, histogramFamily, type CounterSeries, type HistogramSeries } from "./series.js";

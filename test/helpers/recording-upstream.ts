@@ -2,7 +2,8 @@ import { once } from "node:events";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll } from "vitest";
-import { providerSchema, upstreamAnswerLimitsSchema, type ProviderConfig, type UpstreamAnswerLimits } from "../../src/config/schema.js";
+import { providerSchema, upstreamAnswerLimitsSchema } from "../../src/config/catalog-schema.js";
+import type { ProviderConfig, UpstreamAnswerLimits } from "../../src/config/schema.js";
 import { batchesOf } from "./async-iter.js";
 import type { EventStream, ProviderAdapter, Target } from "../../src/providers/types.js";
 

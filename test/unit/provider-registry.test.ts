@@ -1,7 +1,7 @@
 import { readdirSync, statSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { providerProtocols } from "../../src/config/schema.js";
+import { providerProtocols } from "../../src/config/catalog-schema.js";
 import { adapterFactories } from "../../src/providers/registry.js";
 import { FALLBACK_STATUSES, UpstreamError } from "../../src/providers/types.js";
 

@@ -2,7 +2,7 @@ import { once } from "node:events";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { providerSchema } from "../../src/config/schema.js";
+import { providerSchema } from "../../src/config/catalog-schema.js";
 import { errorClassOf, upstreamToClient } from "../../src/metering/metered-errors.js";
 import { createAnthropicAdapter } from "../../src/providers/anthropic/index.js";
 import { createGeminiAdapter } from "../../src/providers/gemini/index.js";
