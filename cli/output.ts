@@ -1,5 +1,5 @@
 import { ConfigError } from "../src/config/load.js";
-import { EmbeddedPostgresError } from "../src/db/embedded.js";
+import { EmbeddedPostgresError } from "../src/db/embedded-common.js";
 import { GatewayError } from "../src/errors.js";
 import { ListenError } from "../src/server/listen.js";
 

