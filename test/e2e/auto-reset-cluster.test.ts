@@ -24,10 +24,11 @@ describe("automatic resets over two gateway processes", () => {
   let configFile: string;
   let users = 0;
 
-  async function start() {
+  /** `faults`: the mock upstream's fault headers on every chat call (docs/mock-upstream.md, "Faults"). */
+  async function start(faults: Record<string, number> = {}) {
     db = await bench.database();
     configFile = bench.writeConfig("auto-reset", {
-      providers: { mock: { protocol: "openai", base_url: bench.upstream.baseUrl({}), api_key: "mock-key" } },
+      providers: { mock: { protocol: "openai", base_url: bench.upstream.baseUrl(faults), api_key: "mock-key" } },
       models: { chat: { kind: "chat", upstream: "mock-gpt-small", targets: ["mock"] } },
       plans: { std: { daily_tokens: DAILY, weekly_resets: WEEKLY, context_limit: 128_000 } },
       default_plan: "std",
@@ -96,7 +97,10 @@ describe("automatic resets over two gateway processes", () => {
   });
 
   it("a manual use racing the automatic one: one reset", async () => {
-    await start();
+    // The chats' answers take 5 s, so none of them posts a charge before the manual use is decided: the race is
+    // between the two uses alone. (A manual use after a chat posted would rightly restore that spending with a
+    // second reset, which on a loaded machine made this test's outcome depend on timing.)
+    await start({ "x-mock-delay-ms": 5000 });
     const u = await userWith(60);
     const [manual, ...served] = await Promise.allSettled([
       fetch(`${cluster.current[1]!.url}/api/v1/user/quota-resets/use`, { method: "POST", headers: u.session }),
