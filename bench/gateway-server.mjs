@@ -1,11 +1,27 @@
 // A `gateway serve` for the benchmarks: a generated config with the mock as its only provider, an embedded
 // PostgreSQL in the data directory (or DATABASE_URL), one user and one API key made with the CLI.
 import { mkdirSync, writeFileSync } from "node:fs";
+import { chmod, mkdtemp } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { registerPostmaster, runNode, startProcess } from "./processes.mjs";
+import { registerPostmaster, registerTempDir, runNode, startProcess } from "./processes.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+/** A temporary directory for one benchmark run, removed on every exit path. */
+export async function benchDir(prefix) {
+  const dir = await mkdtemp(path.join(os.tmpdir(), prefix));
+  registerTempDir(dir);
+  await chmod(dir, 0o755); // embedded PostgreSQL runs as the postgres user when we are root
+  return dir;
+}
+
+/** `gateway mock-upstream` on a free port, requiring `key`; its url is `.match[1]`. */
+export const startMock = (key) =>
+  startProcess("mock", [path.join(root, "bin/gateway"), "mock-upstream", "--port", "0", "--api-key", key], {
+    ready: /mock upstream listening on (http:\/\/\S+)/,
+  });
 
 /**
  * Writes the config, starts the gateway and makes the bench user and key. `metricsToken` turns GET /metrics on;

@@ -4,7 +4,6 @@
 // Each server and each load generator is its own process; rounds interleave the targets so drift of the shared
 // machine hits all three alike. docs/performance.md explains the knobs and keeps the results.
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { chmod, mkdtemp } from "node:fs/promises";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
@@ -13,8 +12,8 @@ import { parseArgs } from "node:util";
 import { request } from "undici";
 import { prepareRef } from "./against.mjs";
 import { runPacedProcess } from "./paced-load.mjs";
-import { startGateway } from "./gateway-server.mjs";
-import { registerTempDir, runBenchmark, runNode, startProcess, startSampler } from "./processes.mjs";
+import { benchDir, startGateway, startMock } from "./gateway-server.mjs";
+import { runBenchmark, runNode, startProcess, startSampler } from "./processes.mjs";
 import { formatTailReport, tailReport } from "./tail-report.mjs";
 import { compareBuilds, formatComparison, summarize, verdicts } from "./verdict.mjs";
 
@@ -57,9 +56,7 @@ const chatBody = (model, stream) =>
 const log = (line) => process.stderr.write(`${line}\n`);
 
 async function startServers(dataDir, ref) {
-  const mock = await startProcess("mock", [path.join(root, "bin/gateway"), "mock-upstream", "--port", "0", "--api-key", MOCK_KEY], {
-    ready: /mock upstream listening on (http:\/\/\S+)/,
-  });
+  const mock = await startMock(MOCK_KEY);
   const mockUrl = mock.match[1];
   const bare = await startProcess("bare", [path.join(root, "bench/bare-proxy.mjs"), "--port", "0", "--upstream", mockUrl], {
     ready: /^(http:\/\/\S+)$/m,
@@ -223,9 +220,7 @@ const f = (x, d = 3) => (Number.isFinite(x) ? x.toFixed(d) : "-");
 
 async function main() {
   const ref = args.against ? prepareRef(root, args.against, log) : undefined;
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), "gateway-bench-"));
-  registerTempDir(dataDir);
-  await chmod(dataDir, 0o755); // embedded PostgreSQL runs as the postgres user when we are root
+  const dataDir = await benchDir("gateway-bench-");
   log(`starting mock upstream, bare proxy and gateway${ref ? "s" : ""} (embedded PostgreSQL unless DATABASE_URL is set)…`);
   const servers = await startServers(dataDir, ref);
   const active = {};

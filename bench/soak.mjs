@@ -3,14 +3,13 @@
 // minute after a (re)start drops nothing and keeps +p99 within 3× of the later minutes', and RSS stays flat.
 // Load starts when /readyz first answers 200, as a load balancer would send it. docs/performance.md, "The soak".
 import { readdirSync, readFileSync } from "node:fs";
-import { chmod, mkdtemp } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { request } from "undici";
-import { startGateway } from "./gateway-server.mjs";
+import { benchDir, startGateway, startMock } from "./gateway-server.mjs";
 import { runPacedProcess } from "./paced-load.mjs";
-import { cpuTracker, registerTempDir, rssMb, runBenchmark, startProcess, startSampler } from "./processes.mjs";
+import { cpuTracker, rssMb, runBenchmark, startSampler } from "./processes.mjs";
 import { formatTailReport, tailReport } from "./tail-report.mjs";
 import { soakVerdicts } from "./verdict.mjs";
 
@@ -82,12 +81,8 @@ function firstMinuteTail(dir, traceFile) {
 const f = (x, d = 3) => (Number.isFinite(x) ? x.toFixed(d) : "-");
 
 async function main() {
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), "gateway-soak-"));
-  registerTempDir(dataDir);
-  await chmod(dataDir, 0o755); // embedded PostgreSQL runs as the postgres user when we are root
-  const mock = await startProcess("mock", [path.join(root, "bin/gateway"), "mock-upstream", "--port", "0", "--api-key", MOCK_KEY], {
-    ready: /mock upstream listening on (http:\/\/\S+)/,
-  });
+  const dataDir = await benchDir("gateway-soak-");
+  const mock = await startMock(MOCK_KEY);
   const direct = { url: mock.match[1], key: MOCK_KEY, model: "mock-gpt-small" };
   log(`the upstream alone at ${RATE} req/s for ${BASELINE_SECONDS}s…`);
   const baseline = await paced(direct, BASELINE_SECONDS, 5);

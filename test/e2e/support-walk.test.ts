@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { execa, type ResultPromise } from "execa";
 import { afterAll, describe, expect, it } from "vitest";
-import { cleanEnv, gatewayBin, processesMentioning, startServe, tempDir, type ServeProcess } from "../helpers/cli.js";
+import { cleanEnv, gatewayBin, endWork, startServe, tempDir, type ServeProcess } from "../helpers/cli.js";
 
 // docs/support.md opens with a walk a newcomer copies into a shell: the demo, its reference worker, and the block
 // of curl commands. This runs that block as written (bash, from the directory `npm start` ran in), so the doc
@@ -15,13 +15,7 @@ describe("docs/support.md, Try it on the demo", () => {
   let serve: ServeProcess | undefined;
   let worker: ResultPromise | undefined;
 
-  afterAll(async () => {
-    for (const proc of [worker, serve?.proc]) if (proc && proc.exitCode === null) proc.kill("SIGKILL");
-    if (work) {
-      for (const pid of processesMentioning(work.dir)) process.kill(pid, "SIGKILL");
-      await work.remove();
-    }
-  });
+  afterAll(() => endWork(work, worker, serve?.proc));
 
   it("takes a failed request to a case the worker answers", async () => {
     expect(walk, "the walk's sh block").toBeDefined();

@@ -7,7 +7,7 @@ import {
   userCaseResultSchema,
   type userCaseDetailSchema as DetailSchema,
 } from "../../src/support/cases/user-wire.js";
-import { cleanEnv, gatewayBin, processesMentioning, startServe, tempDir, type ServeProcess } from "../helpers/cli.js";
+import { cleanEnv, gatewayBin, endWork, startServe, tempDir, type ServeProcess } from "../helpers/cli.js";
 import { logIn } from "../helpers/login.js";
 import type { z } from "zod";
 
@@ -35,13 +35,7 @@ describe("gateway worker run --demo", () => {
   let serve: ServeProcess | undefined;
   let worker: ResultPromise | undefined;
 
-  afterAll(async () => {
-    for (const proc of [worker, serve?.proc]) if (proc && proc.exitCode === null) proc.kill("SIGKILL");
-    if (work) {
-      for (const pid of processesMentioning(work.dir)) process.kill(pid, "SIGKILL");
-      await work.remove();
-    }
-  });
+  afterAll(() => endWork(work, worker, serve?.proc));
 
   it("answers a user's case on a failed request, holds off while staff hold it, and stops on SIGTERM", async () => {
     work = await tempDir("gateway-e2e-worker-");

@@ -103,6 +103,20 @@ export function isAlive(pid: number): boolean {
   }
 }
 
+/**
+ * Ends what a test started: `procs` (a serve, a worker) still running are killed, then every process that still
+ * mentions the work directory (an embedded PostgreSQL), and the directory goes.
+ */
+export async function endWork(
+  work: { dir: string; remove(): Promise<void> } | undefined,
+  ...procs: ({ exitCode: number | null; kill(signal: "SIGKILL"): unknown } | undefined)[]
+): Promise<void> {
+  for (const proc of procs) if (proc && proc.exitCode === null) proc.kill("SIGKILL");
+  if (!work) return;
+  for (const pid of processesMentioning(work.dir)) process.kill(pid, "SIGKILL");
+  await work.remove();
+}
+
 /** PIDs of every process whose command line mentions `needle` (e.g. a data dir). */
 export function processesMentioning(needle: string): number[] {
   const pids: number[] = [];
