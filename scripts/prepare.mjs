@@ -1,6 +1,6 @@
 // Runs on `npm install` / `npm ci` (the root package's own lifecycle script, which npm always runs).
 // 1. Re-creates the shared-library symlinks of the embedded PostgreSQL binaries. Their package does this in a
-//    postinstall script that npm 11 skips until approved; doing it here makes a fresh clone work either way.
+//    postinstall script that package.json's allowScripts denies (docs/operations.md says why); this does it instead.
 // 2. Builds the CLI so `bin/gateway` runs, unless dist/ is newer than every source (a second `npm install`, or the
 //    `npx gateway` that installs this folder again, would otherwise spend half a minute rebuilding the same files).
 import { execFileSync } from "node:child_process";
