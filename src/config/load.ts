@@ -61,11 +61,14 @@ export function parseConfig(raw: unknown, file: string, env: NodeJS.ProcessEnv =
   return result.data;
 }
 
-/** The value at `path` in `doc`, or undefined where the path leaves it. */
+/**
+ * The value at `path` in `doc`, or undefined where the path leaves it. Own members only: a key the file lacks
+ * must read as missing even when every object has it (`constructor`, `toString`).
+ */
 function valueAt(doc: unknown, path: readonly PropertyKey[]): unknown {
   let at = doc;
   for (const key of path) {
-    if (at === null || typeof at !== "object") return undefined;
+    if (at === null || typeof at !== "object" || !Object.hasOwn(at, key)) return undefined;
     at = (at as Record<PropertyKey, unknown>)[key];
   }
   return at;
