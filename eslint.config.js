@@ -1,5 +1,5 @@
-// Lint config. Besides the usual checks it enforces the one-way import direction of DESIGN.md §3:
-//   pure (errors, billing, config) <- metrics <- providers <- db/quota <- server (the HTTP toolkit) <- services, in serviceOrder
+// Lint config. Besides the usual checks it enforces the one-way import direction (docs/architecture.md, "Layout"):
+//   pure (errors, billing, config) <- openapi <- metrics <- providers <- db/quota <- server (the HTTP toolkit) <- services, in serviceOrder
 //   <- runtime (composition root, app assembly) <- {cli, worker-kit}
 // worker-kit speaks to the gateway over HTTP only: of src/ it may import the wire modules (`wire.ts`, `*-wire.ts`:
 // pure zod schemas of what the routes take and answer), and a wire module imports nothing but zod and other wire
@@ -54,6 +54,16 @@ export const importLayers = [
     notCli,
     layer(anyOf(["metrics", "db", "quota", "providers", ...aboveLedger]), "Pure modules (errors, billing, config) import no I/O layer."),
     layer("^(pg|drizzle-orm|undici|hono|graphile-worker|prom-client)", "Pure modules stay free of I/O libraries."),
+  ),
+  // The API description's machinery: route folders and providers (the evaluation request's JSON Schema) use it.
+  restrict(
+    ["src/openapi/**/*.ts"],
+    notCli,
+    notRuntime,
+    layer(
+      anyOf(["metrics", "db", "quota", "providers", ...aboveLedger]),
+      "src/openapi sits below every I/O layer: it imports none of them.",
+    ),
   ),
   // The recorders every layer that records is given (the ledger, the metering path, the app's middleware): below
   // all of them, so it reads their numbers through structural types (src/metrics/recorders.ts), never their modules.
@@ -135,7 +145,7 @@ export default tseslint.config(
     // Code that runs per request or per stream event: on Node 20 an object spread followed by other members
     // builds a new hidden class for every object (src/objects.ts, docs/performance.md "Object spread"), and a
     // getter or setter in an object literal puts an accessor pair in the old generation for every object, which
-    // keeps the accessor's closure (and all it refers to) through scavenges (src/inference/stream-relay.ts).
+    // keeps the accessor's closure (and all it refers to) through scavenges (src/metering/relays/stream-relay.ts).
     files: ["src/{inference,metering,providers,server,quota,analytics,auth,account,catalog,metrics}/**/*.ts"],
     rules: {
       "no-restricted-syntax": [

@@ -1,6 +1,6 @@
 import { writeFile } from "node:fs/promises";
 import { Command } from "commander";
-import { apiDescription } from "../src/runtime/api-description.js";
+import { apiDescription } from "../src/runtime/routes.js";
 import { action } from "./output.js";
 
 export function openapiCommand(): Command {

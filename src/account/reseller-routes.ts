@@ -1,10 +1,9 @@
-import { Hono } from "hono";
 import { z } from "zod";
 import type { RequestRead } from "../db/faults.js";
-import { ours, type OperationDescription } from "../server/api-description.js";
+import { ours } from "../openapi/operation.js";
 import { readValidJson } from "../server/body.js";
 import type { BodyCaps } from "../server/body-rules.js";
-import type { AppEnv } from "../server/context.js";
+import { route } from "../server/route.js";
 import { idempotencyErrors, idempotencyHeaderDescription, idempotencyKeyOf, keyedJson } from "./idempotency-header.js";
 import { resellerBalanceSchema, type ResellerAccounts } from "./reseller-accounts.js";
 
@@ -16,28 +15,16 @@ const creditBody = z.object({
   note: z.string().optional().meta({ description: "Kept with the credit, for the record (at most 500 characters)." }),
 });
 
-/** GET /api/v1/user/reseller-balance: the session user's own balance (zeros before any credit). */
-export function resellerUserRoutes(deps: { accounts: ResellerAccounts; read: RequestRead }) {
-  return new Hono<AppEnv>().get("/reseller-balance", async (c) =>
-    c.json(await deps.read(() => deps.accounts.balance(c.get("session").userId))),
-  );
-}
-
-/** Mounted under /api/v1/admin (admin session; CSRF on POST). */
-export function resellerAdminRoutes(deps: { accounts: ResellerAccounts; bodies: BodyCaps; read: RequestRead }) {
-  return new Hono<AppEnv>()
-    .get("/reseller-balances/:user", async (c) => c.json(await deps.read(() => deps.accounts.balance(c.req.param("user")))))
-    .post("/reseller-balances/:user/credits", async (c) => {
-      const key = idempotencyKeyOf(c);
-      const body = await readValidJson(c, creditBody, deps.bodies.small);
-      return keyedJson(c, await deps.accounts.credit(c.req.param("user"), body.usd, body.note, key));
-    });
-}
-
 const balance = ours("ResellerBalance", resellerBalanceSchema);
 const userParam = { user: "The user's ID or email." };
 
-export const resellerOperations: OperationDescription[] = [
+export interface ResellerRouteDeps {
+  resellers: ResellerAccounts;
+  bodies: BodyCaps;
+  read: RequestRead;
+}
+
+const ownBalance = route<ResellerRouteDeps>(
   {
     method: "get",
     path: "/api/v1/user/reseller-balance",
@@ -47,6 +34,12 @@ export const resellerOperations: OperationDescription[] = [
     access: "session",
     ok: { status: 200, description: "The balance (zeros before any credit).", schema: balance },
   },
+  ({ resellers, read }) =>
+    async (c) =>
+      c.json(await read(() => resellers.balance(c.get("session").userId))),
+);
+
+const userBalance = route<ResellerRouteDeps>(
   {
     method: "get",
     path: "/api/v1/admin/reseller-balances/{user}",
@@ -58,6 +51,12 @@ export const resellerOperations: OperationDescription[] = [
     ok: { status: 200, description: "The balance.", schema: balance },
     errors: ["user_not_found"],
   },
+  ({ resellers, read }) =>
+    async (c) =>
+      c.json(await read(() => resellers.balance(c.req.param("user")!))),
+);
+
+const credit = route<ResellerRouteDeps>(
   {
     method: "post",
     path: "/api/v1/admin/reseller-balances/{user}/credits",
@@ -71,4 +70,13 @@ export const resellerOperations: OperationDescription[] = [
     ok: { status: 201, description: "The balance after the credit (a replay: after the first credit with that key).", schema: balance },
     errors: ["user_not_found", ...idempotencyErrors],
   },
-];
+  ({ resellers, bodies }) =>
+    async (c) => {
+      const key = idempotencyKeyOf(c);
+      const body = await readValidJson(c, creditBody, bodies.small);
+      return keyedJson(c, await resellers.credit(c.req.param("user")!, body.usd, body.note, key));
+    },
+);
+
+/** A user reads their own balance (zeros before any credit); an admin reads anyone's and credits it. */
+export const resellerRoutes = [ownBalance, userBalance, credit];

@@ -1,11 +1,10 @@
-import { Hono } from "hono";
 import { z } from "zod";
 import type { RequestRead } from "../db/faults.js";
-import { ours, type OperationDescription } from "../server/api-description.js";
+import { ours } from "../openapi/operation.js";
 import { readValidJson } from "../server/body.js";
 import { anyObject, strictly } from "../server/strict-body.js";
 import type { BodyCaps } from "../server/body-rules.js";
-import type { AppEnv } from "../server/context.js";
+import { route } from "../server/route.js";
 import { idempotencyErrors, idempotencyHeaderDescription, idempotencyKeyOf, keyedJson } from "./idempotency-header.js";
 import { quotaResetsSchema, resetUsedSchema, type ReserveResets } from "./reserve-resets.js";
 
@@ -27,35 +26,16 @@ const grantBody = z.strictObject({
   note: z.string().optional().meta({ description: "Why, kept with the grant (at most 500 characters)." }),
 });
 
-/** Mounted under /api/v1/user (session). */
-export function reserveResetUserRoutes(deps: { resets: ReserveResets; bodies: BodyCaps; read: RequestRead }) {
-  return new Hono<AppEnv>()
-    .get("/quota-resets", async (c) => c.json(await deps.read(() => deps.resets.state(c.get("session").userId))))
-    .put("/quota-resets", async (c) => {
-      const body = strictly(settingsBody, await readValidJson(c, anyObject, deps.bodies.small));
-      return c.json({ auto_reset_enabled: await deps.resets.setAuto(c.get("session").userId, body.auto_reset_enabled) });
-    })
-    .post("/quota-resets/use", async (c) => {
-      const key = idempotencyKeyOf(c);
-      return keyedJson(c, await deps.resets.use(c.get("session").userId, key));
-    });
-}
-
-/** Mounted under /api/v1/admin (admin session; CSRF on POST). */
-export function reserveResetAdminRoutes(deps: { resets: ReserveResets; bodies: BodyCaps; read: RequestRead }) {
-  return new Hono<AppEnv>()
-    .get("/users/:user/quota-resets", async (c) => c.json(await deps.read(() => deps.resets.state(c.req.param("user")))))
-    .post("/users/:user/quota-resets", async (c) => {
-      const key = idempotencyKeyOf(c);
-      const body = strictly(grantBody, await readValidJson(c, anyObject, deps.bodies.small));
-      return keyedJson(c, await deps.resets.grant(c.req.param("user"), body, `admin:${c.get("session").userId}`, key));
-    });
-}
-
-const resets = ours("QuotaResets", quotaResetsSchema);
+const resetsRef = ours("QuotaResets", quotaResetsSchema);
 const userParam = { user: "The user's ID or email." };
 
-export const reserveResetOperations: OperationDescription[] = [
+export interface ReserveResetRouteDeps {
+  resets: ReserveResets;
+  bodies: BodyCaps;
+  read: RequestRead;
+}
+
+const state = route<ReserveResetRouteDeps>(
   {
     method: "get",
     path: "/api/v1/user/quota-resets",
@@ -65,8 +45,14 @@ export const reserveResetOperations: OperationDescription[] = [
       "Weekly resets left this week, gifted resets left by expiry, the plan's weekly allowance, `auto_reset_enabled`, when the weekly allowance renews, and the latest grants and uses.",
     tag: "Account",
     access: "session",
-    ok: { status: 200, description: "The reserve resets.", schema: resets },
+    ok: { status: 200, description: "The reserve resets.", schema: resetsRef },
   },
+  ({ resets, read }) =>
+    async (c) =>
+      c.json(await read(() => resets.state(c.get("session").userId))),
+);
+
+const setAuto = route<ReserveResetRouteDeps>(
   {
     method: "put",
     path: "/api/v1/user/quota-resets",
@@ -79,6 +65,14 @@ export const reserveResetOperations: OperationDescription[] = [
     body: ours("QuotaResetSettings", settingsBody),
     ok: { status: 200, description: "The saved flag.", schema: ours("QuotaResetSettingsSaved", settingsAnswer) },
   },
+  ({ resets, bodies }) =>
+    async (c) => {
+      const body = strictly(settingsBody, await readValidJson(c, anyObject, bodies.small));
+      return c.json({ auto_reset_enabled: await resets.setAuto(c.get("session").userId, body.auto_reset_enabled) });
+    },
+);
+
+const use = route<ReserveResetRouteDeps>(
   {
     method: "post",
     path: "/api/v1/user/quota-resets/use",
@@ -93,6 +87,14 @@ export const reserveResetOperations: OperationDescription[] = [
     // Without a body, a key cannot come back with another one: no idempotency_key_reused.
     errors: ["nothing_to_restore", "insufficient_quota", "invalid_value"],
   },
+  ({ resets }) =>
+    async (c) => {
+      const key = idempotencyKeyOf(c);
+      return keyedJson(c, await resets.use(c.get("session").userId, key));
+    },
+);
+
+const userState = route<ReserveResetRouteDeps>(
   {
     method: "get",
     path: "/api/v1/admin/users/{user}/quota-resets",
@@ -101,9 +103,15 @@ export const reserveResetOperations: OperationDescription[] = [
     tag: "Admin",
     access: "admin",
     pathParams: userParam,
-    ok: { status: 200, description: "The reserve resets.", schema: resets },
+    ok: { status: 200, description: "The reserve resets.", schema: resetsRef },
     errors: ["user_not_found"],
   },
+  ({ resets, read }) =>
+    async (c) =>
+      c.json(await read(() => resets.state(c.req.param("user")!))),
+);
+
+const grant = route<ReserveResetRouteDeps>(
   {
     method: "post",
     path: "/api/v1/admin/users/{user}/quota-resets",
@@ -114,7 +122,20 @@ export const reserveResetOperations: OperationDescription[] = [
     pathParams: userParam,
     headers: idempotencyHeaderDescription("grant"),
     body: ours("QuotaResetGrant", grantBody),
-    ok: { status: 201, description: "The reserve resets after the grant (a replay: after the first grant with that key).", schema: resets },
+    ok: {
+      status: 201,
+      description: "The reserve resets after the grant (a replay: after the first grant with that key).",
+      schema: resetsRef,
+    },
     errors: ["user_not_found", ...idempotencyErrors],
   },
-];
+  ({ resets, bodies }) =>
+    async (c) => {
+      const key = idempotencyKeyOf(c);
+      const body = strictly(grantBody, await readValidJson(c, anyObject, bodies.small));
+      return keyedJson(c, await resets.grant(c.req.param("user")!, body, `admin:${c.get("session").userId}`, key));
+    },
+);
+
+/** A user's own reserve resets (session only), and anyone's for an admin. */
+export const reserveResetRoutes = [state, setAuto, use, userState, grant];

@@ -1,12 +1,11 @@
-import { Hono } from "hono";
 import { deleteCookie, setCookie } from "hono/cookie";
 import { z } from "zod";
 import { pricingGroupName } from "../config/plans-schema.js";
 import type { Config } from "../config/schema.js";
-import { ours, type OperationDescription } from "../server/api-description.js";
+import { ours } from "../openapi/operation.js";
 import { readValidJson, validate } from "../server/body.js";
 import type { BodyCaps } from "../server/body-rules.js";
-import type { AppEnv } from "../server/context.js";
+import { route } from "../server/route.js";
 import { SESSION_COOKIE, sessionAuth } from "./middleware.js";
 import {
   adminUserSchema,
@@ -49,57 +48,21 @@ const listKeysQuery = z.object({ user: identifier().optional().meta({ descriptio
 const okSchema = z.object({ ok: z.literal(true) });
 const meSchema = publicUserSchema.pick({ id: true, email: true, role: true, plan: true });
 
-export function authRoutes(deps: { sessions: SessionService; config: Config; bodies: BodyCaps }) {
-  const { sessions, config, bodies } = deps;
-  const cookieOptions = { httpOnly: true, sameSite: "Strict", path: "/api", secure: sessionCookieSecure(config) } as const;
-  return new Hono<AppEnv>()
-    .post("/login", async (c) => {
-      const body = await readValidJson(c, loginBody, bodies.small);
-      const result = await sessions.login(body.email, body.password);
-      setCookie(c, SESSION_COOKIE, result.token, extended(cookieOptions, { maxAge: config.auth.session_ttl_seconds }));
-      return c.json(result);
-    })
-    .post("/logout", sessionAuth(sessions), async (c) => {
-      await sessions.logout(c.get("session").sessionId);
-      deleteCookie(c, SESSION_COOKIE, cookieOptions);
-      return c.json({ ok: true } satisfies z.infer<typeof okSchema>);
-    });
-}
-
-export function userRoutes() {
-  return new Hono<AppEnv>().get("/me", (c) => {
-    const { userId, email, role, plan } = c.get("session");
-    return c.json({ id: userId, email, role, plan } satisfies z.infer<typeof meSchema>);
-  });
-}
-
-export function adminRoutes(deps: { users: UserService; apiKeys: ApiKeyService; bodies: BodyCaps; read: RequestRead }) {
-  const { users, apiKeys, bodies, read } = deps;
-  return new Hono<AppEnv>()
-    .get("/users", async (c) => c.json({ users: await read(() => users.list()) }))
-    .post("/users", async (c) => {
-      const body = await readValidJson(c, createUserBody, bodies.small);
-      return c.json(await users.create(body), 201);
-    })
-    .get("/keys", async (c) => {
-      const { user } = validate(listKeysQuery, c.req.query());
-      return c.json({ keys: await read(() => apiKeys.list(user ? { user } : undefined)) });
-    })
-    .post("/keys", async (c) => {
-      const body = await readValidJson(c, createKeyBody, bodies.small);
-      return c.json(await apiKeys.create(body), 201);
-    })
-    .post("/keys/:id/revoke", async (c) => c.json(await apiKeys.revoke(c.req.param("id"))));
-}
-
-/** Worker endpoints arrive later; /ping lets a worker check its token now. */
-export function internalRoutes() {
-  return new Hono<AppEnv>().get("/ping", (c) => c.json({ ok: true } satisfies z.infer<typeof okSchema>));
-}
-
 const okRef = ours("Ok", okSchema);
 
-export const authOperations: OperationDescription[] = [
+export interface AuthRouteDeps {
+  sessions: SessionService;
+  users: UserService;
+  apiKeys: ApiKeyService;
+  config: Config;
+  bodies: BodyCaps;
+  read: RequestRead;
+}
+
+const cookieOptions = (config: Config) =>
+  ({ httpOnly: true, sameSite: "Strict", path: "/api", secure: sessionCookieSecure(config) }) as const;
+
+const login = route<AuthRouteDeps>(
   {
     method: "post",
     path: "/api/v1/auth/login",
@@ -112,6 +75,18 @@ export const authOperations: OperationDescription[] = [
     ok: { status: 200, description: "Logged in.", schema: ours("LoginResult", loginResultSchema) },
     errors: ["invalid_credentials", "account_disabled", "login_rate_limited", "database_unavailable"],
   },
+  ({ sessions, config, bodies }) => {
+    const cookie = extended(cookieOptions(config), { maxAge: config.auth.session_ttl_seconds });
+    return async (c) => {
+      const body = await readValidJson(c, loginBody, bodies.small);
+      const result = await sessions.login(body.email, body.password);
+      setCookie(c, SESSION_COOKIE, result.token, cookie);
+      return c.json(result);
+    };
+  },
+);
+
+const logout = route<AuthRouteDeps>(
   {
     method: "post",
     path: "/api/v1/auth/logout",
@@ -121,6 +96,20 @@ export const authOperations: OperationDescription[] = [
     access: "session",
     ok: { status: 200, description: "Logged out; the cookie is cleared.", schema: okRef },
   },
+  ({ sessions, config }) => {
+    const cookie = cookieOptions(config);
+    return [
+      sessionAuth(sessions),
+      async (c) => {
+        await sessions.logout(c.get("session").sessionId);
+        deleteCookie(c, SESSION_COOKIE, cookie);
+        return c.json({ ok: true } satisfies z.infer<typeof okSchema>);
+      },
+    ];
+  },
+);
+
+const me = route<AuthRouteDeps>(
   {
     method: "get",
     path: "/api/v1/user/me",
@@ -130,6 +119,13 @@ export const authOperations: OperationDescription[] = [
     access: "session",
     ok: { status: 200, description: "The user.", schema: ours("Me", meSchema) },
   },
+  () => (c) => {
+    const { userId, email, role, plan } = c.get("session");
+    return c.json({ id: userId, email, role, plan } satisfies z.infer<typeof meSchema>);
+  },
+);
+
+const listUsers = route<AuthRouteDeps>(
   {
     method: "get",
     path: "/api/v1/admin/users",
@@ -139,6 +135,12 @@ export const authOperations: OperationDescription[] = [
     access: "admin",
     ok: { status: 200, description: "The users.", schema: ours("UserList", z.object({ users: z.array(adminUserSchema) })) },
   },
+  ({ users, read }) =>
+    async (c) =>
+      c.json({ users: await read(() => users.list()) }),
+);
+
+const createUser = route<AuthRouteDeps>(
   {
     method: "post",
     path: "/api/v1/admin/users",
@@ -150,6 +152,14 @@ export const authOperations: OperationDescription[] = [
     ok: { status: 201, description: "The user.", schema: ours("AdminUser", adminUserSchema) },
     errors: ["invalid_request", "email_taken"],
   },
+  ({ users, bodies }) =>
+    async (c) => {
+      const body = await readValidJson(c, createUserBody, bodies.small);
+      return c.json(await users.create(body), 201);
+    },
+);
+
+const listKeys = route<AuthRouteDeps>(
   {
     method: "get",
     path: "/api/v1/admin/keys",
@@ -161,6 +171,14 @@ export const authOperations: OperationDescription[] = [
     ok: { status: 200, description: "The keys.", schema: ours("ApiKeyList", z.object({ keys: z.array(publicApiKeySchema) })) },
     errors: ["user_not_found"],
   },
+  ({ apiKeys, read }) =>
+    async (c) => {
+      const { user } = validate(listKeysQuery, c.req.query());
+      return c.json({ keys: await read(() => apiKeys.list(user ? { user } : undefined)) });
+    },
+);
+
+const createKey = route<AuthRouteDeps>(
   {
     method: "post",
     path: "/api/v1/admin/keys",
@@ -172,6 +190,14 @@ export const authOperations: OperationDescription[] = [
     ok: { status: 201, description: "The key with its secret.", schema: ours("CreatedApiKey", createdApiKeySchema) },
     errors: ["invalid_request", "user_not_found"],
   },
+  ({ apiKeys, bodies }) =>
+    async (c) => {
+      const body = await readValidJson(c, createKeyBody, bodies.small);
+      return c.json(await apiKeys.create(body), 201);
+    },
+);
+
+const revokeKey = route<AuthRouteDeps>(
   {
     method: "post",
     path: "/api/v1/admin/keys/{id}/revoke",
@@ -183,6 +209,13 @@ export const authOperations: OperationDescription[] = [
     ok: { status: 200, description: "The revoked key.", schema: ours("ApiKey", publicApiKeySchema) },
     errors: ["key_not_found"],
   },
+  ({ apiKeys }) =>
+    async (c) =>
+      c.json(await apiKeys.revoke(c.req.param("id")!)),
+);
+
+/** Lets a worker check its bot token. */
+const ping = route<AuthRouteDeps>(
   {
     method: "get",
     path: "/api/v1/internal/ping",
@@ -192,4 +225,8 @@ export const authOperations: OperationDescription[] = [
     access: "bot",
     ok: { status: 200, description: "The token is accepted.", schema: okRef },
   },
-];
+  () => (c) => c.json({ ok: true } satisfies z.infer<typeof okSchema>),
+);
+
+/** Sessions (login, logout), the session's user, the admin's users and keys, and the workers' token check. */
+export const authRoutes = [login, logout, me, listUsers, createUser, listKeys, createKey, revokeKey, ping];

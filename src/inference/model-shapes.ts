@@ -30,7 +30,7 @@ export function anthropicModel({ id, model }: VisibleModel, config: Config, key:
   };
 }
 
-/** The generation methods the gateway serves under /compatible/v1beta (generate-content-route.ts). */
+/** The generation methods the gateway serves under /compatible/v1beta (generate-content-routes.ts). */
 export const GEMINI_METHODS = ["generateContent", "streamGenerateContent"];
 
 // Gemini's `Model` and `ListModelsResponse` (google/ai/generativelanguage/v1beta/model.proto and

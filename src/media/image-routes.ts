@@ -1,4 +1,3 @@
-import { Hono } from "hono";
 import type { ImageRequest } from "../billing/image-quota.js";
 import { deliverJson, deliverRelayed } from "../metering/deliver.js";
 import { countTextTokens, estimateTextTokens } from "../metering/estimate.js";
@@ -9,11 +8,19 @@ import { convertResponsesUsage } from "../providers/openai/convert-openai-usage.
 import type { JsonResult, StreamEvent } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
 import { validate } from "../server/body.js";
-import type { AppEnv } from "../server/context.js";
+import { ours, vendor } from "../openapi/operation.js";
+import { route } from "../server/route.js";
+import { meteredOperation } from "../metering/metered-operation.js";
 import { readEditBody } from "./edit-body.js";
 import { abortSignalOf, deliverImagesAnswer, imageUsageReport } from "./image-answer.js";
 import { imageEditRelay } from "./image-edit-relay.js";
-import { imageEditJsonSchema, imageGenerationSchema, type ImageEditRequest, type ImageGenerationRequest } from "./image-request-schema.js";
+import {
+  imageEditFormSchema,
+  imageEditJsonSchema,
+  imageGenerationSchema,
+  type ImageEditRequest,
+  type ImageGenerationRequest,
+} from "./image-request-schema.js";
 import { IMAGE_CONFIG_SUPPORT, toUpstreamEdit, toUpstreamGeneration } from "./image-upstream-body.js";
 
 // POST /v1/images/generations and /v1/images/edits (spec "Image generation request", "Image edit request";
@@ -116,9 +123,39 @@ function edits(deps: InferenceDeps): RouteSpec<ImageEditRequest> {
   };
 }
 
-/** POST /v1/images/generations and /v1/images/edits through the metering path. */
-export function imageRoutes(deps: InferenceDeps) {
-  return new Hono<AppEnv>()
-    .post("/images/generations", meteredHandler(deps, generations(deps)))
-    .post("/images/edits", meteredHandler(deps, edits(deps)));
-}
+/** POST /v1/images/generations through the metering path. */
+export const imageGenerationsRoute = route<InferenceDeps>(
+  meteredOperation("Media", {
+    method: "post",
+    path: "/v1/images/generations",
+    operationId: "createImage",
+    summary: "Image generation",
+    description:
+      "Each image is delivered by the gateway: a `data:` URI (`url`, the default) or plain base64 (`b64_json`), typed by its bytes. " +
+      "Invalid image data from the upstream is a 502 `upstream_invalid_output`, and no other target is tried.",
+    body: ours("ImageGenerationRequest", imageGenerationSchema),
+    ok: { status: 200, description: "The images.", schema: vendor("openai", "ImagesResponse"), charged: true },
+  }),
+  (deps) => meteredHandler(deps, generations(deps)),
+);
+
+/** POST /v1/images/edits, JSON or multipart, through the metering path. */
+export const imageEditsRoute = route<InferenceDeps>(
+  meteredOperation("Media", {
+    method: "post",
+    path: "/v1/images/edits",
+    operationId: "createImageEdit",
+    summary: "Image edits (JSON or multipart)",
+    description: "Delivered as generations are, `b64_json` by default. With `stream: true`, the upstream's image events are relayed.",
+    body: ours("ImageEditRequest", imageEditJsonSchema),
+    form: ours("ImageEditForm", imageEditFormSchema),
+    ok: {
+      status: 200,
+      description: "The images; with `stream: true`, the image edit events as server-sent events.",
+      schema: vendor("openai", "ImagesResponse"),
+      events: vendor("openai", "ImageEditStreamEvent"),
+      charged: true,
+    },
+  }),
+  (deps) => meteredHandler(deps, edits(deps)),
+);

@@ -1,10 +1,13 @@
 import { isUuid } from "../ids.js";
-import { Hono } from "hono";
 import { GatewayError, errors } from "../errors.js";
 import { SafeDownloadError, type Download, type SafeDownloader } from "../providers/safe-download.js";
 import { readUpstreamKey } from "../metering/upstream-key.js";
 import { readJsonBody, validate } from "../server/body.js";
-import type { AppEnv } from "../server/context.js";
+import type { DatabaseHealth } from "../db/health.js";
+import { METERED_ERROR_CODES } from "../metering/metered-errors.js";
+import { ours } from "../openapi/operation.js";
+import { route } from "../server/route.js";
+import { videoJobObjectSchema } from "./video-job-object.js";
 import { videoJobObject } from "./video-job-object.js";
 import { findVideoJob } from "./video-jobs.js";
 import { VIDEO_ROUTE } from "./video-request-row.js";
@@ -27,79 +30,136 @@ export function parseVideoRequest(value: unknown): VideoRequest {
   return validate(videoRequestSchema, value);
 }
 
-export interface VideoRouteDeps extends VideoDeps {
+export interface VideoRouteDeps extends Omit<VideoDeps, "onFault"> {
   bodyLimit: number;
   /** Fetches the upstream's video for the content route (SSRF-checked, capped by media.download.max_bytes). */
   download: SafeDownloader;
+  /** Hears of the database faults a submission met. */
+  health: DatabaseHealth;
 }
 
 /** What a served video is sent as unless the upstream says another video type. */
 const VIDEO_TYPE = /^video\/[\w.+-]+$/;
 
-export function videoRoutes(deps: VideoRouteDeps) {
-  const notFound = (id: string) => errors.notFound(`No video generation job '${id}' for this account.`);
-  return (
-    new Hono<AppEnv>()
-      .post("/video/generations", async (c) => {
-        const receivedAt = deps.clock.now();
-        const key = c.get("apiKey");
-        const start = {
-          requestId: c.get("requestId"),
-          route: VIDEO_ROUTE,
-          clientProtocol: "openai",
-          key,
-          modelId: "",
-          startedAt: performance.now(),
-          streamed: false,
-        };
-        c.set("metered", start);
-        let request: VideoRequest;
-        try {
-          // A job is polled later, by any process: a client's own upstream key would have to be stored for that.
-          if (readUpstreamKey(c) !== undefined) {
-            throw errors.badRequest(
-              "Video jobs do not take a client's own upstream key; send the request without it.",
-              null,
-              "upstream_key_not_accepted",
-            );
-          }
-          const { value } = await readJsonBody(c, deps.bodyLimit);
-          request = parseVideoRequest(value);
-          start.modelId = request.model;
-        } catch (err) {
-          deps.metering.logRejected(start, err);
-          throw err;
+const jobRef = ours("VideoGeneration", videoJobObjectSchema);
+const idParam = { id: "The gateway's job id (from the submission's answer)." };
+
+const notFound = (jobId: string) => errors.notFound(`No video generation job '${jobId}' for this account.`);
+
+const submit = route<VideoRouteDeps>(
+  {
+    method: "post",
+    path: "/v1/video/generations",
+    operationId: "createVideoGeneration",
+    summary: "Starts a video generation job; its quota is held until the job ends",
+    tag: "Media",
+    access: "apiKey",
+    body: ours("VideoGenerationRequest", videoRequestSchema),
+    ok: { status: 200, description: "The job, queued or in progress.", schema: jobRef },
+    errors: [...METERED_ERROR_CODES, "invalid_value", "internal_error"],
+  },
+  (deps) => {
+    const video: VideoDeps & { bodyLimit: number } = Object.assign(
+      { onFault: (err: unknown) => deps.health.failed(err, "video submission") },
+      deps,
+    );
+    return async (c) => {
+      const receivedAt = video.clock.now();
+      const key = c.get("apiKey");
+      const start = {
+        requestId: c.get("requestId"),
+        route: VIDEO_ROUTE,
+        clientProtocol: "openai",
+        key,
+        modelId: "",
+        startedAt: performance.now(),
+        streamed: false,
+      };
+      c.set("metered", start);
+      let request: VideoRequest;
+      try {
+        // A job is polled later, by any process: a client's own upstream key would have to be stored for that.
+        if (readUpstreamKey(c) !== undefined) {
+          throw errors.badRequest(
+            "Video jobs do not take a client's own upstream key; send the request without it.",
+            null,
+            "upstream_key_not_accepted",
+          );
         }
-        const job = await submitVideo(deps, start, key, request, receivedAt);
-        return c.json(videoJobObject(job));
-      })
-      .get("/video/generations/:id", async (c) => {
-        const id = c.req.param("id");
-        // Another user's job reads exactly as a job that does not exist: no oracle of ids.
-        const job = isUuid(id) ? await findVideoJob(deps.pool, id, c.get("apiKey").userId) : null;
-        if (!job) throw notFound(id);
-        return c.json(videoJobObject(job));
-      })
-      // The video itself, fetched from the upstream's URL (never shown to the client) through the SSRF-checked
-      // downloader: whole, under media.download.max_bytes, then sent (docs/api.md, "Video").
-      .get("/video/generations/:id/content/:index", async (c) => {
-        const id = c.req.param("id");
-        const index = c.req.param("index");
-        const job = isUuid(id) ? await findVideoJob(deps.pool, id, c.get("apiKey").userId) : null;
-        if (!job) throw notFound(id);
-        const video = /^\d{1,2}$/.test(index) ? job.videos?.[Number(index)] : undefined;
-        if (!video)
-          throw errors.notFound(`The job '${id}' has no video ${index}${job.status === "completed" ? "" : " (it has not completed)"}.`);
-        let download: Download;
-        try {
-          download = await deps.download(video.url);
-        } catch (err) {
-          if (!(err instanceof SafeDownloadError)) throw err;
-          c.get("logger").warn({ job_id: id, reason: err.reason, status: err.status }, "VIDEO_DOWNLOAD_FAILED");
-          throw new GatewayError({ code: "upstream_error", message: "The provider's video could not be fetched; retry later." });
-        }
-        const type = download.contentType !== null && VIDEO_TYPE.test(download.contentType) ? download.contentType : "video/mp4";
-        return c.body(new Uint8Array(download.bytes), 200, { "content-type": type });
-      })
-  );
-}
+        const { value } = await readJsonBody(c, video.bodyLimit);
+        request = parseVideoRequest(value);
+        start.modelId = request.model;
+      } catch (err) {
+        video.metering.logRejected(start, err);
+        throw err;
+      }
+      const job = await submitVideo(video, start, key, request, receivedAt);
+      return c.json(videoJobObject(job));
+    };
+  },
+);
+
+const read = route<VideoRouteDeps>(
+  {
+    method: "get",
+    path: "/v1/video/generations/{id}",
+    operationId: "getVideoGeneration",
+    summary: "A video generation job of this key's user: its status, and its videos once completed",
+    tag: "Media",
+    access: "apiKey",
+    pathParams: idParam,
+    ok: { status: 200, description: "The job.", schema: jobRef },
+    errors: ["not_found"],
+  },
+  (deps) => async (c) => {
+    const id = c.req.param("id")!;
+    // Another user's job reads exactly as a job that does not exist: no oracle of ids.
+    const job = isUuid(id) ? await findVideoJob(deps.pool, id, c.get("apiKey").userId) : null;
+    if (!job) throw notFound(id);
+    return c.json(videoJobObject(job));
+  },
+);
+
+/**
+ * The video itself, fetched from the upstream's URL (never shown to the client) through the SSRF-checked
+ * downloader: whole, under media.download.max_bytes, then sent (docs/api.md, "Video").
+ */
+const content = route<VideoRouteDeps>(
+  {
+    method: "get",
+    path: "/v1/video/generations/{id}/content/{index}",
+    operationId: "getVideoGenerationContent",
+    summary: "One video of a completed job, fetched from the provider by the gateway",
+    tag: "Media",
+    access: "apiKey",
+    pathParams: Object.assign({ index: "The video's position in the job's `videos` (0 for the first)." }, idParam),
+    ok: {
+      status: 200,
+      description: "The video's bytes (`video/mp4` unless the provider says another video type).",
+      contentType: "video/mp4",
+    },
+    errors: ["not_found", "upstream_error"],
+  },
+  (deps) => async (c) => {
+    const id = c.req.param("id")!;
+    const index = c.req.param("index")!;
+    const job = isUuid(id) ? await findVideoJob(deps.pool, id, c.get("apiKey").userId) : null;
+    if (!job) throw notFound(id);
+    const video = /^\d{1,2}$/.test(index) ? job.videos?.[Number(index)] : undefined;
+    if (!video)
+      throw errors.notFound(`The job '${id}' has no video ${index}${job.status === "completed" ? "" : " (it has not completed)"}.`);
+    let download: Download;
+    try {
+      download = await deps.download(video.url);
+    } catch (err) {
+      if (!(err instanceof SafeDownloadError)) throw err;
+      c.get("logger").warn({ job_id: id, reason: err.reason, status: err.status }, "VIDEO_DOWNLOAD_FAILED");
+      throw new GatewayError({ code: "upstream_error", message: "The provider's video could not be fetched; retry later." });
+    }
+    const type = download.contentType !== null && VIDEO_TYPE.test(download.contentType) ? download.contentType : "video/mp4";
+    return c.body(new Uint8Array(download.bytes), 200, { "content-type": type });
+  },
+);
+
+/** Submission, the job, and its videos; a job is readable only by its owner (any key of the same user). */
+export const videoRoutes = [submit, read, content];

@@ -1,20 +1,10 @@
 import type { Context } from "hono";
-import { z } from "zod";
+import type { z } from "zod";
 import { answeredAs } from "../db/faults.js";
-import { ERROR_CODES, ERROR_TYPES, GatewayError, errors, type ErrorCode } from "../errors.js";
+import { GatewayError, errors } from "../errors.js";
+import { errorEnvelopeSchema } from "../openapi/error-envelope-schema.js";
 import type { AppEnv } from "./context.js";
 import { requestLog } from "./request-context.js";
-
-/** The gateway error envelope (docs/architecture.md, "Rules"), the same on every route; it also matches OpenAI's `ErrorResponse`. */
-export const errorEnvelopeSchema = z.object({
-  error: z.object({
-    message: z.string().meta({ description: "What went wrong and what to do, in English; never upstream text." }),
-    type: z.enum(ERROR_TYPES),
-    code: z.enum(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]]).meta({ description: "The gateway's error code (docs/api.md)." }),
-    param: z.string().nullable().meta({ description: "The request field at fault, as `messages[0].role`; null when none is." }),
-    request_id: z.string().nullable().meta({ description: "The X-Request-Id of the request: cite it in a support case." }),
-  }),
-});
 
 function errorBody(err: GatewayError, requestId: string | null): z.infer<typeof errorEnvelopeSchema> {
   return {

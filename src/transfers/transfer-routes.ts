@@ -1,10 +1,9 @@
-import { Hono } from "hono";
 import { z } from "zod";
 import type { RequestRead } from "../db/faults.js";
-import { ours, type OperationDescription } from "../server/api-description.js";
+import { ours } from "../openapi/operation.js";
 import { readValidJson, validate } from "../server/body.js";
 import type { BodyCaps } from "../server/body-rules.js";
-import type { AppEnv } from "../server/context.js";
+import { route } from "../server/route.js";
 import { pageSizeQuery } from "../server/query-wire.js";
 import { anyObject, strictly } from "../server/strict-body.js";
 import type { Transfers } from "./transfers.js";
@@ -29,50 +28,22 @@ const listQuery = z.object({
 });
 const adminQuery = z.object({ user_id: z.string().optional().meta({ description: "Only this user's transfers, sent or received." }) });
 
-/** Mounted under /api/v1/user (session). */
-export function transferUserRoutes(deps: { transfers: Transfers; bodies: BodyCaps; read: RequestRead }) {
-  const sender = (c: { get(key: "session"): { userId: string; plan: string } }) => {
-    const session = c.get("session");
-    return { userId: session.userId, plan: session.plan };
-  };
-  return new Hono<AppEnv>()
-    .get("/token-transfers", async (c) => {
-      const query = validate(listQuery, c.req.query());
-      return c.json(await deps.read(() => deps.transfers.list(sender(c), query.cursor, query.limit)));
-    })
-    .post("/token-transfers", async (c) => {
-      const body = strictly(sendBody, await readValidJson(c, anyObject, deps.bodies.small));
-      const sent = await deps.transfers.send(sender(c), body);
-      return c.json(sent.transfer, sent.pending ? 202 : 200);
-    })
-    .post("/token-transfers/preview", async (c) => {
-      const body = strictly(previewBody, await readValidJson(c, anyObject, deps.bodies.small));
-      return c.json(await deps.transfers.preview(sender(c), body));
-    })
-    .patch("/token-transfers/preferences", async (c) => {
-      const body = strictly(preferencesBody, await readValidJson(c, anyObject, deps.bodies.small));
-      return c.json({ receive_disabled: await deps.transfers.setReceiveDisabled(c.get("session").userId, body.receive_disabled) });
-    });
-}
-
-/** Mounted under /api/v1/admin (admin session; CSRF on PUT). */
-export function transferAdminRoutes(deps: { transfers: Transfers; bodies: BodyCaps; read: RequestRead }) {
-  return new Hono<AppEnv>()
-    .get("/token-transfers/policy", async (c) => c.json(await deps.read(() => deps.transfers.policy())))
-    .put("/token-transfers/policy", async (c) => {
-      const body = strictly(policyBody, await readValidJson(c, anyObject, deps.bodies.small));
-      return c.json(await deps.transfers.savePolicy(body, `admin:${c.get("session").userId}`));
-    })
-    .get("/token-transfers", async (c) => {
-      const query = validate(adminQuery, c.req.query());
-      return c.json(await deps.read(() => deps.transfers.latest(query.user_id ?? null)));
-    });
-}
-
 const record = ours("TokenTransfer", transferRecord);
 const policy = ours("TokenTransferPolicy", policySchema);
 
-export const transferOperations: OperationDescription[] = [
+export interface TransferRouteDeps {
+  transfers: Transfers;
+  bodies: BodyCaps;
+  read: RequestRead;
+}
+
+/** The sender: always the session's user, never a body field. */
+const sender = (c: { get(key: "session"): { userId: string; plan: string } }) => {
+  const session = c.get("session");
+  return { userId: session.userId, plan: session.plan };
+};
+
+const list = route<TransferRouteDeps>(
   {
     method: "get",
     path: "/api/v1/user/token-transfers",
@@ -85,6 +56,14 @@ export const transferOperations: OperationDescription[] = [
     query: listQuery,
     ok: { status: 200, description: "Limits and a page of history.", schema: ours("TokenTransfers", transfersAnswer) },
   },
+  ({ transfers, read }) =>
+    async (c) => {
+      const query = validate(listQuery, c.req.query());
+      return c.json(await read(() => transfers.list(sender(c), query.cursor, query.limit)));
+    },
+);
+
+const send = route<TransferRouteDeps>(
   {
     method: "post",
     path: "/api/v1/user/token-transfers",
@@ -109,6 +88,15 @@ export const transferOperations: OperationDescription[] = [
       "transfer_rate_limited",
     ],
   },
+  ({ transfers, bodies }) =>
+    async (c) => {
+      const body = strictly(sendBody, await readValidJson(c, anyObject, bodies.small));
+      const sent = await transfers.send(sender(c), body);
+      return c.json(sent.transfer, sent.pending ? 202 : 200);
+    },
+);
+
+const preview = route<TransferRouteDeps>(
   {
     method: "post",
     path: "/api/v1/user/token-transfers/preview",
@@ -122,6 +110,14 @@ export const transferOperations: OperationDescription[] = [
     ok: { status: 200, description: "The preview.", schema: ours("TokenTransferPreviewed", previewAnswer) },
     errors: ["transfer_rate_limited"],
   },
+  ({ transfers, bodies }) =>
+    async (c) => {
+      const body = strictly(previewBody, await readValidJson(c, anyObject, bodies.small));
+      return c.json(await transfers.preview(sender(c), body));
+    },
+);
+
+const setPreferences = route<TransferRouteDeps>(
   {
     method: "patch",
     path: "/api/v1/user/token-transfers/preferences",
@@ -136,6 +132,14 @@ export const transferOperations: OperationDescription[] = [
       schema: ours("TokenTransferPreferencesSaved", z.object({ receive_disabled: z.boolean() })),
     },
   },
+  ({ transfers, bodies }) =>
+    async (c) => {
+      const body = strictly(preferencesBody, await readValidJson(c, anyObject, bodies.small));
+      return c.json({ receive_disabled: await transfers.setReceiveDisabled(c.get("session").userId, body.receive_disabled) });
+    },
+);
+
+const readPolicy = route<TransferRouteDeps>(
   {
     method: "get",
     path: "/api/v1/admin/token-transfers/policy",
@@ -145,6 +149,12 @@ export const transferOperations: OperationDescription[] = [
     access: "admin",
     ok: { status: 200, description: "The policy.", schema: policy },
   },
+  ({ transfers, read }) =>
+    async (c) =>
+      c.json(await read(() => transfers.policy())),
+);
+
+const savePolicy = route<TransferRouteDeps>(
   {
     method: "put",
     path: "/api/v1/admin/token-transfers/policy",
@@ -157,6 +167,14 @@ export const transferOperations: OperationDescription[] = [
     ok: { status: 200, description: "The saved policy, at its new revision.", schema: policy },
     errors: ["conflict"],
   },
+  ({ transfers, bodies }) =>
+    async (c) => {
+      const body = strictly(policyBody, await readValidJson(c, anyObject, bodies.small));
+      return c.json(await transfers.savePolicy(body, `admin:${c.get("session").userId}`));
+    },
+);
+
+const latest = route<TransferRouteDeps>(
   {
     method: "get",
     path: "/api/v1/admin/token-transfers",
@@ -167,4 +185,12 @@ export const transferOperations: OperationDescription[] = [
     query: adminQuery,
     ok: { status: 200, description: "The latest 100 transfers, newest first.", schema: ours("AdminTokenTransfers", adminTransfersAnswer) },
   },
-];
+  ({ transfers, read }) =>
+    async (c) => {
+      const query = validate(adminQuery, c.req.query());
+      return c.json(await read(() => transfers.latest(query.user_id ?? null)));
+    },
+);
+
+/** A user's own transfers (session only), the policy and the latest transfers for an admin (CSRF on PUT). */
+export const transferRoutes = [list, send, preview, setPreferences, readPolicy, savePolicy, latest];

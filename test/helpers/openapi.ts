@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
-import type { Vendor } from "../../src/server/api-description.js";
-import { embedOpenApiSchemas } from "../../src/server/openapi-vendor.js";
+import type { Vendor } from "../../src/openapi/operation.js";
+import { embedOpenApiSchemas } from "../../src/openapi/vendor-schemas.js";
 
 /**
  * Validates values against a schema of a vendor's OpenAPI document: `validateOpenAI("CreateChatCompletionResponse",
@@ -9,7 +9,7 @@ import { embedOpenApiSchemas } from "../../src/server/openapi-vendor.js";
  * vendor-schemas/<vendor>-schemas.json, extracted from `shared/reference/<vendor>/` by
  * scripts/extract-<vendor>-schemas.mjs (the tests then need only this repository;
  * test/unit/reference-schemas.test.ts checks the extracts against the reference when present). They are read
- * as the API description embeds them (src/server/openapi-vendor.ts): named `<vendor>.<Name>`, with OpenAI's
+ * as the API description embeds them (src/openapi/vendor-schemas.ts): named `<vendor>.<Name>`, with OpenAI's
  * OpenAPI 3.0 `nullable: true` in the 3.1 form a 2020-12 validator understands.
  */
 

@@ -3,7 +3,7 @@ import { execa } from "execa";
 import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../../src/runtime/app.js";
-import { apiDescription } from "../../src/runtime/api-description.js";
+import { apiDescription } from "../../src/runtime/routes.js";
 import { answerValidator, coverageGaps, describedRoutes, servedRoutes } from "../helpers/api-description.js";
 import { gatewayBin } from "../helpers/cli.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";

@@ -4,7 +4,8 @@ import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { RequestLogRow } from "../../src/analytics/types.js";
 import { createRequestLogWriter, type RequestLogWriterOptions } from "../../src/analytics/writer.js";
-import { userRequestRoutes } from "../../src/analytics/user-requests-route.js";
+import { userRequestsRoute } from "../../src/analytics/user-requests-routes.js";
+import { mountRoutes } from "../../src/server/route.js";
 import { requestRead } from "../../src/db/faults.js";
 import { freePort } from "../../src/db/free-port.js";
 import { createPool } from "../../src/db/pool.js";
@@ -279,7 +280,7 @@ describe("GET /api/v1/user/requests", () => {
       });
       await next();
     });
-    app.route("/api/v1/user", userRequestRoutes({ pool: db.pool, read: requestRead(2_000) }));
+    mountRoutes(app, [userRequestsRoute], { pool: db.pool, read: requestRead(2_000) });
     http = await listen(app, "127.0.0.1", 0, testTransport());
 
     // Two pairs share a created_at: only the request id orders them.

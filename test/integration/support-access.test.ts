@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiOperations } from "../../src/runtime/api-description.js";
-import type { OperationDescription } from "../../src/server/api-description.js";
+import { apiOperations } from "../../src/runtime/routes.js";
+import type { OperationDescription } from "../../src/openapi/operation.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { logIn } from "../helpers/login.js";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { GatewayError } from "../../src/errors.js";
-import { jsonSchemaOf } from "../../src/json-schema.js";
+import { jsonSchemaOf } from "../../src/openapi/json-schema.js";
 import { editFormToJson, imageEditJsonSchema, imageGenerationSchema } from "../../src/media/image-request-schema.js";
 import { IMAGE_CONFIG_SUPPORT, toUpstreamGeneration } from "../../src/media/image-upstream-body.js";
 import { validate } from "../../src/server/body.js";

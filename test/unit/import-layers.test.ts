@@ -22,7 +22,7 @@ describe("import direction lint rule", () => {
     ["src/db/pool.ts", 'import { x } from "../inference/chat-route.js";\nexport const y = x;\n'],
     ["src/runtime/app.ts", 'import { x } from "../../cli/serve.js";\nexport const y = x;\n'],
     ["src/server/respond.ts", 'import { x } from "../auth/middleware.js";\nexport const y = x;\n'],
-    ["src/server/health.ts", 'import { x } from "../quota/ledger.js";\nexport const y = x;\n'],
+    ["src/server/health-routes.ts", 'import { x } from "../quota/ledger.js";\nexport const y = x;\n'],
     ["src/auth/users.ts", 'import { x } from "../runtime/services.js";\nexport const y = x;\n'],
     // The order among the service folders (serviceOrder in eslint.config.js).
     ["src/auth/users.ts", 'import { x } from "../metering/meter.js";\nexport const y = x;\n'],
@@ -53,10 +53,10 @@ describe("import direction lint rule", () => {
   it.each([
     ["src/quota/schema.ts", 'import { users } from "../auth/schema.js";\nexport const y = users;\n'],
     ["src/metering/access.ts", 'import type { X } from "../auth/principals.js";\nexport type Y = X;\n'],
-    ["src/inference/chat-route.ts", 'import { x } from "../metering/runner.js";\nexport const y = x;\n'],
+    ["src/inference/chat-routes.ts", 'import { x } from "../metering/runner.js";\nexport const y = x;\n'],
     ["src/runtime/app.ts", 'import { x } from "../auth/middleware.js";\nexport const y = x;\n'],
     ["src/auth/middleware.ts", 'import { x } from "../server/respond.js";\nexport const y = x;\n'],
-    ["src/server/health.ts", 'import { x } from "../db/pool.js";\nexport const y = x;\n'],
+    ["src/server/health-routes.ts", 'import { x } from "../db/pool.js";\nexport const y = x;\n'],
     ["src/runtime/services.ts", 'import { x } from "../auth/index.js";\nexport const y = x;\n'],
     ["cli/serve.ts", 'import { x } from "../src/runtime/gateway.js";\nexport const y = x;\n'],
     ["src/quota/escrow.ts", 'import type { X } from "../metrics/recorders.js";\nexport type Y = X;\n'],

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { ours, vendor, type OperationDescription } from "../../src/server/api-description.js";
-import { buildOpenApiDocument } from "../../src/server/openapi-document.js";
+import { ours, vendor, type OperationDescription } from "../../src/openapi/operation.js";
+import { buildOpenApiDocument } from "../../src/openapi/document.js";
 
 type Responses = Record<string, { description: string; content?: Record<string, unknown>; headers?: Record<string, unknown> }>;
 type Op = {

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
-import { embedOpenApiSchemas, protoJsonSchemas, type ProtoExtract } from "../../src/server/openapi-vendor.js";
+import { embedOpenApiSchemas, protoJsonSchemas, type ProtoExtract } from "../../src/openapi/vendor-schemas.js";
 
 describe("embedOpenApiSchemas", () => {
   it("renames the schemas and their references, and turns OpenAPI 3.0 nullable into the 3.1 form", () => {

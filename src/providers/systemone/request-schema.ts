@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { identifier } from "../../text-wire.js";
-import { jsonSchemaOf } from "../../json-schema.js";
+import { jsonSchemaOf } from "../../openapi/json-schema.js";
 
 // The evaluation request (spec "the service request"): `model`, one shared `state`, and a non-empty map of
 // questions, each `noul`, `choice` or `score` with its criteria. Only these are checked; every other field

@@ -1,11 +1,10 @@
-import { Hono } from "hono";
 import type { RequestRead } from "../../db/faults.js";
 import type { Pool } from "../../db/pool.js";
 import type { ErrorCode } from "../../errors.js";
-import { ours, type OperationDescription } from "../../server/api-description.js";
+import { ours } from "../../openapi/operation.js";
 import { readValidJson, validate } from "../../server/body.js";
 import type { BodyCaps } from "../../server/body-rules.js";
-import type { AppEnv } from "../../server/context.js";
+import { route } from "../../server/route.js";
 import { caseDetail, createCase, handoffCase, listCases, postMessage, reopenCase, resolveCase, retryCase } from "./cases.js";
 import {
   createCaseBody,
@@ -17,8 +16,8 @@ import {
   userMessageResultSchema,
 } from "./user-wire.js";
 
-// The user side of the support workspace, mounted under /api/v1/user/assistant (session auth, app.ts). Thin:
-// validate, call ./cases.ts, answer. The caller owns the case or gets 404.
+// The user side of the support workspace, under /api/v1/user/assistant (session auth:
+// src/runtime/credential-checks.ts). Thin: validate, call ./cases.ts, answer. The caller owns the case or gets 404.
 
 export interface SupportUserDeps {
   pool: Pool;
@@ -27,29 +26,6 @@ export interface SupportUserDeps {
 }
 
 const ACTIONS = { resolve: resolveCase, reopen: reopenCase, handoff: handoffCase, retry: retryCase } as const;
-
-export function supportUserRoutes(deps: SupportUserDeps) {
-  const { pool, read, bodies } = deps;
-  const app = new Hono<AppEnv>()
-    .get("/cases", async (c) => {
-      const query = validate(listQuery, c.req.query());
-      return c.json(await read(() => listCases(pool, c.get("session").userId, query)));
-    })
-    .post("/cases", async (c) => {
-      const body = await readValidJson(c, createCaseBody, bodies.large);
-      const { result, created } = await createCase(pool, c.get("session").userId, body);
-      return c.json(result, created ? 201 : 200);
-    })
-    .get("/cases/:id", async (c) => c.json(await read(() => caseDetail(pool, c.get("session").userId, c.req.param("id")))))
-    .post("/cases/:id/messages", async (c) => {
-      const body = await readValidJson(c, messageBody, bodies.large);
-      return c.json(await postMessage(pool, c.get("session").userId, c.req.param("id"), body.content), 201);
-    });
-  for (const [name, action] of Object.entries(ACTIONS)) {
-    app.post(`/cases/:id/${name}`, async (c) => c.json(await action(pool, c.get("session").userId, c.req.param("id"))));
-  }
-  return app;
-}
 
 const caseParam = { id: "The case's ID." };
 const result = ours("SupportUserCaseResult", userCaseResultSchema);
@@ -75,7 +51,7 @@ const ACTION_DESCRIPTIONS: Record<keyof typeof ACTIONS, { summary: string; ok: s
   retry: { summary: "Queues a new answer when the case's latest answer job failed (409 otherwise)", ok: "The case.", errors: conflict },
 };
 
-export const supportUserOperations: OperationDescription[] = [
+const list = route<SupportUserDeps>(
   {
     method: "get",
     path: "/api/v1/user/assistant/cases",
@@ -87,6 +63,14 @@ export const supportUserOperations: OperationDescription[] = [
     ok: { status: 200, description: "One page of cases.", schema: ours("SupportUserCasePage", userCasePageSchema) },
     errors: ["invalid_cursor"],
   },
+  ({ pool, read }) =>
+    async (c) => {
+      const query = validate(listQuery, c.req.query());
+      return c.json(await read(() => listCases(pool, c.get("session").userId, query)));
+    },
+);
+
+const create = route<SupportUserDeps>(
   {
     method: "post",
     path: "/api/v1/user/assistant/cases",
@@ -101,6 +85,15 @@ export const supportUserOperations: OperationDescription[] = [
     otherResponses: [{ status: 200, description: "The open case of the same request, reused.", schema: result }],
     errors: notFound,
   },
+  ({ pool, bodies }) =>
+    async (c) => {
+      const body = await readValidJson(c, createCaseBody, bodies.large);
+      const { result, created } = await createCase(pool, c.get("session").userId, body);
+      return c.json(result, created ? 201 : 200);
+    },
+);
+
+const detail = route<SupportUserDeps>(
   {
     method: "get",
     path: "/api/v1/user/assistant/cases/{id}",
@@ -112,6 +105,12 @@ export const supportUserOperations: OperationDescription[] = [
     ok: { status: 200, description: "The case.", schema: ours("SupportUserCaseDetail", userCaseDetailSchema) },
     errors: notFound,
   },
+  ({ pool, read }) =>
+    async (c) =>
+      c.json(await read(() => caseDetail(pool, c.get("session").userId, c.req.param("id")!))),
+);
+
+const message = route<SupportUserDeps>(
   {
     method: "post",
     path: "/api/v1/user/assistant/cases/{id}/messages",
@@ -124,15 +123,32 @@ export const supportUserOperations: OperationDescription[] = [
     ok: { status: 201, description: "The message and the case.", schema: ours("SupportUserMessageResult", userMessageResultSchema) },
     errors: conflict,
   },
-  ...Object.entries(ACTION_DESCRIPTIONS).map(([name, d]): OperationDescription => ({
-    method: "post",
-    path: `/api/v1/user/assistant/cases/{id}/${name}`,
-    operationId: `${name}SupportCase`,
-    summary: d.summary,
-    tag: "Support",
-    access: "session",
-    pathParams: caseParam,
-    ok: { status: 200, description: d.ok, schema: result },
-    errors: d.errors,
-  })),
-];
+  ({ pool, bodies }) =>
+    async (c) => {
+      const body = await readValidJson(c, messageBody, bodies.large);
+      return c.json(await postMessage(pool, c.get("session").userId, c.req.param("id")!, body.content), 201);
+    },
+);
+
+const actions = Object.entries(ACTION_DESCRIPTIONS).map(([name, d]) =>
+  route<SupportUserDeps>(
+    {
+      method: "post",
+      path: `/api/v1/user/assistant/cases/{id}/${name}`,
+      operationId: `${name}SupportCase`,
+      summary: d.summary,
+      tag: "Support",
+      access: "session",
+      pathParams: caseParam,
+      ok: { status: 200, description: d.ok, schema: result },
+      errors: d.errors,
+    },
+    ({ pool }) => {
+      const action = ACTIONS[name as keyof typeof ACTIONS];
+      return async (c) => c.json(await action(pool, c.get("session").userId, c.req.param("id")!));
+    },
+  ),
+);
+
+/** The user's own cases: the caller owns the case or gets 404. */
+export const supportUserRoutes = [list, create, detail, message, ...actions];

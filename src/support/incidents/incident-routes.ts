@@ -1,15 +1,14 @@
-import { Hono } from "hono";
 import type { RequestRead } from "../../db/faults.js";
 import type { Pool } from "../../db/pool.js";
-import { ours, type OperationDescription } from "../../server/api-description.js";
+import { ours } from "../../openapi/operation.js";
 import { readValidJson } from "../../server/body.js";
 import type { BodyCaps } from "../../server/body-rules.js";
-import type { AppEnv } from "../../server/context.js";
+import { route } from "../../server/route.js";
 import { incidentListSchema, incidentResultSchema, incidentUpdateBody } from "./incident-wire.js";
 import { listIncidents, updateIncident } from "./incidents.js";
 
-// The staff's incident routes, mounted under /api/v1/assistant beside the case routes (an admin session, and its
-// CSRF token on every POST: app.ts). Thin: validate, call ./incidents.ts, answer.
+// The staff's incident routes, under /api/v1/assistant beside the case routes (an admin session, and its
+// CSRF token on every POST: src/runtime/credential-checks.ts). Thin: validate, call ./incidents.ts, answer.
 
 export interface SupportIncidentDeps {
   pool: Pool;
@@ -17,17 +16,7 @@ export interface SupportIncidentDeps {
   bodies: BodyCaps;
 }
 
-export function supportIncidentRoutes(deps: SupportIncidentDeps) {
-  const { pool, read, bodies } = deps;
-  return new Hono<AppEnv>()
-    .get("/incidents", async (c) => c.json(await read(() => listIncidents(pool))))
-    .post("/incidents/:id", async (c) => {
-      const body = await readValidJson(c, incidentUpdateBody, bodies.small);
-      return c.json(await updateIncident(pool, c.req.param("id"), body, `admin:${c.get("session").userId}`));
-    });
-}
-
-export const supportIncidentOperations: OperationDescription[] = [
+const list = route<SupportIncidentDeps>(
   {
     method: "get",
     path: "/api/v1/assistant/incidents",
@@ -37,6 +26,12 @@ export const supportIncidentOperations: OperationDescription[] = [
     access: "admin",
     ok: { status: 200, description: "The incidents.", schema: ours("SupportIncidentList", incidentListSchema) },
   },
+  ({ pool, read }) =>
+    async (c) =>
+      c.json(await read(() => listIncidents(pool))),
+);
+
+const update = route<SupportIncidentDeps>(
   {
     method: "post",
     path: "/api/v1/assistant/incidents/{id}",
@@ -51,4 +46,11 @@ export const supportIncidentOperations: OperationDescription[] = [
     ok: { status: 200, description: "The incident as it now is.", schema: ours("SupportIncidentResult", incidentResultSchema) },
     errors: ["not_found", "conflict"],
   },
-];
+  ({ pool, bodies }) =>
+    async (c) => {
+      const body = await readValidJson(c, incidentUpdateBody, bodies.small);
+      return c.json(await updateIncident(pool, c.req.param("id")!, body, `admin:${c.get("session").userId}`));
+    },
+);
+
+export const supportIncidentRoutes = [list, update];

@@ -1,4 +1,4 @@
-import type { Vendor } from "./api-description.js";
+import type { Vendor } from "./operation.js";
 
 // The vendors' descriptions of their wire shapes, made ready to embed in our OpenAPI 3.1 document: their schemas
 // renamed `<vendor>.<Name>` (references rewritten to match), OpenAI's 3.0 `nullable` turned into the 3.1 form,

@@ -1,4 +1,3 @@
-import { Hono } from "hono";
 import { z } from "zod";
 import { identifier } from "../text-wire.js";
 import { countTextTokens, estimateTextTokens } from "../metering/estimate.js";
@@ -6,7 +5,9 @@ import { encodeEmbeddingBase64 } from "../providers/openai/embedding-base64.js";
 import type { JsonResult } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
 import { validate } from "../server/body.js";
-import type { AppEnv } from "../server/context.js";
+import { vendor } from "../openapi/operation.js";
+import { route } from "../server/route.js";
+import { meteredOperation } from "../metering/metered-operation.js";
 import { deliverJson } from "../metering/deliver.js";
 import { localUsage } from "../metering/estimate.js";
 import { withPublicModel } from "../metering/public-model.js";
@@ -86,6 +87,14 @@ const embeddings: RouteSpec<EmbeddingsRequest> = {
 };
 
 /** POST /v1/embeddings through the metering path. */
-export function embeddingsRoutes(deps: InferenceDeps) {
-  return new Hono<AppEnv>().post("/embeddings", meteredHandler(deps, embeddings));
-}
+export const embeddingsRoute = route<InferenceDeps>(
+  meteredOperation("Inference", {
+    method: "post",
+    path: "/v1/embeddings",
+    operationId: "createEmbedding",
+    summary: "OpenAI embeddings",
+    body: vendor("openai", "CreateEmbeddingRequest"),
+    ok: { status: 200, description: "The embeddings.", schema: vendor("openai", "CreateEmbeddingResponse") },
+  }),
+  (deps) => meteredHandler(deps, embeddings),
+);

@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import { Hono } from "hono";
+import { z } from "zod";
 import { errors } from "../errors.js";
 import { identifierProblem } from "../text-wire.js";
 import { countPromptTokens, estimatePromptTokens } from "../metering/estimate.js";
@@ -15,6 +15,10 @@ import type { ChatRequestBody } from "../providers/openai/chat-types.js";
 import { UpstreamError } from "../providers/types.js";
 import { validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
+import { vendor } from "../openapi/operation.js";
+import { route } from "../server/route.js";
+import { meteredOperation } from "../metering/metered-operation.js";
+import { geminiKeyQuery } from "./gemini-query.js";
 import { answeredIn, deliverJson, deliverRelayed, deliverTranslatedJson } from "../metering/deliver.js";
 import { localUsage } from "../metering/estimate.js";
 import { withPublicModel } from "../metering/public-model.js";
@@ -115,20 +119,48 @@ function generateContent(stream: boolean): RouteSpec<GenerateContentBody> {
   };
 }
 
-/** POST {model}:generateContent and {model}:streamGenerateContent under /compatible/v1beta/models. */
-export function generateContentRoutes(deps: InferenceDeps) {
-  const handlers: Record<string, ReturnType<typeof meteredHandler>> = {
-    generateContent: meteredHandler(deps, generateContent(false)),
-    streamGenerateContent: meteredHandler(deps, generateContent(true)),
-  };
-  return new Hono<AppEnv>().post("/v1beta/models/:target{.+}", (c) => {
-    const { method } = splitTarget(c);
-    const handler = Object.hasOwn(handlers, method) ? handlers[method] : undefined;
-    if (!handler)
-      throw errors.notFound(
-        `Unknown route: POST ${c.req.path}; the methods served are :generateContent and :streamGenerateContent.`,
-        "unknown_route",
-      );
-    return handler(c);
+const sseOnly = geminiKeyQuery.extend({
+  alt: z.literal("sse").meta({ description: "Server-sent events: the only streaming form served." }),
+});
+
+const generateContentOperation = (method: "generateContent" | "streamGenerateContent") =>
+  meteredOperation("Inference", {
+    method: "post",
+    path: `/compatible/v1beta/models/{model}:${method}`,
+    // One segment holds the model ID (which may hold slashes) and the method: one pattern serves both methods.
+    served: "/compatible/v1beta/models/:target{.+}",
+    operationId: method,
+    summary: method === "generateContent" ? "Gemini generateContent" : "Gemini streamGenerateContent (with `?alt=sse`)",
+    pathParams: { model: "The public model ID." },
+    query: method === "streamGenerateContent" ? sseOnly : geminiKeyQuery,
+    body: vendor("gemini", "GenerateContentRequest"),
+    ok:
+      method === "generateContent"
+        ? { status: 200, description: "The response.", schema: vendor("gemini", "GenerateContentResponse") }
+        : {
+            status: 200,
+            description: "The response in parts, one server-sent event each (`?alt=sse` is required: the JSON-array form is not served).",
+            events: vendor("gemini", "GenerateContentResponse"),
+          },
   });
-}
+
+/** POST {model}:generateContent and {model}:streamGenerateContent under /compatible/v1beta/models. */
+export const generateContentRoute = route<InferenceDeps>(
+  [generateContentOperation("generateContent"), generateContentOperation("streamGenerateContent")],
+  (deps) => {
+    const handlers: Record<string, ReturnType<typeof meteredHandler>> = {
+      generateContent: meteredHandler(deps, generateContent(false)),
+      streamGenerateContent: meteredHandler(deps, generateContent(true)),
+    };
+    return (c) => {
+      const { method } = splitTarget(c);
+      const handler = Object.hasOwn(handlers, method) ? handlers[method] : undefined;
+      if (!handler)
+        throw errors.notFound(
+          `Unknown route: POST ${c.req.path}; the methods served are :generateContent and :streamGenerateContent.`,
+          "unknown_route",
+        );
+      return handler(c);
+    };
+  },
+);

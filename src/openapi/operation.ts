@@ -3,7 +3,7 @@ import type { ErrorCode } from "../errors.js";
 
 // What a route folder says about its routes for the API description (GET /openapi.json): each folder exports its
 // operations beside the routes that serve them, with the very zod schemas that validate the requests and type
-// the answers, so the description cannot drift from the code (src/server/openapi-document.ts assembles them).
+// the answers, so the description cannot drift from the code (src/openapi/document.ts assembles them).
 
 /**
  * Who may call an operation. `apiKey`: an inference or reseller key, in whichever header the client's SDK uses;
@@ -45,6 +45,8 @@ export interface OperationDescription {
   path: string;
   /** The Hono pattern serving it, when the template cannot say it (a model ID and a method in one segment). */
   served?: string;
+  /** What a path parameter matches where it is more than one plain segment: `{ model: ".+" }` for IDs with slashes. */
+  paramPatterns?: Record<string, string>;
   operationId: string;
   summary: string;
   description?: string;

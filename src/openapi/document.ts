@@ -1,10 +1,10 @@
 import type { z } from "zod";
 import { ERROR_CODES, type ErrorCode } from "../errors.js";
-import { jsonSchemaOf } from "../json-schema.js";
-import { ours, type Access, type OperationDescription, type SchemaRef, type SuccessDescription } from "./api-description.js";
-import { errorEnvelopeSchema } from "./error-envelope.js";
+import { jsonSchemaOf } from "./json-schema.js";
+import { ours, type Access, type OperationDescription, type SchemaRef, type SuccessDescription } from "./operation.js";
+import { errorEnvelopeSchema } from "./error-envelope-schema.js";
 
-// Assembles the OpenAPI 3.1 document from the operations the route folders describe (api-description.ts). Our
+// Assembles the OpenAPI 3.1 document from the operations the routes describe (src/runtime/routes.ts). Our
 // schemas come from zod 4's own JSON Schema output (2020-12, the dialect of OpenAPI 3.1); a vendor's wire shapes
 // are the vendor's own schemas, embedded under `<vendor>.<Name>`. docs/api.md, "API description".
 

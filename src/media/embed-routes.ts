@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Context } from "hono";
-import { Hono } from "hono";
 import type { EmbedGrant } from "../auth/principals.js";
 import { errors } from "../errors.js";
 import { identifierProblem } from "../text-wire.js";
@@ -13,6 +12,10 @@ import type { RowStart } from "../metering/request-row.js";
 import { meteredHandler, type Delivery, type InferenceDeps, type RouteSpec } from "../metering/metered-handler.js";
 import type { JsonResult } from "../providers/types.js";
 import type { AppEnv } from "../server/context.js";
+import { route } from "../server/route.js";
+import { byokHeader } from "../metering/metered-operation.js";
+import { METERED_ERROR_CODES } from "../metering/metered-errors.js";
+import { embedQuerySchema } from "./embed-query.js";
 import { requestLog, standardHeaders } from "../server/request-context.js";
 import { cacheKey, paramsDigest, parseEmbedQuery, toGeneration } from "./embed-query.js";
 import { abortSignalOf, imageUsageReport } from "./image-answer.js";
@@ -26,7 +29,7 @@ import type { CachedImage, MediaCache } from "./media-cache.js";
 // Identical requests arriving together are generated once: the first claims the entry, the others wait for it.
 
 export interface EmbedDeps extends InferenceDeps {
-  cache: MediaCache;
+  mediaCache: MediaCache;
 }
 
 /** The route as logged: never the URL, whose query holds the prompt and maybe a token. */
@@ -110,16 +113,16 @@ function embedSpec(deps: EmbedDeps, request: ImageGenerationRequest, key: string
       const charge = await meter.settleBeforeAnswer(usage, reported ? "upstream" : "estimated");
       const etag = `"${sha256(image.bytes).slice(0, 32)}"`;
       const owner = c.get("apiKey").userId;
-      await deps.cache
+      await deps.mediaCache
         .store(key, owner, request.model, { bytes: image.bytes, contentType: image.contentType, etag })
         .catch((err: unknown) => {
           // The image is delivered and paid for either way; only a later identical request pays again.
           requestLog(c)?.warn({ err }, "EMBED_CACHE_STORE_FAILED");
-          return deps.cache.release(key).catch(() => {});
+          return deps.mediaCache.release(key).catch(() => {});
         });
       return new Response(image.bytes, {
         status: 200,
-        headers: withChargeHeaders(imageHeaders(c.get("requestId"), etag, deps.cache.ttlSeconds, image.contentType), charge),
+        headers: withChargeHeaders(imageHeaders(c.get("requestId"), etag, deps.mediaCache.ttlSeconds, image.contentType), charge),
       });
     },
   });
@@ -157,12 +160,12 @@ async function serveEmbed(deps: EmbedDeps, c: Context<AppEnv>): Promise<Response
   }
   const tags = entityTags(c.req.header("if-none-match"));
   for (;;) {
-    const hit = await deps.cache.hit(entry, tags);
+    const hit = await deps.mediaCache.hit(entry, tags);
     if (hit) {
       deps.metering.logServed(start, hit.bytes ? 200 : 304);
       return cachedAnswer(c, hit);
     }
-    if (await deps.cache.claim(entry, key.userId, modelId)) break;
+    if (await deps.mediaCache.claim(entry, key.userId, modelId)) break;
     if (clientGone(c)) {
       deps.metering.logRejected(start, errors.clientClosed());
       return c.body(null, 499 as never);
@@ -171,15 +174,39 @@ async function serveEmbed(deps: EmbedDeps, c: Context<AppEnv>): Promise<Response
   }
   try {
     const answer = await meteredHandler(deps, embedSpec(deps, request, entry))(c);
-    if (answer.status !== 200) await deps.cache.release(entry);
+    if (answer.status !== 200) await deps.mediaCache.release(entry);
     return answer;
   } catch (err) {
-    await deps.cache.release(entry).catch(() => {});
+    await deps.mediaCache.release(entry).catch(() => {});
     throw err;
   }
 }
 
 /** GET /embed/image:{model}; the model is the rest of the segment after `image:`. */
-export function embedRoutes(deps: EmbedDeps) {
-  return new Hono<AppEnv>().get(`/embed/:target{${PREFIX}.+}`, (c) => serveEmbed(deps, c));
-}
+export const embedRoute = route<EmbedDeps>(
+  {
+    method: "get",
+    path: EMBED_ROUTE,
+    served: `/embed/:target{${PREFIX}.+}`,
+    operationId: "getEmbeddedImage",
+    summary: "One generated image as raw bytes, for `<img src>`",
+    description:
+      "Authenticated by an embed token in `token` (POST /v1/embed/tokens), or by the API key in a header; never a key in the URL. " +
+      "Billed as one image generation; the same user's identical request is answered from the gateway's cache without a charge " +
+      "(`ETag`; `If-None-Match` gives 304).",
+    tag: "Media",
+    access: "apiKey",
+    pathParams: { model: "The public ID of an image model." },
+    query: embedQuerySchema,
+    headers: Object.assign({ "If-None-Match": "The ETag of an earlier answer: 304 while the cache still holds that image." }, byokHeader),
+    ok: {
+      status: 200,
+      description: "The image; `Content-Type` follows its bytes (PNG, JPEG, WebP or GIF).",
+      contentType: "image/*",
+      charged: true,
+    },
+    otherResponses: [{ status: 304, description: "The client's copy (If-None-Match) is the cached image: no body, no charge." }],
+    errors: [...METERED_ERROR_CODES, "permission_denied"],
+  },
+  (deps) => (c) => serveEmbed(deps, c),
+);

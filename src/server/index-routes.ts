@@ -1,10 +1,9 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { Hono } from "hono";
 import { z } from "zod";
 import { packageRoot } from "../package-root.js";
-import { ours, type OperationDescription } from "./api-description.js";
-import type { AppEnv } from "./context.js";
+import { ours } from "../openapi/operation.js";
+import { route } from "./route.js";
 
 // GET /: what someone who opens the gateway's address finds, instead of a 404: which software answers and where
 // to go next. Public, as /healthz and /openapi.json are; it names nothing of the configuration.
@@ -24,17 +23,7 @@ export const indexSchema = z.object({
 const manifestSchema = z.object({ name: z.string(), version: z.string() });
 
 /** GET /, its answer made once from package.json. */
-export function indexRoutes() {
-  const { name, version } = manifestSchema.parse(JSON.parse(readFileSync(path.join(packageRoot, "package.json"), "utf8")));
-  const index: z.infer<typeof indexSchema> = {
-    name,
-    version,
-    links: { openapi: "/openapi.json", healthz: "/healthz", readyz: "/readyz", models: "/v1/models", docs: "docs/api.md" },
-  };
-  return new Hono<AppEnv>().get("/", (c) => c.json(index));
-}
-
-export const indexOperations: OperationDescription[] = [
+export const indexRoute = route<unknown>(
   {
     method: "get",
     path: "/",
@@ -44,4 +33,13 @@ export const indexOperations: OperationDescription[] = [
     access: "public",
     ok: { status: 200, description: "The index.", schema: ours("Index", indexSchema) },
   },
-];
+  () => {
+    const { name, version } = manifestSchema.parse(JSON.parse(readFileSync(path.join(packageRoot, "package.json"), "utf8")));
+    const index: z.infer<typeof indexSchema> = {
+      name,
+      version,
+      links: { openapi: "/openapi.json", healthz: "/healthz", readyz: "/readyz", models: "/v1/models", docs: "docs/api.md" },
+    };
+    return (c) => c.json(index);
+  },
+);

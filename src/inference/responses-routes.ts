@@ -1,10 +1,11 @@
-import { Hono } from "hono";
 import { z } from "zod";
 import { identifier } from "../text-wire.js";
 import { countTextTokens, estimateTextTokens } from "../metering/estimate.js";
 import { UpstreamError } from "../providers/types.js";
 import { validate } from "../server/body.js";
-import type { AppEnv } from "../server/context.js";
+import { vendor } from "../openapi/operation.js";
+import { route } from "../server/route.js";
+import { meteredOperation } from "../metering/metered-operation.js";
 import { deliverJson, deliverRelayed } from "../metering/deliver.js";
 import { localUsage } from "../metering/estimate.js";
 import { withPublicModel } from "../metering/public-model.js";
@@ -83,6 +84,19 @@ const responses: RouteSpec<ResponsesRequest> = {
 };
 
 /** POST /v1/responses, JSON and SSE, through the metering path. */
-export function responsesRoutes(deps: InferenceDeps) {
-  return new Hono<AppEnv>().post("/responses", meteredHandler(deps, responses));
-}
+export const responsesRoute = route<InferenceDeps>(
+  meteredOperation("Inference", {
+    method: "post",
+    path: "/v1/responses",
+    operationId: "createResponse",
+    summary: "OpenAI responses",
+    body: vendor("openai", "CreateResponse"),
+    ok: {
+      status: 200,
+      description: "The response; with `stream: true`, its events as server-sent events.",
+      schema: vendor("openai", "Response"),
+      events: vendor("openai", "ResponseStreamEvent"),
+    },
+  }),
+  (deps) => meteredHandler(deps, responses),
+);

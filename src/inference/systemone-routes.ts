@@ -1,14 +1,19 @@
-import { Hono } from "hono";
 import type { Config } from "../config/schema.js";
 import { z } from "zod";
 import { GatewayError, errors, type ErrorCode } from "../errors.js";
 import { countTextTokens } from "../metering/estimate.js";
 import { systemOnePricing } from "../metering/pricing.js";
 import { InvalidAnswerError, answerSchema, readAnswers, type Answer } from "../providers/systemone/read-answers.js";
+import type { OperationDescription } from "../openapi/operation.js";
 import type { UsageReport } from "../providers/types.js";
 import { UpstreamError } from "../providers/types.js";
 import type { BodyBudget } from "../server/body-budget.js";
-import type { AppEnv } from "../server/context.js";
+import { ours } from "../openapi/operation.js";
+import { route } from "../server/route.js";
+import { byokHeader } from "../metering/metered-operation.js";
+import { METERED_ERROR_CODES } from "../metering/metered-errors.js";
+import { systemOneRequestSchema } from "../providers/systemone/request-schema.js";
+import { ERROR_CODES } from "../errors.js";
 import { deliverJson } from "../metering/deliver.js";
 import { meteredHandler, type InferenceDeps, type RouteSpec } from "../metering/metered-handler.js";
 import { toSystemOneCall, upstreamBody, type SystemOneCall } from "./systemone-request.js";
@@ -56,9 +61,9 @@ function answerText(model: string, answers: Record<string, Answer>, usage: Usage
   return `{"model":${JSON.stringify(model)},"answers":${JSON.stringify(answers)},"usage":${usageText}}`;
 }
 
-function evaluationSpec(route: string, config: Config, budget: BodyBudget): RouteSpec<Evaluation> {
+function evaluationSpec(path: string, config: Config, budget: BodyBudget): RouteSpec<Evaluation> {
   return {
-    route,
+    route: path,
     clientProtocol: "systemone",
     kind: "systemone",
     protocols: ["systemone"],
@@ -106,16 +111,55 @@ function evaluationSpec(route: string, config: Config, budget: BodyBudget): Rout
   };
 }
 
+export interface EvaluationDeps extends InferenceDeps {
+  /** The process-wide budget of evaluation request bodies (`systemone.admission_budget_bytes`). */
+  bodyBudget: BodyBudget;
+}
+
+const evaluationOperation = (path: string, operationId: string) =>
+  ({
+    method: "post",
+    path,
+    operationId,
+    summary: "The evaluation service: answers the questions about one state",
+    tag: "Evaluation",
+    access: "apiKey",
+    body: ours("EvaluationRequest", systemOneRequestSchema),
+    ok: {
+      status: 200,
+      description: "The checked answers and the usage.",
+      schema: ours("EvaluationResponse", evaluationResponseSchema),
+      charged: true,
+    },
+    errors: [...METERED_ERROR_CODES, "token_limit_exceeded", "body_budget_exhausted"],
+    headers: byokHeader,
+    statusOf: (code) => evaluationStatus(ERROR_CODES[code].status, code),
+  }) satisfies OperationDescription;
+
 /**
  * POST /v1/systemone and /native/v1/systemone (the native SDK's prefix), reading bodies under the process's
- * body budget; the removed /v1/evaluate answers 404 naming its replacement.
+ * body budget.
  */
-export function systemoneRoutes(deps: InferenceDeps, budget: BodyBudget) {
-  const { config } = deps;
-  return new Hono<AppEnv>()
-    .post("/v1/systemone", meteredHandler(deps, evaluationSpec("/v1/systemone", config, budget)))
-    .post("/native/v1/systemone", meteredHandler(deps, evaluationSpec("/native/v1/systemone", config, budget)))
-    .all("/v1/evaluate", () => {
-      throw errors.notFound("POST /v1/evaluate was removed; send the same body to POST /v1/systemone.", "route_removed");
-    });
-}
+export const evaluationRoutes = ["/v1/systemone", "/native/v1/systemone"].map((path) =>
+  route<EvaluationDeps>(evaluationOperation(path, path === "/v1/systemone" ? "evaluate" : "evaluateNative"), (deps) =>
+    meteredHandler(deps, evaluationSpec(path, deps.config, deps.bodyBudget)),
+  ),
+);
+
+/** The removed /v1/evaluate answers 404 naming its replacement, whatever the method. */
+export const removedEvaluateRoute = route(
+  {
+    method: "post",
+    path: "/v1/evaluate",
+    operationId: "evaluateRemoved",
+    summary: "Removed: send the same body to POST /v1/systemone",
+    tag: "Evaluation",
+    access: "apiKey",
+    errors: ["route_removed"],
+    deprecated: true,
+  },
+  () => () => {
+    throw errors.notFound("POST /v1/evaluate was removed; send the same body to POST /v1/systemone.", "route_removed");
+  },
+  { anyMethod: true },
+);

@@ -1,5 +1,4 @@
 import type { Context } from "hono";
-import { Hono } from "hono";
 import { z } from "zod";
 import type { Catalog } from "../catalog/catalog.js";
 import type { Config } from "../config/schema.js";
@@ -7,6 +6,8 @@ import { meteringErrors } from "../metering/metered-errors.js";
 import { visibleModels, type VisibleModel } from "../metering/access.js";
 import { validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
+import { anyOf, ours, vendor } from "../openapi/operation.js";
+import { route } from "../server/route.js";
 import { requestHeader } from "../server/headers.js";
 import { anthropicModel, openAiModel } from "./model-shapes.js";
 import { pageAfter, pageBefore } from "./model-pages.js";
@@ -44,34 +45,89 @@ function anthropicList(c: Context<AppEnv>, visible: VisibleModel[], config: Conf
   return c.json({ data, has_more: page.more, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
 }
 
-/** Mounted under /v1. */
-export function modelListRoutes(catalog: Catalog, config: Config) {
-  return new Hono<AppEnv>()
-    .get("/models", (c) => {
+export interface ModelRouteDeps {
+  catalog: Catalog;
+  config: Config;
+}
+
+const anthropicVersion = {
+  "anthropic-version": "Sent by the Anthropic SDK: the answer is then in Anthropic's shape, and lists only chat models.",
+};
+
+export const listModelsRoute = route<ModelRouteDeps>(
+  {
+    method: "get",
+    path: "/v1/models",
+    operationId: "listModels",
+    summary: "The models this API key may use (OpenAI's shape; Anthropic's with `anthropic-version`)",
+    tag: "Inference",
+    access: "apiKey",
+    headers: anthropicVersion,
+    query: anthropicListQuery,
+    ok: {
+      status: 200,
+      description: "The list: every model, in OpenAI's shape; with `anthropic-version`, one page of the chat models in Anthropic's.",
+      schema: anyOf("ModelList", vendor("openai", "ListModelsResponse"), vendor("anthropic", "ListResponse_ModelInfo_")),
+    },
+    errors: ["invalid_cursor"],
+  },
+  ({ catalog, config }) =>
+    (c) => {
       const visible = visibleModels(catalog, config, c.get("apiKey"));
       if (isAnthropic(c)) return anthropicList(c, visible, config);
       return c.json({ object: "list", data: visible.map(openAiModel) });
-    })
-    .get("/models/:model{.+}", (c) => {
+    },
+);
+
+export const retrieveModelRoute = route<ModelRouteDeps>(
+  {
+    method: "get",
+    path: "/v1/models/{model}",
+    paramPatterns: { model: ".+" },
+    operationId: "retrieveModel",
+    summary: "One model this API key may use (OpenAI's shape; Anthropic's with `anthropic-version`)",
+    tag: "Inference",
+    access: "apiKey",
+    pathParams: { model: "The public model ID (it may hold slashes)." },
+    headers: anthropicVersion,
+    ok: {
+      status: 200,
+      description: "The model.",
+      schema: anyOf("ModelEntry", vendor("openai", "Model"), vendor("anthropic", "ModelInfo")),
+    },
+    errors: ["model_not_found"],
+  },
+  ({ catalog, config }) =>
+    (c) => {
       const visible = visibleModels(catalog, config, c.get("apiKey"));
-      const id = c.req.param("model");
+      const id = c.req.param("model")!;
       if (isAnthropic(c)) return c.json(anthropicModel(visibleModel(anthropicVisible(visible), id), config, c.get("apiKey")));
       return c.json(openAiModel(visibleModel(visible, id)));
-    });
-}
+    },
+);
 
 export const nativeModelListSchema = z.object({
   models: z.array(z.object({ name: z.string(), description: z.string(), release_date: z.string().nullable() })),
 });
 
 /** GET {root}/native/v1/models: the evaluation models in the native SDK's shape. */
-export function nativeModelListRoutes(catalog: Catalog, config: Config) {
-  return new Hono<AppEnv>().get("/v1/models", (c) => {
-    const list: z.infer<typeof nativeModelListSchema> = {
-      models: visibleModels(catalog, config, c.get("apiKey"))
-        .filter(({ model }) => model.config.kind === "systemone")
-        .map(({ id, model }) => ({ name: id, description: model.config.description, release_date: model.config.release_date ?? null })),
-    };
-    return c.json(list);
-  });
-}
+export const nativeModelsRoute = route<ModelRouteDeps>(
+  {
+    method: "get",
+    path: "/native/v1/models",
+    operationId: "listNativeModels",
+    summary: "The evaluation models this API key may use, in the native SDK's shape",
+    tag: "Evaluation",
+    access: "apiKey",
+    ok: { status: 200, description: "The list.", schema: ours("NativeModelList", nativeModelListSchema) },
+  },
+  ({ catalog, config }) =>
+    (c) => {
+      const list: z.infer<typeof nativeModelListSchema> = {
+        models: visibleModels(catalog, config, c.get("apiKey"))
+          .filter(({ model }) => model.config.kind === "systemone")
+          .map(({ id, model }) => ({ name: id, description: model.config.description, release_date: model.config.release_date ?? null })),
+      };
+      return c.json(list);
+    },
+);

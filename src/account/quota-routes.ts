@@ -1,10 +1,9 @@
-import { Hono } from "hono";
 import { z } from "zod";
 import type { Config } from "../config/schema.js";
 import type { RequestRead } from "../db/faults.js";
 import type { QuotaLedger } from "../quota/types.js";
-import { ours, type OperationDescription } from "../server/api-description.js";
-import type { AppEnv } from "../server/context.js";
+import { ours } from "../openapi/operation.js";
+import { route } from "../server/route.js";
 
 // Quota units stay far below 2^53, so JSON numbers are exact here.
 const quotaSchema = z.object({
@@ -29,42 +28,17 @@ const quotaSchema = z.object({
     .meta({ description: 'The plan\'s fixed-quota request packs today (docs/billing.md, "Request packs"); empty without any.' }),
 });
 
+export interface QuotaRouteDeps {
+  ledger: QuotaLedger;
+  config: Config;
+  read: RequestRead;
+}
+
 /**
  * GET /api/v1/user/quota: today's account (quota units, UTC day): the plan's allowance, what restorations (reserve
  * resets, received transfers) added to it, used, reserved and remaining.
  */
-export function userQuotaRoutes(deps: { ledger: QuotaLedger; config: Config; read: RequestRead }) {
-  return new Hono<AppEnv>().get("/quota", async (c) => {
-    const session = c.get("session");
-    const allowance = BigInt(
-      (Object.hasOwn(deps.config.plans, session.plan) ? deps.config.plans[session.plan]!.daily_tokens : undefined) ?? 0,
-    );
-    const balance = await deps.read(() => deps.ledger.balance({ kind: "daily_allowance", userId: session.userId, base: allowance }));
-    const packs = (Object.hasOwn(deps.config.plans, session.plan) && deps.config.plans[session.plan]!.request_packs) || {};
-    const requestPacks = await Promise.all(
-      Object.entries(packs).map(async ([model, count]) => {
-        const pack = await deps.read(() =>
-          deps.ledger.balance({ kind: "request_pack", userId: session.userId, base: BigInt(count), scope: model }),
-        );
-        return { model, allowance: count, used: Number(pack.used), reserved: Number(pack.reserved), remaining: Number(pack.remaining) };
-      }),
-    );
-    const quota: z.infer<typeof quotaSchema> = {
-      plan: session.plan,
-      day: balance.period,
-      allowance: Number(balance.credits),
-      restored: Number(balance.restored),
-      used: Number(balance.used),
-      reserved: Number(balance.reserved),
-      remaining: Number(balance.remaining),
-      resets_at: balance.resetsAt!.toISOString(),
-      request_packs: requestPacks,
-    };
-    return c.json(quota);
-  });
-}
-
-export const userQuotaOperations: OperationDescription[] = [
+export const quotaRoute = route<QuotaRouteDeps>(
   {
     method: "get",
     path: "/api/v1/user/quota",
@@ -74,4 +48,31 @@ export const userQuotaOperations: OperationDescription[] = [
     access: "session",
     ok: { status: 200, description: "Today's account, in quota units.", schema: ours("Quota", quotaSchema) },
   },
-];
+  ({ ledger, config, read }) =>
+    async (c) => {
+      const session = c.get("session");
+      const allowance = BigInt((Object.hasOwn(config.plans, session.plan) ? config.plans[session.plan]!.daily_tokens : undefined) ?? 0);
+      const balance = await read(() => ledger.balance({ kind: "daily_allowance", userId: session.userId, base: allowance }));
+      const packs = (Object.hasOwn(config.plans, session.plan) && config.plans[session.plan]!.request_packs) || {};
+      const requestPacks = await Promise.all(
+        Object.entries(packs).map(async ([model, count]) => {
+          const pack = await read(() =>
+            ledger.balance({ kind: "request_pack", userId: session.userId, base: BigInt(count), scope: model }),
+          );
+          return { model, allowance: count, used: Number(pack.used), reserved: Number(pack.reserved), remaining: Number(pack.remaining) };
+        }),
+      );
+      const quota: z.infer<typeof quotaSchema> = {
+        plan: session.plan,
+        day: balance.period,
+        allowance: Number(balance.credits),
+        restored: Number(balance.restored),
+        used: Number(balance.used),
+        reserved: Number(balance.reserved),
+        remaining: Number(balance.remaining),
+        resets_at: balance.resetsAt!.toISOString(),
+        request_packs: requestPacks,
+      };
+      return c.json(quota);
+    },
+);

@@ -1,7 +1,8 @@
-import { Hono } from "hono";
 import { countPromptTokens, estimatePromptTokens } from "../metering/estimate.js";
 import { UpstreamError } from "../providers/types.js";
-import type { AppEnv } from "../server/context.js";
+import { vendor } from "../openapi/operation.js";
+import { route } from "../server/route.js";
+import { meteredOperation } from "../metering/metered-operation.js";
 import { toChatRequest, type ChatRequest } from "./chat-schema.js";
 import { relayChatStream } from "../metering/relays/chat-relay.js";
 import { chatCharge } from "../metering/relays/charge-frames.js";
@@ -35,7 +36,7 @@ async function withImages(answer: JsonResult, delivery: Delivery<ChatRequest>, s
   return sendJson(answer, delivery, JSON.stringify(answer.body));
 }
 
-const chatRoute = (download: ImageDownload): RouteSpec<ChatRequest> => ({
+const chatSpec = (download: ImageDownload): RouteSpec<ChatRequest> => ({
   route: "/v1/chat/completions",
   clientProtocol: "openai",
   protocols: ["openai"],
@@ -85,6 +86,19 @@ const chatRoute = (download: ImageDownload): RouteSpec<ChatRequest> => ({
 });
 
 /** POST /v1/chat/completions, JSON and SSE, through the metering path. */
-export function chatRoutes(deps: InferenceDeps) {
-  return new Hono<AppEnv>().post("/chat/completions", meteredHandler(deps, chatRoute(deps.download)));
-}
+export const chatRoute = route<InferenceDeps>(
+  meteredOperation("Inference", {
+    method: "post",
+    path: "/v1/chat/completions",
+    operationId: "createChatCompletion",
+    summary: "OpenAI chat completions",
+    body: vendor("openai", "CreateChatCompletionRequest"),
+    ok: {
+      status: 200,
+      description: "The completion; with `stream: true`, its chunks as server-sent events, then `data: [DONE]`.",
+      schema: vendor("openai", "CreateChatCompletionResponse"),
+      events: vendor("openai", "CreateChatCompletionStreamResponse"),
+    },
+  }),
+  (deps) => meteredHandler(deps, chatSpec(deps.download)),
+);

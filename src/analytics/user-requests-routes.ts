@@ -1,10 +1,9 @@
-import { Hono } from "hono";
 import { z } from "zod";
 import type { RequestRead } from "../db/faults.js";
 import type { Pool } from "../db/pool.js";
-import { ours, type OperationDescription } from "../server/api-description.js";
+import { ours } from "../openapi/operation.js";
 import { validate } from "../server/body.js";
-import type { AppEnv } from "../server/context.js";
+import { route } from "../server/route.js";
 import { listUserRequests, userRequestPageSchema } from "./queries.js";
 import { pageSizeQuery } from "../server/query-wire.js";
 
@@ -13,15 +12,13 @@ const listQuery = z.object({
   cursor: z.string().optional().meta({ description: "The `next_cursor` of the previous page." }),
 });
 
-/** Mounted under /api/v1/user (session auth): a user's own request log, with the quota charged per request. */
-export function userRequestRoutes(deps: { pool: Pool; read: RequestRead }) {
-  return new Hono<AppEnv>().get("/requests", async (c) => {
-    const query = validate(listQuery, c.req.query());
-    return c.json(await deps.read(() => listUserRequests(deps.pool, c.get("session").userId, query)));
-  });
+export interface UserRequestRouteDeps {
+  pool: Pool;
+  read: RequestRead;
 }
 
-export const userRequestOperations: OperationDescription[] = [
+/** A user's own request log, with the quota charged per request. */
+export const userRequestsRoute = route<UserRequestRouteDeps>(
   {
     method: "get",
     path: "/api/v1/user/requests",
@@ -33,4 +30,9 @@ export const userRequestOperations: OperationDescription[] = [
     ok: { status: 200, description: "One page of requests.", schema: ours("UserRequestPage", userRequestPageSchema) },
     errors: ["invalid_cursor"],
   },
-];
+  ({ pool, read }) =>
+    async (c) => {
+      const query = validate(listQuery, c.req.query());
+      return c.json(await read(() => listUserRequests(pool, c.get("session").userId, query)));
+    },
+);

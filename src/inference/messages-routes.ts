@@ -1,4 +1,3 @@
-import { Hono } from "hono";
 import { countPromptTokens, estimatePromptTokens } from "../metering/estimate.js";
 import { ANTHROPIC_BETA, readAnthropicBeta } from "../providers/anthropic/anthropic-beta.js";
 import { createChatToMessagesStream } from "../providers/anthropic/chat-to-messages-stream.js";
@@ -9,7 +8,9 @@ import { anthropicMessagesRequestSchema, type AnthropicMessagesRequest } from ".
 import type { ChatRequestBody } from "../providers/openai/chat-types.js";
 import { UpstreamError } from "../providers/types.js";
 import { validate } from "../server/body.js";
-import type { AppEnv } from "../server/context.js";
+import { vendor } from "../openapi/operation.js";
+import { route } from "../server/route.js";
+import { byokHeader, meteredOperation } from "../metering/metered-operation.js";
 import { requestHeader } from "../server/headers.js";
 import { answeredIn, deliverJson, deliverRelayed, deliverTranslatedJson } from "../metering/deliver.js";
 import { localUsage } from "../metering/estimate.js";
@@ -92,7 +93,24 @@ const messages: RouteSpec<MessagesBody> = {
   },
 };
 
-/** POST /messages, mounted at the root and under /v1, through the metering path. */
-export function messagesRoutes(deps: InferenceDeps) {
-  return new Hono<AppEnv>().post("/messages", meteredHandler(deps, messages));
-}
+const messagesOperation = (path: string, operationId: string) =>
+  meteredOperation("Inference", {
+    method: "post",
+    path,
+    operationId,
+    summary: `Anthropic messages${path === "/messages" ? "" : " (where the Anthropic SDK appends /v1/messages)"}`,
+    body: vendor("anthropic", "CreateMessageParams"),
+    ok: {
+      status: 200,
+      description: "The message; with `stream: true`, its server-sent events.",
+      schema: vendor("anthropic", "Message"),
+      events: vendor("anthropic", "MessageStreamEvent"),
+    },
+    headers: Object.assign({ [ANTHROPIC_BETA]: "Anthropic beta features, forwarded to Anthropic providers." }, byokHeader),
+  });
+
+/** POST /messages, at the root and under /v1 (where the Anthropic SDK appends /v1/messages), through the metering path. */
+export const messagesRoute = route<InferenceDeps>(
+  [messagesOperation("/messages", "createMessage"), messagesOperation("/v1/messages", "createMessageV1")],
+  (deps) => meteredHandler(deps, messages),
+);
