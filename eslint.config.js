@@ -22,6 +22,14 @@ const srcNotWire = layer(
   "worker-kit imports only the wire modules of src/ (wire.ts, *-wire.ts): it speaks to the gateway over HTTP.",
 );
 const notRuntime = layer("(^|/)runtime/", "Only cli/ and the runtime itself use src/runtime (the composition root).");
+/**
+ * The ledger's statements and its lock order (docs/billing.md, "Locks") are its own: what sits above it moves
+ * quota through the QuotaLedger, or, inside a transaction it holds, through the ledger's face for that.
+ */
+const notQuotaStatements = layer(
+  "(^|/)quota/(?:[a-z0-9-]+-sql|account-locks)\\.js$",
+  "quota's statements (its *-sql.ts modules) and account-locks.ts are the ledger's own: use the QuotaLedger, or inside a transaction you hold, ledgerInTransaction(client) from src/quota/in-transaction.ts (it takes the ledger's locks in the ledger's order).",
+);
 
 /**
  * The order among the service and route folders, lowest first: each imports only folders before it (and the
@@ -47,8 +55,9 @@ const aboveLedger = ["server", ...serviceOrder, "runtime"];
 export const WIRE_FILES = ["src/**/wire.ts", "src/**/*-wire.ts"];
 
 export const importLayers = [
-  restrict(["src/**/*.ts"], notCli, notRuntime),
-  restrict(["src/runtime/**/*.ts"], notCli),
+  restrict(["src/**/*.ts"], notCli, notRuntime, notQuotaStatements),
+  restrict(["src/runtime/**/*.ts"], notCli, notQuotaStatements),
+  restrict(["cli/**/*.ts"], notQuotaStatements),
   restrict(
     ["src/errors.ts", "src/billing/**/*.ts", "src/config/**/*.ts", "src/time/**/*.ts"],
     notCli,
@@ -84,6 +93,7 @@ export const importLayers = [
       [`src/${folder}/**/*.ts`],
       notCli,
       notRuntime,
+      notQuotaStatements,
       layer(anyOf(above), `src/${folder} sits below ${above.join(", ")}: it imports none of them.`),
     );
   }),

@@ -96,64 +96,153 @@ export function parseExpiry(text: string): Date | null {
 const FLAG = `select plan, plan_revision, auto_reset_enabled from users where id = $1::uuid`;
 const SET_FLAG = `update users set auto_reset_enabled = $2::bool where id = $1::uuid returning auto_reset_enabled`;
 
-export function createReserveResets(deps: {
+/** What the reserve resets' operations take (createReserveResets' deps). */
+interface ResetsDeps {
   ledger: QuotaLedger;
   pool: Pool;
   users: UserService;
   config: Config;
   clock: Clock;
   idempotency: Idempotency;
-}): ReserveResets {
-  const plans = deps.config.plans;
-  const planOf = (plan: string) => (Object.hasOwn(plans, plan) ? plans[plan] : undefined);
+}
 
-  const userIdOf = async (idOrEmail: string): Promise<string> => (await deps.users.get(idOrEmail)).id;
+const planOf = (deps: ResetsDeps, plan: string) => (Object.hasOwn(deps.config.plans, plan) ? deps.config.plans[plan] : undefined);
 
-  async function account(userId: string, q: Queryable): Promise<{ plan: string; planRevision: number; auto: boolean }> {
-    const row = (await q.query<{ plan: string; plan_revision: number; auto_reset_enabled: boolean }>(FLAG, [userId])).rows[0];
-    if (!row) throw errors.notFound(`no user ${userId}`, "user_not_found");
-    return { plan: row.plan, planRevision: row.plan_revision, auto: row.auto_reset_enabled };
-  }
+const userIdOf = async (deps: ResetsDeps, idOrEmail: string): Promise<string> => (await deps.users.get(idOrEmail)).id;
 
-  const toUse = (u: ResetBalance["uses"][number]): PublicResetUse => ({
-    id: u.id,
-    kind: u.kind,
-    day: u.day,
-    restored: Number(u.restored),
-    trigger: u.trigger,
-    created_at: u.createdAt.toISOString(),
-  });
+async function account(userId: string, q: Queryable): Promise<{ plan: string; planRevision: number; auto: boolean }> {
+  const row = (await q.query<{ plan: string; plan_revision: number; auto_reset_enabled: boolean }>(FLAG, [userId])).rows[0];
+  if (!row) throw errors.notFound(`no user ${userId}`, "user_not_found");
+  return { plan: row.plan, planRevision: row.plan_revision, auto: row.auto_reset_enabled };
+}
 
-  /** On `client`, inside the transaction that just changed them. */
-  async function stateOf(userId: string, client?: pg.PoolClient): Promise<PublicQuotaResets> {
-    const { plan, auto } = await account(userId, client ?? deps.pool);
-    const b = await deps.ledger.resets(userId, BigInt(planOf(plan)?.weekly_resets ?? 0), client);
-    let gifted = 0;
-    for (const g of b.gifts) gifted += Number(g.left);
-    return {
-      user_id: userId,
-      plan,
-      auto_reset_enabled: auto,
-      week: b.week,
-      weekly_allowance: Number(b.weeklyAllowance),
-      weekly_left: Number(b.weeklyLeft),
-      weekly_renews_at: b.weeklyRenewsAt.toISOString(),
-      gifted_left: gifted,
-      gifts: b.gifts.map((g) => ({ count: Number(g.left), expires_at: g.expiresAt?.toISOString() ?? null })),
-      grants: b.grants.map((g) => ({
-        id: g.id,
-        count: g.count,
-        expires_at: g.expiresAt?.toISOString() ?? null,
-        note: g.note,
-        granted_by: g.grantedBy,
-        created_at: g.createdAt.toISOString(),
-      })),
-      uses: b.uses.map(toUse),
-    };
-  }
+const toUse = (u: ResetBalance["uses"][number]): PublicResetUse => ({
+  id: u.id,
+  kind: u.kind,
+  day: u.day,
+  restored: Number(u.restored),
+  trigger: u.trigger,
+  created_at: u.createdAt.toISOString(),
+});
 
+/** On `client`, inside the transaction that just changed them. */
+async function stateOf(deps: ResetsDeps, userId: string, client?: pg.PoolClient): Promise<PublicQuotaResets> {
+  const { plan, auto } = await account(userId, client ?? deps.pool);
+  const b = await deps.ledger.resets(userId, BigInt(planOf(deps, plan)?.weekly_resets ?? 0), client);
+  let gifted = 0;
+  for (const g of b.gifts) gifted += Number(g.left);
   return {
-    state: async (user) => stateOf(await userIdOf(user)),
+    user_id: userId,
+    plan,
+    auto_reset_enabled: auto,
+    week: b.week,
+    weekly_allowance: Number(b.weeklyAllowance),
+    weekly_left: Number(b.weeklyLeft),
+    weekly_renews_at: b.weeklyRenewsAt.toISOString(),
+    gifted_left: gifted,
+    gifts: b.gifts.map((g) => ({ count: Number(g.left), expires_at: g.expiresAt?.toISOString() ?? null })),
+    grants: b.grants.map((g) => ({
+      id: g.id,
+      count: g.count,
+      expires_at: g.expiresAt?.toISOString() ?? null,
+      note: g.note,
+      granted_by: g.grantedBy,
+      created_at: g.createdAt.toISOString(),
+    })),
+    uses: b.uses.map(toUse),
+  };
+}
+
+/** ReserveResets.use: one manual use, idempotent by `key`. */
+function useByHand(deps: ResetsDeps, userId: string, key: string | undefined): Promise<Keyed<z.infer<typeof resetUsedSchema>>> {
+  // One id for every attempt of the call: the ledger's use is idempotent by it too.
+  const id = randomUUID();
+  return deps.idempotency.run({
+    operation: "reset_use",
+    ownerId: userId,
+    key,
+    request: {},
+    status: 200,
+    work: async (client) => {
+      const { plan, planRevision } = await account(userId, client);
+      const terms = planOf(deps, plan);
+      const weeklyBase = BigInt(terms?.weekly_resets ?? 0);
+      const dailyBase = BigInt(terms?.daily_tokens ?? 0);
+      const input = { userId, id, dailyBase, weeklyBase, planRevision, trigger: "manual" as const };
+      const used = await deps.ledger.useReset(input, client);
+      if (used.outcome === "nothing_spent") {
+        throw errors.conflict("Nothing was spent today: the daily allowance is whole, so no reset was used.", "nothing_to_restore");
+      }
+      if (used.outcome === "none_available") {
+        const now = deps.clock.now();
+        const renews = nextWeekAt(now);
+        throw new GatewayError({
+          code: "insufficient_quota",
+          message: `No reserve reset available: this week's ${weeklyBase} are used and no gifted reset is left; the weekly resets renew at ${renews.toISOString()} (Monday 00:00 UTC).`,
+          headers: { "Retry-After": String(Math.max(1, Math.ceil((renews.getTime() - now.getTime()) / 1000))) },
+        });
+      }
+      return {
+        use: {
+          id,
+          kind: used.kind,
+          day: used.day,
+          restored: Number(used.restored),
+          trigger: "manual" as const,
+          created_at: used.createdAt.toISOString(),
+        },
+        quota_resets: await stateOf(deps, userId, client),
+      };
+    },
+  });
+}
+
+/** ReserveResets.grant: gifted resets, idempotent by `key` and the input. */
+async function grantGifts(
+  deps: ResetsDeps,
+  user: string,
+  input: GrantInput,
+  grantedBy: string,
+  key: string | undefined,
+): Promise<Keyed<PublicQuotaResets>> {
+  if (!Number.isSafeInteger(input.count) || input.count < 1 || input.count > MAX_GRANT) {
+    throw errors.badRequest(`count must be a whole number from 1 to ${MAX_GRANT}.`, "count", "invalid_value");
+  }
+  const note = input.note ?? "";
+  if (note.length > MAX_NOTE) throw errors.badRequest(`note must be at most ${MAX_NOTE} characters.`, "note", "invalid_value");
+  let expiresAt: Date | null = null;
+  if (input.expires !== undefined) {
+    expiresAt = parseExpiry(input.expires);
+    if (!expiresAt) {
+      throw errors.badRequest(
+        "expires must be a date (YYYY-MM-DD, valid through that UTC day) or an ISO 8601 instant.",
+        "expires",
+        "invalid_value",
+      );
+    }
+  }
+  const userId = await userIdOf(deps, user);
+  return deps.idempotency.run({
+    operation: "reset_grant",
+    ownerId: userId,
+    key,
+    // Who grants is not part of it: an operator may retry through the CLI what the API did not confirm.
+    request: { count: input.count, expires_at: expiresAt?.toISOString() ?? null, note },
+    status: 201,
+    work: async (client) => {
+      // Checked when the grant is made, not when it is replayed: a replay after the expiry still answers it.
+      // A 400 is no refusal to store, so the key stays free for a corrected grant.
+      if (expiresAt && expiresAt.getTime() <= deps.clock.now().getTime())
+        throw errors.badRequest("expires must be in the future.", "expires", "invalid_value");
+      await deps.ledger.grantResets({ userId, count: input.count, expiresAt, note, grantedBy }, client);
+      return stateOf(deps, userId, client);
+    },
+  });
+}
+
+export function createReserveResets(deps: ResetsDeps): ReserveResets {
+  return {
+    state: async (user) => stateOf(deps, await userIdOf(deps, user)),
 
     async setAuto(userId, enabled) {
       const row = (await deps.pool.query<{ auto_reset_enabled: boolean }>(SET_FLAG, [userId, enabled])).rows[0];
@@ -161,83 +250,7 @@ export function createReserveResets(deps: {
       return row.auto_reset_enabled;
     },
 
-    use(userId, key) {
-      // One id for every attempt of the call: the ledger's use is idempotent by it too.
-      const id = randomUUID();
-      return deps.idempotency.run({
-        operation: "reset_use",
-        ownerId: userId,
-        key,
-        request: {},
-        status: 200,
-        work: async (client) => {
-          const { plan, planRevision } = await account(userId, client);
-          const terms = planOf(plan);
-          const weeklyBase = BigInt(terms?.weekly_resets ?? 0);
-          const dailyBase = BigInt(terms?.daily_tokens ?? 0);
-          const input = { userId, id, dailyBase, weeklyBase, planRevision, trigger: "manual" as const };
-          const used = await deps.ledger.useReset(input, client);
-          if (used.outcome === "nothing_spent") {
-            throw errors.conflict("Nothing was spent today: the daily allowance is whole, so no reset was used.", "nothing_to_restore");
-          }
-          if (used.outcome === "none_available") {
-            const now = deps.clock.now();
-            const renews = nextWeekAt(now);
-            throw new GatewayError({
-              code: "insufficient_quota",
-              message: `No reserve reset available: this week's ${weeklyBase} are used and no gifted reset is left; the weekly resets renew at ${renews.toISOString()} (Monday 00:00 UTC).`,
-              headers: { "Retry-After": String(Math.max(1, Math.ceil((renews.getTime() - now.getTime()) / 1000))) },
-            });
-          }
-          return {
-            use: {
-              id,
-              kind: used.kind,
-              day: used.day,
-              restored: Number(used.restored),
-              trigger: "manual" as const,
-              created_at: used.createdAt.toISOString(),
-            },
-            quota_resets: await stateOf(userId, client),
-          };
-        },
-      });
-    },
-
-    async grant(user, input, grantedBy, key) {
-      if (!Number.isSafeInteger(input.count) || input.count < 1 || input.count > MAX_GRANT) {
-        throw errors.badRequest(`count must be a whole number from 1 to ${MAX_GRANT}.`, "count", "invalid_value");
-      }
-      const note = input.note ?? "";
-      if (note.length > MAX_NOTE) throw errors.badRequest(`note must be at most ${MAX_NOTE} characters.`, "note", "invalid_value");
-      let expiresAt: Date | null = null;
-      if (input.expires !== undefined) {
-        expiresAt = parseExpiry(input.expires);
-        if (!expiresAt) {
-          throw errors.badRequest(
-            "expires must be a date (YYYY-MM-DD, valid through that UTC day) or an ISO 8601 instant.",
-            "expires",
-            "invalid_value",
-          );
-        }
-      }
-      const userId = await userIdOf(user);
-      return deps.idempotency.run({
-        operation: "reset_grant",
-        ownerId: userId,
-        key,
-        // Who grants is not part of it: an operator may retry through the CLI what the API did not confirm.
-        request: { count: input.count, expires_at: expiresAt?.toISOString() ?? null, note },
-        status: 201,
-        work: async (client) => {
-          // Checked when the grant is made, not when it is replayed: a replay after the expiry still answers it.
-          // A 400 is no refusal to store, so the key stays free for a corrected grant.
-          if (expiresAt && expiresAt.getTime() <= deps.clock.now().getTime())
-            throw errors.badRequest("expires must be in the future.", "expires", "invalid_value");
-          await deps.ledger.grantResets({ userId, count: input.count, expiresAt, note, grantedBy }, client);
-          return stateOf(userId, client);
-        },
-      });
-    },
+    use: (userId, key) => useByHand(deps, userId, key),
+    grant: (user, input, grantedBy, key) => grantGifts(deps, user, input, grantedBy, key),
   };
 }

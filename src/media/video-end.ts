@@ -5,7 +5,7 @@ import { isTransientDbError } from "../db/faults.js";
 import type { Pool } from "../db/pool.js";
 import { inTransaction } from "../db/transaction.js";
 import type { ErrorCode } from "../errors.js";
-import { resolveDurableRow, type DurableRow } from "../quota/durable-sql.js";
+import { ledgerInTransaction, type DurableRow } from "../quota/in-transaction.js";
 import { endVideoJob, lockVideoJob, type VideoJobRow } from "./video-jobs.js";
 import { videoRequestRow } from "./video-request-row.js";
 
@@ -43,7 +43,7 @@ function endRunningVideoJob(pool: Pool, job: VideoJobRow, verdict: VideoVerdict,
   return inTransaction(pool, async (client) => {
     const status = await lockVideoJob(client, job.id);
     if (status !== "queued" && status !== "in_progress") return null;
-    const hold = await resolveDurableRow(client, job.holdId, verdict.status === "completed" ? verdict.charge : null);
+    const hold = await ledgerInTransaction(client).resolveDurable(job.holdId, verdict.status === "completed" ? verdict.charge : null);
     const ending = endingOf(verdict, hold);
     const record = encodeRow(videoRequestRow(job, { ...ending, now }));
     await endVideoJob(client, job.id, {

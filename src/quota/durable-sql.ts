@@ -80,7 +80,7 @@ export interface DurableReserve extends AccountKey {
 export type ReserveRow =
   { account: "missing" } | { account: "found"; accountId: string; inserted: boolean; allowance: bigint; posted: bigint; pending: bigint };
 
-/** On a transaction's client, it commits with the transaction (a token transfer's send, src/transfers). */
+/** On a transaction's client, it commits with the transaction (ledgerInTransaction, in-transaction.ts: a token transfer's send). */
 export async function reserveDurableRow(pool: Pool | pg.PoolClient, r: DurableReserve): Promise<ReserveRow> {
   const { rows } = await pool.query<{ account_id: string; inserted: boolean; allowance: string; posted: string; pending: string }>({
     name: "quota_durable_reserve",

@@ -1,16 +1,15 @@
 import type pg from "pg";
 import type { Pool } from "../db/pool.js";
 import { inTransaction } from "../db/transaction.js";
-import { createAccount, lockAccounts } from "../quota/account-locks.js";
-import { reserveDurableRow, resolveDurableRow } from "../quota/durable-sql.js";
-import { restoreRow } from "../quota/restore-sql.js";
+import { ledgerInTransaction } from "../quota/in-transaction.js";
 import { refusalOf, transferableOf, type DayTotals, type PolicyValues, type SendRefusal } from "./rules.js";
 
 // A token transfer on the ledger (docs/billing.md, "Token transfers"): the send takes a durable hold on the
 // sender's day and writes the pending record, in one transaction; the completion (by the sending process once the
 // send commits, and by graphile-worker's complete_transfer as the backstop) posts what the recipient could take and
 // restores that much of the recipient's day, in one transaction, exactly once: it acts only on a pending record,
-// which it locks first. Locks follow the ledger's one order (docs/billing.md, "Locks").
+// which it locks first. Locks follow the ledger's one order (docs/billing.md, "Locks"): after the transfer's own
+// lock, the ledger takes them (src/quota/in-transaction.ts).
 
 /** The restorations' source of a received transfer (docs/billing.md, "Restorations"). */
 export const TRANSFER_SOURCE = "token_transfer";
@@ -170,13 +169,6 @@ export async function dayTotals(pool: Pool | pg.PoolClient, day: string, userId:
   };
 }
 
-// The sender's day (created as a lease would), locked: its remaining decides the send. Its credits are the newest
-// view of the sender's plan the ledger has (a lease states it with its revision; account-kinds.ts, baseRevision).
-const LOCK_DAY = `
-select credits::text, restored::text, debits_posted::text, debits_pending::text from quota_accounts
-where user_id = $1::uuid and kind = 'daily_allowance' and period = $2::text
-for no key update`;
-
 const EARLIER = `select ${COLUMNS} from ${FROM} where t.sender_id = $1::uuid and t.idempotency_key = $2::text`;
 
 /** The transfer a sender made with this idempotency key, if any. */
@@ -226,17 +218,11 @@ export function sendRows(pool: Pool, s: SendRow, policy: (client: pg.PoolClient)
     }
     const p = await policy(client);
     const totals = await dayTotals(client, s.day, s.senderId, s.recipientId);
-    await createAccount(client, { userId: s.senderId, kind: "daily_allowance", period: s.day }, s.senderBase);
-    const day = (
-      await client.query<{ credits: string; restored: string; debits_posted: string; debits_pending: string }>(LOCK_DAY, [
-        s.senderId,
-        s.day,
-      ])
-    ).rows[0]!;
-    const remaining = BigInt(day.credits) + BigInt(day.restored) - BigInt(day.debits_posted) - BigInt(day.debits_pending);
+    const ledger = ledgerInTransaction(client);
+    const remaining = await ledger.lockDay(s.senderId, s.day, s.senderBase);
     const refused = refusalOf(p, totals, s.amount, transferableOf(remaining, totals));
     if (refused) return { outcome: "refused", ...refused };
-    const held = await reserveDurableRow(client, {
+    const held = await ledger.reserveDurable({
       id: s.holdId,
       userId: s.senderId,
       kind: "daily_allowance",
@@ -261,8 +247,6 @@ select t.status, t.day, t.amount::text, t.hold_id::text, t.recipient_id::text, u
 from token_transfers t join users u on u.id = t.recipient_id
 where t.id = $1::uuid
 for update of t`;
-
-const LOCK_HOLD = `select account_id::text from quota_holds where id = $1::uuid for update`;
 
 const END = `
 update token_transfers set status = $2::text, reason = $3::text, applied = $4::bigint, returned = $5::bigint, completed_at = now()
@@ -297,23 +281,20 @@ export function completeRows(pool: Pool, id: string, ctx: CompleteContext): Prom
     if (!t) return undefined;
     if (t.status !== "pending") return transferById(client, id);
     const amount = BigInt(t.amount);
+    const ledger = ledgerInTransaction(client);
     const refuse = async (reason: string) => {
-      await resolveDurableRow(client, t.hold_id, null);
+      await ledger.resolveDurable(t.hold_id, null);
       await client.query(END, [id, "refused", reason, "0", String(amount)]);
       return transferById(client, id);
     };
     if (t.day !== ctx.today) return refuse("day_ended");
     if (t.unavailable) return refuse("recipient_unavailable");
-    const hold = (await client.query<{ account_id: string }>(LOCK_HOLD, [t.hold_id])).rows[0];
-    if (!hold) throw new Error(`the hold of transfer ${id} is missing`);
-    const recipientDay = await createAccount(
-      client,
-      { userId: t.recipient_id, kind: "daily_allowance", period: t.day },
-      ctx.baseOf(t.plan),
-    );
-    await lockAccounts(client, [hold.account_id, recipientDay]);
+    const recipientDay = { userId: t.recipient_id, kind: "daily_allowance", period: t.day };
+    if (!(await ledger.lockHoldWithAccount(t.hold_id, recipientDay, ctx.baseOf(t.plan)))) {
+      throw new Error(`the hold of transfer ${id} is missing`);
+    }
     // The recipient's spent units, never above them: the day's remaining goes back at most to its allowance.
-    const restored = await restoreRow(client, {
+    const restored = await ledger.restore({
       userId: t.recipient_id,
       kind: "daily_allowance",
       period: t.day,
@@ -324,7 +305,7 @@ export function completeRows(pool: Pool, id: string, ctx: CompleteContext): Prom
     });
     const applied = restored.account === "found" && restored.applied !== null ? restored.applied : 0n;
     if (applied === 0n) return refuse("nothing_to_refill");
-    await resolveDurableRow(client, t.hold_id, applied);
+    await ledger.resolveDurable(t.hold_id, applied);
     await client.query(END, [id, "completed", null, String(applied), String(amount - applied)]);
     return transferById(client, id);
   });

@@ -46,6 +46,14 @@ describe("import direction lint rule", () => {
     ["worker-kit/tui/state/text.ts", 'import { useState } from "react";\nexport const y = useState;\n'],
     ["worker-kit/tui/state/manual-job.ts", 'import { JobView } from "../job-view.js";\nexport const y = JobView;\n'],
     ["worker-kit/runner/runner.ts", 'import { App } from "../tui/app.js";\nexport const y = App;\n'],
+    // Above the ledger, its statements and its lock order are reached through src/quota/in-transaction.ts only.
+    ["src/transfers/transfers-sql.ts", 'import { x } from "../quota/durable-sql.js";\nexport const y = x;\n'],
+    ["src/transfers/transfers-sql.ts", 'import { x } from "../quota/account-locks.js";\nexport const y = x;\n'],
+    ["src/account/reserve-resets.ts", 'import type { X } from "../quota/resets-sql.js";\nexport type Y = X;\n'],
+    ["src/media/video-end.ts", 'import { x } from "../quota/restore-sql.js";\nexport const y = x;\n'],
+    ["src/runtime/services.ts", 'import { x } from "../quota/lease-direct-sql.js";\nexport const y = x;\n'],
+    ["src/mock-upstream/server.ts", 'import { x } from "../quota/account-sql.js";\nexport const y = x;\n'],
+    ["cli/ledger.ts", 'import { x } from "../src/quota/reconcile-sql.js";\nexport const y = x;\n'],
   ])("rejects an upward import in %s", async (file, code) => {
     expect(await violations(file, code)).toHaveLength(1);
   });
@@ -70,6 +78,9 @@ describe("import direction lint rule", () => {
     ["cli/support.ts", 'import { x } from "../worker-kit/index.js";\nexport const y = x;\n'],
     ["worker-kit/tui/job-screen.tsx", 'import { Text } from "ink";\nexport const y = Text;\n'],
     ["worker-kit/tui/state/manual-job.ts", 'import { x } from "./text.js";\nexport const y = x;\n'],
+    ["src/transfers/transfers-sql.ts", 'import { x } from "../quota/in-transaction.js";\nexport const y = x;\n'],
+    ["src/quota/in-transaction.ts", 'import { x } from "./account-locks.js";\nexport const y = x;\n'],
+    ["src/jobs/tasks.ts", 'import { x } from "../quota/index.js";\nexport const y = x;\n'],
   ])("allows a downward import in %s", async (file, code) => {
     expect(await violations(file, code)).toEqual([]);
   });
