@@ -8,7 +8,9 @@ import type { Clock } from "../time/clock.js";
 import type { DirectPostFn } from "./lease-direct-sql.js";
 import type { SyncLeaseFn } from "./lease-sql.js";
 import type { RefundFn } from "./refund-sql.js";
-import { Lease, type LeaseContext, type Waiter } from "./lease.js";
+import { Lease } from "./lease.js";
+import type { LeaseContext } from "./lease-state.js";
+import type { Waiter } from "./lease-waiter.js";
 import { Settling } from "./settling.js";
 import {
   HoldResolvedError,
@@ -20,7 +22,7 @@ import {
   type SettleOutcome,
 } from "./types.js";
 
-// Reservations are admitted in memory against this process's lease on the account (lease.ts), so a request
+// Reservations are admitted in memory against this process's lease on the account (lease-admission.ts), so a request
 // that fits costs no database round trip; only leases are reserved in the database, atomically across
 // processes, so the processes together never hold more than the account allows. Every request is still written
 // to the ledger (quota_holds) when it resolves, in the sync of its lease. docs/billing.md, "Escrow".
@@ -124,7 +126,8 @@ export function createEscrow(opts: EscrowOptions): Escrow {
     periodNow: (waiter) => spec.period(clock.now(), waiter.input.scope),
     resetsAt: (now) => spec.periodEnd(now),
     baseRevision: (lease) => opts.baseRevision(lease.planRevision),
-    admit(lease, waiter) {
+    // Every lease the context is given is one of this escrow's (Lease is the one class of LeaseState).
+    admit(lease: Lease, waiter) {
       lease.hold(waiter.input.amount);
       metrics.held();
       return { ok: true, hold: record(lease, waiter.input, waiter.now) };
