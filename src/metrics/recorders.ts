@@ -23,7 +23,7 @@ export interface UpstreamMetrics {
   fallback(provider: string, failure: string, status: number | null): void;
 }
 
-/** One account kind's holds and leases (src/quota/escrow.ts, lease.ts); bound to the kind once. */
+/** One account kind's holds and leases (src/quota/escrow.ts, lease-settlement.ts, lease-sync-attempts.ts); bound to the kind once. */
 export interface AccountMetrics {
   held(): void;
   /** A hold posted `charged`; above `held`, the settlement is an overshoot (docs/architecture.md, "Rules"). */

@@ -3,15 +3,18 @@ import { DatabaseUnavailableError } from "../db/faults.js";
 import type { DatabaseHealth } from "../db/health.js";
 import type { Pool } from "../db/pool.js";
 import type { AccountMetrics, AccountStats } from "../metrics/recorders.js";
-import { accountAt, kindSpec } from "./account-kinds.js";
+import { accountAt, kindSpec, type AccountKindSpec } from "./account-kinds.js";
 import type { Clock } from "../time/clock.js";
 import type { DirectPostFn } from "./lease-direct-sql.js";
 import type { SyncLeaseFn } from "./lease-sql.js";
 import type { RefundFn } from "./refund-sql.js";
-import { Lease, type LeaseContext, type Waiter } from "./lease.js";
+import { Lease } from "./lease.js";
+import type { LeaseContext } from "./lease-state.js";
+import type { Waiter } from "./lease-waiter.js";
 import { Settling } from "./settling.js";
 import {
   HoldResolvedError,
+  type Hold,
   type AccountKind,
   type Instance,
   type ReserveInput,
@@ -20,7 +23,7 @@ import {
   type SettleOutcome,
 } from "./types.js";
 
-// Reservations are admitted in memory against this process's lease on the account (lease.ts), so a request
+// Reservations are admitted in memory against this process's lease on the account (lease-admission.ts), so a request
 // that fits costs no database round trip; only leases are reserved in the database, atomically across
 // processes, so the processes together never hold more than the account allows. Every request is still written
 // to the ledger (quota_holds) when it resolves, in the sync of its lease. docs/billing.md, "Escrow".
@@ -86,58 +89,20 @@ interface Reservation {
   expired: boolean;
 }
 
+/** Per account (user and period): the lease taking new reservations. */
+type LeasesByAccount = Map<string, Lease>;
+
+const keyOf = (userId: string, period: string) => `${userId}/${period}`;
+
 export function createEscrow(opts: EscrowOptions): Escrow {
-  const { clock, instance, metrics } = opts;
-  const maxHoldMs = opts.maxHoldSeconds * 1000;
+  const { clock, metrics } = opts;
   const spec = kindSpec(opts.kind);
-  // Per account (user and period): the lease taking new reservations.
-  const leases = new Map<string, Lease>();
+  const leases: LeasesByAccount = new Map();
   // Every lease with work left, retired ones included, so that flush() and close() can wait for them.
   const all = new Set<Lease>();
   const holds = new Map<string, Reservation>();
-  const keyOf = (userId: string, period: string) => `${userId}/${period}`;
+  const context = leaseContext(opts, spec, leases, record, enqueue);
 
-  const context: LeaseContext = {
-    pool: opts.pool,
-    kind: opts.kind,
-    instanceId: () => instance.ready(),
-    sync: opts.sync,
-    syncWithReset: opts.syncWithReset,
-    directPost: opts.directPost,
-    refund: opts.refund,
-    health: opts.health,
-    givingUp: opts.givingUp,
-    unsynced: opts.unsynced,
-    groupMs: opts.groupMs,
-    slowMs: opts.admissionTimeoutMs,
-    metrics,
-    fresh: () => instance.fresh(),
-    beaten: (sentAt) => instance.beaten(sentAt),
-    // Only a lease of the process's current id tells it it was fenced: one opened before an earlier fence is over.
-    fenced: (lease) => {
-      if (lease.instanceId === instance.id) instance.fenced();
-    },
-    periodOver(lease) {
-      const end = spec.periodEndOf(lease.period);
-      return end !== null && clock.now() >= end;
-    },
-    periodNow: (waiter) => spec.period(clock.now(), waiter.input.scope),
-    resetsAt: (now) => spec.periodEnd(now),
-    baseRevision: (lease) => opts.baseRevision(lease.planRevision),
-    admit(lease, waiter) {
-      lease.hold(waiter.input.amount);
-      metrics.held();
-      return { ok: true, hold: record(lease, waiter.input, waiter.now) };
-    },
-    // Reserved again now: a waiter moved to a new lease draws on the period it is admitted in.
-    retry: (waiter) => enqueue(waiter.input, clock.now(), waiter),
-    retire(lease) {
-      const key = keyOf(lease.userId, lease.period);
-      if (leases.get(key) === lease) leases.delete(key);
-    },
-    onSyncError: (err, lease) => opts.onSyncError?.(err, lease.id),
-    askOthers: (lease, others, maxWaitMs) => opts.askOthers(lease.accountId!, others, maxWaitMs),
-  };
   /**
    * The lease taking reservations on the account, stating the newest view of its base credits it was given: a
    * reservation with a newer plan revision restates them (a plan change), an older one (a cache that missed the
@@ -182,31 +147,7 @@ export function createEscrow(opts: EscrowOptions): Escrow {
       metrics.held();
       return Promise.resolve({ ok: true, hold: record(lease, input, now) });
     }
-    return new Promise((resolve, reject) => {
-      const waiter: Waiter = {
-        input,
-        now,
-        cancelled: false,
-        deadlineAt: performance.now() + opts.admissionTimeoutMs,
-        resolve(result) {
-          clearTimeout(deadline);
-          resolve(result);
-        },
-        reject(err) {
-          clearTimeout(deadline);
-          reject(err);
-        },
-      };
-      // Only a reservation that needs the database waits for it, and not for longer than this.
-      const deadline = setTimeout(() => {
-        waiter.cancelled = true;
-        const err = new DatabaseUnavailableError();
-        // A stalled database fails no statement; a deadline missed is how the operator hears of it.
-        opts.health.failed(err, "reservation");
-        reject(err);
-      }, opts.admissionTimeoutMs);
-      enqueue(input, now, waiter);
-    });
+    return waitForSync(opts, input, now, enqueue);
   }
 
   function resolve(holdId: string, charged: bigint | null, journalRecord: string | null, options?: SettleOptions): Promise<SettleOutcome> {
@@ -224,21 +165,106 @@ export function createEscrow(opts: EscrowOptions): Escrow {
     return entry.done;
   }
 
-  function sweep() {
-    const now = clock.now().getTime();
-    const nowMs = performance.now();
-    for (const lease of all) lease.withdrawOverdue(nowMs);
-    for (const lease of leases.values()) if (now - lease.lastUsedMs > opts.idleMs) lease.retire();
-    for (const r of holds.values()) {
-      if (!r.expired && now - r.reservedAt.getTime() > maxHoldMs) {
-        r.expired = true;
-        r.lease.expire(r.amount);
-        metrics.expired();
-      }
-    }
-    // An ended lease stays while its requests may still settle through it (and their deadlines be watched).
-    for (const lease of all) if (lease.finished()) all.delete(lease);
-  }
+  const { sweep, fence, yieldOn, flush, close, stats } = escrowUpkeep(opts, leases, all, holds);
+  return { reserve, resolve, owns: (holdId) => holds.has(holdId), sweep, fence, yieldOn, flush, close, stats };
+}
+
+/** What an escrow gives its leases. */
+function leaseContext(
+  opts: EscrowOptions,
+  spec: AccountKindSpec,
+  leases: LeasesByAccount,
+  record: (lease: Lease, input: ReserveInput, now: Date) => Hold,
+  enqueue: (input: ReserveInput, now: Date, waiter: Waiter) => void,
+): LeaseContext {
+  const { clock, instance, metrics } = opts;
+  return {
+    pool: opts.pool,
+    kind: opts.kind,
+    instanceId: () => instance.ready(),
+    sync: opts.sync,
+    syncWithReset: opts.syncWithReset,
+    directPost: opts.directPost,
+    refund: opts.refund,
+    health: opts.health,
+    givingUp: opts.givingUp,
+    unsynced: opts.unsynced,
+    groupMs: opts.groupMs,
+    slowMs: opts.admissionTimeoutMs,
+    metrics,
+    fresh: () => instance.fresh(),
+    beaten: (sentAt) => instance.beaten(sentAt),
+    // Only a lease of the process's current id tells it it was fenced: one opened before an earlier fence is over.
+    fenced: (lease) => {
+      if (lease.instanceId === instance.id) instance.fenced();
+    },
+    periodOver(lease) {
+      const end = spec.periodEndOf(lease.period);
+      return end !== null && clock.now() >= end;
+    },
+    periodNow: (waiter) => spec.period(clock.now(), waiter.input.scope),
+    resetsAt: (now) => spec.periodEnd(now),
+    baseRevision: (lease) => opts.baseRevision(lease.planRevision),
+    // Every lease the context is given is one of this escrow's (Lease is the one class of LeaseState).
+    admit(lease: Lease, waiter) {
+      lease.hold(waiter.input.amount);
+      metrics.held();
+      return { ok: true, hold: record(lease, waiter.input, waiter.now) };
+    },
+    // Reserved again now: a waiter moved to a new lease draws on the period it is admitted in.
+    retry: (waiter) => enqueue(waiter.input, clock.now(), waiter),
+    retire(lease) {
+      const key = keyOf(lease.userId, lease.period);
+      if (leases.get(key) === lease) leases.delete(key);
+    },
+    onSyncError: (err, lease) => opts.onSyncError?.(err, lease.id),
+    askOthers: (lease, others, maxWaitMs) => opts.askOthers(lease.accountId!, others, maxWaitMs),
+  };
+}
+
+/** A reservation that did not fit its lease's free units: it waits for a sync of the lease. */
+function waitForSync(
+  opts: EscrowOptions,
+  input: ReserveInput,
+  now: Date,
+  enqueue: (input: ReserveInput, now: Date, waiter: Waiter) => void,
+): Promise<ReserveResult> {
+  return new Promise((resolve, reject) => {
+    const waiter: Waiter = {
+      input,
+      now,
+      cancelled: false,
+      deadlineAt: performance.now() + opts.admissionTimeoutMs,
+      resolve(result) {
+        clearTimeout(deadline);
+        resolve(result);
+      },
+      reject(err) {
+        clearTimeout(deadline);
+        reject(err);
+      },
+    };
+    // Only a reservation that needs the database waits for it, and not for longer than this.
+    const deadline = setTimeout(() => {
+      waiter.cancelled = true;
+      const err = new DatabaseUnavailableError();
+      // A stalled database fails no statement; a deadline missed is how the operator hears of it.
+      opts.health.failed(err, "reservation");
+      reject(err);
+    }, opts.admissionTimeoutMs);
+    enqueue(input, now, waiter);
+  });
+}
+
+/** An escrow's sweep, and what it does to every lease at once. */
+function escrowUpkeep(
+  opts: EscrowOptions,
+  leases: LeasesByAccount,
+  all: Set<Lease>,
+  holds: Map<string, Reservation>,
+): Pick<Escrow, "sweep" | "fence" | "yieldOn" | "flush" | "close" | "stats"> {
+  const { clock, metrics } = opts;
+  const maxHoldMs = opts.maxHoldSeconds * 1000;
 
   async function settleAll() {
     for (;;) {
@@ -249,10 +275,21 @@ export function createEscrow(opts: EscrowOptions): Escrow {
   }
 
   return {
-    reserve,
-    resolve,
-    owns: (holdId) => holds.has(holdId),
-    sweep,
+    sweep() {
+      const now = clock.now().getTime();
+      const nowMs = performance.now();
+      for (const lease of all) lease.withdrawOverdue(nowMs);
+      for (const lease of leases.values()) if (now - lease.lastUsedMs > opts.idleMs) lease.retire();
+      for (const r of holds.values()) {
+        if (!r.expired && now - r.reservedAt.getTime() > maxHoldMs) {
+          r.expired = true;
+          r.lease.expire(r.amount);
+          metrics.expired();
+        }
+      }
+      // An ended lease stays while its requests may still settle through it (and their deadlines be watched).
+      for (const lease of all) if (lease.finished()) all.delete(lease);
+    },
     fence() {
       for (const lease of [...leases.values()]) lease.fence();
     },

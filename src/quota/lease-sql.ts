@@ -264,17 +264,16 @@ export type SyncLeaseFn = (db: Queryable, sync: SyncLease) => Promise<SyncReply>
  * whose answer takes longer than `timeoutMs` is abandoned (and retried: it is idempotent by its seq).
  */
 export function leaseSync(journal?: Journal, timeoutMs?: number): SyncLeaseFn {
+  const full = fullSync(journal, timeoutMs);
+  const post = postOnlySync(journal, timeoutMs);
+  return (pool, sync) => (sync.postOnly ? post(pool, sync) : full(pool, sync));
+}
+
+/** The full statement of a sync (syncStatement). */
+function fullSync(journal: Journal | undefined, timeoutMs: number | undefined): SyncLeaseFn {
   const text = syncStatement(journal);
   const name = journal ? "quota_sync_lease_journal" : "quota_sync_lease";
-  const postOnly = { text: postOnlyStatement(journal), name: journal ? "quota_post_lease_journal" : "quota_post_lease" };
-  const resolutionArrays = (sync: SyncLease) => [
-    sync.resolutions.map((r) => r.holdId),
-    sync.resolutions.map((r) => String(r.amount)),
-    sync.resolutions.map((r) => (r.charged === null ? null : String(r.charged))),
-    sync.resolutions.map((r) => r.requestId),
-    sync.resolutions.map((r) => r.reservedAt),
-  ];
-  const full = async (pool: Queryable, sync: SyncLease): Promise<SyncReply> => {
+  return async (pool, sync) => {
     const values: unknown[] = [
       sync.leaseId,
       sync.seq,
@@ -319,7 +318,12 @@ export function leaseSync(journal?: Journal, timeoutMs?: number): SyncLeaseFn {
       others: row.others,
     };
   };
-  const post = async (pool: Queryable, sync: SyncLease): Promise<SyncReply> => {
+}
+
+/** The statement of a sync that only posts (postOnlyStatement). */
+function postOnlySync(journal: Journal | undefined, timeoutMs: number | undefined): SyncLeaseFn {
+  const postOnly = { text: postOnlyStatement(journal), name: journal ? "quota_post_lease_journal" : "quota_post_lease" };
+  return async (pool, sync) => {
     const values: unknown[] = [sync.leaseId, sync.seq, String(sync.post), String(sync.take), sync.instanceId, ...resolutionArrays(sync)];
     if (journal) values.push(recordsOf(sync.resolutions));
     const query: TimedQuery = { name: postOnly.name, text: postOnly.text, values, query_timeout: timeoutMs };
@@ -346,7 +350,17 @@ export function leaseSync(journal?: Journal, timeoutMs?: number): SyncLeaseFn {
       others: 0,
     };
   };
-  return (pool, sync) => (sync.postOnly ? post(pool, sync) : full(pool, sync));
+}
+
+/** A sync's resolutions as the five arrays its statements unnest (insertResolutions). */
+function resolutionArrays(sync: SyncLease) {
+  return [
+    sync.resolutions.map((r) => r.holdId),
+    sync.resolutions.map((r) => String(r.amount)),
+    sync.resolutions.map((r) => (r.charged === null ? null : String(r.charged))),
+    sync.resolutions.map((r) => r.requestId),
+    sync.resolutions.map((r) => r.reservedAt),
+  ];
 }
 
 /** The resolutions' records as one JSON array text, without re-encoding them. */

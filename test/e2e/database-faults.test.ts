@@ -49,7 +49,7 @@ const DAILY_TOKENS = 50_000_000;
 const REQUEST_TIMEOUT_MS = 2_000;
 /**
  * After a fault ends, a request that started before then may still get its 503 (its deadline ran out first), and
- * one that starts right after waits for the retry in progress: at most 250 ms for a reservation (src/quota/lease.ts,
+ * one that starts right after waits for the retry in progress: at most 250 ms for a reservation (src/quota/lease-sync-loop.ts,
  * pause()) or 200 ms for a key lookup (src/db/faults.ts). Requests started later than this after the end get 200.
  */
 const RECOVERY_MS = 1_000;
