@@ -11,7 +11,7 @@ export default defineConfig({
     "./src/support/schema.ts",
     "./src/catalog/schema.ts",
     "./src/transfers/schema.ts",
-    "./src/account/schema.ts",
+    "./src/balances/schema.ts",
   ],
   out: "./migrations",
 });

@@ -39,7 +39,7 @@ export const serviceOrder = [
   "catalog",
   "auth",
   "analytics",
-  "account",
+  "balances",
   "metering",
   "inference",
   "media",
@@ -156,7 +156,7 @@ export default tseslint.config(
     // builds a new hidden class for every object (src/objects.ts, docs/performance.md "Object spread"), and a
     // getter or setter in an object literal puts an accessor pair in the old generation for every object, which
     // keeps the accessor's closure (and all it refers to) through scavenges (src/metering/relays/stream-relay.ts).
-    files: ["src/{inference,metering,providers,server,quota,analytics,auth,account,catalog,metrics}/**/*.ts"],
+    files: ["src/{inference,metering,providers,server,quota,analytics,auth,balances,catalog,metrics}/**/*.ts"],
     rules: {
       "no-restricted-syntax": [
         "error",

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { parseIdempotencyKey, type Keyed } from "../src/account/idempotency.js";
+import { parseIdempotencyKey, type Keyed } from "../src/balances/idempotency.js";
 import type { CommonOptions } from "./context.js";
 import { printJson } from "./output.js";
 

@@ -1,5 +1,5 @@
 import { Command } from "commander";
-import type { PublicResellerBalance } from "../src/account/reseller-accounts.js";
+import type { PublicResellerBalance } from "../src/balances/reseller-accounts.js";
 import { action, printJson } from "./output.js";
 import { withServices, type CommonOptions } from "./context.js";
 import { withCommonOptions } from "./options.js";

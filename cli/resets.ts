@@ -1,5 +1,5 @@
 import { Command } from "commander";
-import type { PublicQuotaResets } from "../src/account/reserve-resets.js";
+import type { PublicQuotaResets } from "../src/balances/reserve-resets.js";
 import { errors } from "../src/errors.js";
 import { action, printJson } from "./output.js";
 import { withServices, type CommonOptions } from "./context.js";

@@ -1,6 +1,6 @@
 import { isUuid } from "../ids.js";
 import type { Task, TaskList } from "graphile-worker";
-import { pruneIdempotencyKeys } from "../account/idempotency-sql.js";
+import { pruneIdempotencyKeys } from "../balances/idempotency-sql.js";
 import { pruneRequestLogs } from "../analytics/retention-sql.js";
 import type { SessionService } from "../auth/types.js";
 import type { RetentionConfig } from "../config/schema.js";

@@ -1,6 +1,6 @@
-import { resellerRoutes, type ResellerRouteDeps } from "../account/reseller-routes.js";
-import { quotaRoute, type QuotaRouteDeps } from "../account/quota-routes.js";
-import { reserveResetRoutes, type ReserveResetRouteDeps } from "../account/reserve-reset-routes.js";
+import { resellerRoutes, type ResellerRouteDeps } from "../balances/reseller-routes.js";
+import { quotaRoute, type QuotaRouteDeps } from "../balances/quota-routes.js";
+import { reserveResetRoutes, type ReserveResetRouteDeps } from "../balances/reserve-reset-routes.js";
 import { userRequestsRoute, type UserRequestRouteDeps } from "../analytics/user-requests-routes.js";
 import { authRoutes, type AuthRouteDeps } from "../auth/auth-routes.js";
 import { chatRoute } from "../inference/chat-routes.js";

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { AppDeps } from "./app.js";
-import { createIdempotency } from "../account/idempotency.js";
-import { createResellerAccounts } from "../account/reseller-accounts.js";
+import { createIdempotency } from "../balances/idempotency.js";
+import { createResellerAccounts } from "../balances/reseller-accounts.js";
 import { insertRows, rewriteRows } from "../analytics/row-json.js";
 import { createRequestLogWriter } from "../analytics/writer.js";
 import type { RequestLogWriter } from "../analytics/types.js";
@@ -19,7 +19,7 @@ import { createProviders } from "../providers/registry.js";
 import { createSafeDownloader } from "../providers/safe-download.js";
 import { measureClockOffset, offsetClock, type Clock } from "../time/clock.js";
 import { createQuotaLedger } from "../quota/ledger.js";
-import { createReserveResets } from "../account/reserve-resets.js";
+import { createReserveResets } from "../balances/reserve-resets.js";
 import { createTransfers } from "../transfers/transfers.js";
 import { registerInstance } from "../quota/instances.js";
 import { createDatabaseHealth } from "../db/health.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseIdempotencyKey } from "../../src/account/idempotency.js";
+import { parseIdempotencyKey } from "../../src/balances/idempotency.js";
 import { GatewayError } from "../../src/errors.js";
 
 // The Idempotency-Key's form (docs/api.md, "Idempotency of money calls"): 1 to 255 printable ASCII characters, bare

@@ -19,7 +19,7 @@ describe("import direction lint rule", () => {
     ["src/billing/tokens.ts", 'import { pool } from "../db/pool.js";\nexport const x = pool;\n'],
     ["src/errors.ts", 'import { x } from "./server/respond.js";\nexport const y = x;\n'],
     ["src/providers/openai/chat.ts", 'import { x } from "../../quota/ledger.js";\nexport const y = x;\n'],
-    ["src/db/pool.ts", 'import { x } from "../inference/chat-route.js";\nexport const y = x;\n'],
+    ["src/db/pool.ts", 'import { x } from "../inference/chat-routes.js";\nexport const y = x;\n'],
     ["src/runtime/app.ts", 'import { x } from "../../cli/serve.js";\nexport const y = x;\n'],
     ["src/server/respond.ts", 'import { x } from "../auth/middleware.js";\nexport const y = x;\n'],
     ["src/server/health-routes.ts", 'import { x } from "../quota/ledger.js";\nexport const y = x;\n'],
@@ -27,8 +27,8 @@ describe("import direction lint rule", () => {
     // The order among the service folders (serviceOrder in eslint.config.js).
     ["src/auth/users.ts", 'import { x } from "../metering/meter.js";\nexport const y = x;\n'],
     ["src/catalog/catalog.ts", 'import { x } from "../auth/index.js";\nexport const y = x;\n'],
-    ["src/metering/metered-handler.ts", 'import { x } from "../inference/chat-route.js";\nexport const y = x;\n'],
-    ["src/analytics/queries.ts", 'import { x } from "../account/quota-route.js";\nexport const y = x;\n'],
+    ["src/metering/metered-handler.ts", 'import { x } from "../inference/chat-routes.js";\nexport const y = x;\n'],
+    ["src/analytics/queries.ts", 'import { x } from "../balances/quota-routes.js";\nexport const y = x;\n'],
     // The metrics recorders sit below every layer that records, just above the pure modules.
     ["src/metrics/prometheus.ts", 'import { x } from "../quota/ledger.js";\nexport const y = x;\n'],
     ["src/metrics/labels.ts", 'import type { X } from "../server/context.js";\nexport type Y = X;\n'],
@@ -49,7 +49,7 @@ describe("import direction lint rule", () => {
     // Above the ledger, its statements and its lock order are reached through src/quota/in-transaction.ts only.
     ["src/transfers/transfers-sql.ts", 'import { x } from "../quota/durable-sql.js";\nexport const y = x;\n'],
     ["src/transfers/transfers-sql.ts", 'import { x } from "../quota/account-locks.js";\nexport const y = x;\n'],
-    ["src/account/reserve-resets.ts", 'import type { X } from "../quota/resets-sql.js";\nexport type Y = X;\n'],
+    ["src/balances/reserve-resets.ts", 'import type { X } from "../quota/resets-sql.js";\nexport type Y = X;\n'],
     ["src/media/video-end.ts", 'import { x } from "../quota/restore-sql.js";\nexport const y = x;\n'],
     ["src/runtime/services.ts", 'import { x } from "../quota/lease-direct-sql.js";\nexport const y = x;\n'],
     ["src/mock-upstream/server.ts", 'import { x } from "../quota/account-sql.js";\nexport const y = x;\n'],

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseExpiry } from "../../src/account/reserve-resets.js";
+import { parseExpiry } from "../../src/balances/reserve-resets.js";
 import { isoWeek, nextWeekAt, weekStartAt } from "../../src/time/week.js";
 
 // The weekly resets' period (docs/billing.md, "Reserve resets"): the ISO week in UTC, renewing Monday 00:00 UTC.
