@@ -8,7 +8,7 @@ import { identifierProblem } from "../text-wire.js";
 import { resolveModel } from "../metering/access.js";
 import { clientGone } from "../metering/client-disconnect.js";
 import { withChargeHeaders } from "../metering/deliver.js";
-import { checkedImage, ImageDeliveryError, type UpstreamImage } from "../metering/image-delivery.js";
+import { checkedImage, ImageDeliveryError, type UpstreamImage } from "../providers/upstream-images/image-delivery.js";
 import type { RowStart } from "../metering/request-row.js";
 import { meteredHandler, type Delivery, type InferenceDeps, type RouteSpec } from "../metering/metered-handler.js";
 import type { JsonResult } from "../providers/types.js";

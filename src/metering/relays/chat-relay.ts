@@ -5,12 +5,12 @@ import { collectChoicesText } from "../../providers/openai/chat-text.js";
 import { applyEdits, findMembers, type Edit } from "../json-members.js";
 import type { PushedBody } from "../../server/respond.js";
 import { relayStream, STREAM_FAILURE_MESSAGES, type RelayOptions, type RelayProtocol } from "./stream-relay.js";
-import { chatImageSlots, deliverChatImages } from "../chat-images.js";
-import type { ImageDownload } from "../image-delivery.js";
+import { chatImageSlots, deliverChatImages } from "../../providers/upstream-images/chat-images.js";
+import type { ImageDownload } from "../../providers/upstream-images/image-delivery.js";
 
 // An OpenAI chat SSE stream as the client gets it: the public model ID replaces the upstream one, the usage
 // chunk the gateway asked for reaches the client only if the client asked too (settling is relayStream's), and
-// a chunk's images are delivered as data: URIs (../chat-images.ts); one that cannot be ends the stream.
+// a chunk's images are delivered as data: URIs (src/providers/upstream-images/chat-images.ts); one that cannot be ends the stream.
 
 const sse = (json: string) => `data: ${json}\n\n`;
 const DONE = "data: [DONE]\n\n";

@@ -39,7 +39,7 @@ export interface RelayProtocol {
   /**
    * The in-band error the client gets when a stream that had begun cannot go on: the upstream dropped it
    * (`upstream_stream_interrupted`), an event failed the gateway's checks (`upstream_invalid_output`: an
-   * image that cannot be delivered, src/metering/chat-images.ts), or its charge could not be committed
+   * image that cannot be delivered, src/providers/upstream-images/chat-images.ts), or its charge could not be committed
    * (`database_unavailable`).
    */
   errorFrame(requestId: string, code: StreamFailure): string;
