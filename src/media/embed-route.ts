@@ -5,7 +5,7 @@ import { Hono } from "hono";
 import type { EmbedGrant } from "../auth/principals.js";
 import { errors } from "../errors.js";
 import { identifierProblem } from "../text-wire.js";
-import { resolveModel } from "../metering/access.js";
+import { resolveModel } from "../catalog/model-access.js";
 import { clientGone } from "../metering/client-disconnect.js";
 import { withChargeHeaders } from "../metering/deliver.js";
 import { checkedImage, ImageDeliveryError, type UpstreamImage } from "../providers/upstream-images/image-delivery.js";

@@ -3,7 +3,7 @@ import type { Context } from "hono";
 import type { Catalog, CatalogModel } from "../catalog/catalog.js";
 import type { Config, ModelConfig, ProviderConfig } from "../config/schema.js";
 import { GatewayError } from "../errors.js";
-import { resolveModel, servingTargets } from "./access.js";
+import { resolveModel, servingTargets } from "../catalog/model-access.js";
 import type { Meter, Metering } from "./meter.js";
 import { chatPricing, withRequestPack, type Pricing, type PricingFor } from "./pricing.js";
 import type { Providers } from "../providers/registry.js";
