@@ -127,6 +127,13 @@ export function upstreamToClient(err: UpstreamError, byok = false): GatewayError
   return new GatewayError({ message: `The upstream provider ${what}.`, code: "upstream_error" });
 }
 
+/** The gateway's code for a failure: its own, or the client's wording of an upstream failure. */
+export function errorCodeOf(err: unknown, byok = false): ErrorCode {
+  if (err instanceof GatewayError) return err.code;
+  if (err instanceof UpstreamError) return err.failure === "aborted" ? "client_closed_request" : upstreamToClient(err, byok).code;
+  return "internal_error";
+}
+
 /** The class of a failure (error-codes table); with the client's own upstream key (`byok`) as upstreamToClient words it. */
 export function errorClassOf(err: unknown, byok = false): ErrorClass {
   if (err instanceof UpstreamError) return err.failure === "aborted" ? "client_cancelled" : upstreamToClient(err, byok).errorClass;

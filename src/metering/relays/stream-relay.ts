@@ -1,4 +1,4 @@
-import type { Charge, Meter } from "../meter.js";
+import type { Charge, Meter } from "../request-meter.js";
 import type { EventStream, StreamEvent, UsageReport } from "../../providers/types.js";
 import { UpstreamError } from "../../providers/types.js";
 import type { BodySink, PushedBody } from "../../server/respond.js";
