@@ -12,8 +12,8 @@ import { localUsage } from "../metering/estimate.js";
 import { withPublicModel } from "../metering/public-model.js";
 import { meteredHandler, type Delivery, type InferenceDeps, type RouteSpec } from "../metering/metered-handler.js";
 import { extended } from "../objects.js";
-import { chatImageSlots, deliverChatImages, type ImageSlot } from "../metering/chat-images.js";
-import type { ImageDownload } from "../metering/image-delivery.js";
+import { chatImageSlots, deliverChatImages, type ImageSlot } from "../providers/upstream-images/chat-images.js";
+import type { ImageDownload } from "../providers/upstream-images/image-delivery.js";
 import { clientDisconnect } from "../metering/client-disconnect.js";
 import type { JsonResult } from "../providers/types.js";
 
@@ -21,7 +21,7 @@ const sendJson = (answer: JsonResult, delivery: Delivery<ChatRequest>, text: str
   deliverJson(delivery, text, answer.usage, () => localUsage(delivery.request.countPrompt, chatCompletionText(answer.body)));
 
 /**
- * An answer with images: each delivered as a data: URI (src/metering/chat-images.ts), then the answer serialised
+ * An answer with images: each delivered as a data: URI (src/providers/upstream-images/chat-images.ts), then the answer serialised
  * again. One that cannot be delivered throws `invalid_output`: 502 `upstream_invalid_output`, the hold voided.
  */
 async function withImages(answer: JsonResult, delivery: Delivery<ChatRequest>, slots: ImageSlot[], download: ImageDownload) {

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { meteringErrors } from "../metering/metered-errors.js";
-import { visibleModels } from "../metering/access.js";
+import { visibleModels } from "../catalog/model-access.js";
 import { validate } from "../server/body.js";
 import { ours } from "../openapi/operation.js";
 import { route } from "../server/route.js";

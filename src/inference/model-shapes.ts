@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { Config } from "../config/schema.js";
 import type { ApiKeyPrincipal } from "../auth/principals.js";
-import type { VisibleModel } from "../metering/access.js";
+import type { VisibleModel } from "../catalog/model-access.js";
 
 // One model as each vendor's SDK expects it from its model-discovery calls (docs/api.md, "Model discovery").
 // The gateway knows of a model its public ID, when it appeared, who owns it and its description; what a vendor

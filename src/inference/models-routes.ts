@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { Catalog } from "../catalog/catalog.js";
 import type { Config } from "../config/schema.js";
 import { meteringErrors } from "../metering/metered-errors.js";
-import { visibleModels, type VisibleModel } from "../metering/access.js";
+import { visibleModels, type VisibleModel } from "../catalog/model-access.js";
 import { validate } from "../server/body.js";
 import type { AppEnv } from "../server/context.js";
 import { anyOf, ours, vendor } from "../openapi/operation.js";

@@ -3,7 +3,7 @@ import type { EmbedTokens } from "../auth/embed-tokens.js";
 import type { Catalog } from "../catalog/catalog.js";
 import type { Config } from "../config/schema.js";
 import { errors } from "../errors.js";
-import { resolveModel } from "../metering/access.js";
+import { resolveModel } from "../catalog/model-access.js";
 import { readValidJson } from "../server/body.js";
 import type { BodyCaps } from "../server/body-rules.js";
 import { ours } from "../openapi/operation.js";

@@ -1,4 +1,4 @@
-import type { ImageItem } from "../metering/image-delivery.js";
+import type { ImageItem } from "../providers/upstream-images/image-delivery.js";
 
 // An ImagesResponse written as pieces of bytes around its images' base64, which is the bytes the upstream sent it
 // in: joined, the JSON text JSON.stringify makes of the same answer (test/unit/image-answer-bytes.test.ts), without

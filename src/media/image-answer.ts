@@ -6,7 +6,7 @@ import {
   type ImageItem,
   type ImageResponseFormat,
   type UpstreamImage,
-} from "../metering/image-delivery.js";
+} from "../providers/upstream-images/image-delivery.js";
 import type { JsonResult, UsageReport } from "../providers/types.js";
 import { imagesResponseParts } from "./image-answer-bytes.js";
 

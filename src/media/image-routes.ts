@@ -1,7 +1,7 @@
 import type { ImageRequest } from "../billing/image-quota.js";
 import { deliverJson, deliverRelayed } from "../metering/deliver.js";
 import { countTextTokens, estimateTextTokens } from "../metering/estimate.js";
-import { deliverImage } from "../metering/image-delivery.js";
+import { deliverImage } from "../providers/upstream-images/image-delivery.js";
 import { imagePricing } from "../metering/pricing.js";
 import { meteredHandler, type Delivery, type InferenceDeps, type MeteredRequest, type RouteSpec } from "../metering/metered-handler.js";
 import { convertResponsesUsage } from "../providers/openai/convert-openai-usage.js";
@@ -25,7 +25,7 @@ import { IMAGE_CONFIG_SUPPORT, toUpstreamEdit, toUpstreamGeneration } from "./im
 
 // POST /v1/images/generations and /v1/images/edits (spec "Image generation request", "Image edit request";
 // docs/api.md, "Images"): through the one metering path, billed by the image quota (docs/billing.md), every
-// image delivered by the gateway itself (src/metering/image-delivery.ts).
+// image delivered by the gateway itself (src/providers/upstream-images/image-delivery.ts).
 
 /** The prompt is what admission counts against the plan's context limit. */
 const describePrompt = (model: string, prompt: string, streamed: boolean): MeteredRequest => ({

@@ -9,7 +9,7 @@ import { isTransientDbError, readWithinDeadline } from "../db/faults.js";
 import type { Pool } from "../db/pool.js";
 import { errors } from "../errors.js";
 import type { ApiKeyPrincipal } from "../auth/principals.js";
-import { resolveModel, servingTargets } from "../metering/access.js";
+import { resolveModel, servingTargets } from "../catalog/model-access.js";
 import { accountTerms } from "../metering/account-terms.js";
 import { logFailedAttempt } from "../metering/attempt-log.js";
 import { upstreamToClient } from "../metering/metered-errors.js";

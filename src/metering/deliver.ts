@@ -3,7 +3,7 @@ import { localUsage } from "./estimate.js";
 import type { JsonResult, UsageReport } from "../providers/types.js";
 import { respondBytes, respondStream, respondText, type PushedBody } from "../server/respond.js";
 import { errors } from "../errors.js";
-import type { Charge } from "./meter.js";
+import type { Charge } from "./request-meter.js";
 import { clientGone } from "./client-disconnect.js";
 import { chatCompletionText } from "../providers/openai/chat-text.js";
 import type { Delivery, OpenedStream } from "./metered-handler.js";

@@ -1,12 +1,12 @@
 import { formatUsd } from "../billing/usd.js";
 import { GatewayError, errors, type ErrorClass, type ErrorCode } from "../errors.js";
 import { UpstreamAnswerTooLargeError, UpstreamError } from "../providers/types.js";
+import { modelAccessErrors, UPSTREAM_KEY_HEADER_NAME } from "../catalog/model-access-errors.js";
 
 // Mapping of metering outcomes to client errors and coarse analytics classes. An upstream failure is told to
 // the client by its status only: the upstream body never leaves the adapter.
 
-/** The header of a client's own upstream key (bring-your-own), as documented; read by src/metering/upstream-key.ts. */
-export const UPSTREAM_KEY_HEADER_NAME = "X-Upstream-Api-Key";
+export { UPSTREAM_KEY_HEADER_NAME };
 
 /** Every error a metered route can answer besides those of its credential and body (the API description's list). */
 export const METERED_ERROR_CODES = [
@@ -34,34 +34,8 @@ export const METERED_ERROR_CODES = [
 ] as const satisfies readonly ErrorCode[];
 
 export const meteringErrors = {
-  modelNotFound: (model: string) =>
-    new GatewayError({
-      message: `The model '${model}' does not exist; GET /v1/models lists the IDs this key may use.`,
-      code: "model_not_found",
-      param: "model",
-    }),
-  wrongKind: (model: string, kind: string) =>
-    errors.badRequest(`The model '${model}' is a ${kind} model and cannot be used on this route.`, "model", "model_not_supported"),
-  modelForbidden: (model: string, why: "plan" | "key") =>
-    new GatewayError({
-      message: `This ${why === "plan" ? "plan" : "API key"} may not use the model '${model}'.`,
-      code: "model_not_allowed",
-      param: "model",
-    }),
-  /** None of the model's targets speaks a protocol this route can call. */
-  notServedHere: (model: string, protocol: string, route: string) =>
-    errors.badRequest(
-      `The model '${model}' is served over the ${protocol} protocol, which ${route} cannot call; docs/api.md lists which routes serve which models.`,
-      "model",
-      "model_not_supported",
-    ),
-  /** A request carrying the client's own upstream key, for a model none of whose providers accepts one. */
-  upstreamKeyNotAccepted: (model: string) =>
-    errors.badRequest(
-      `No provider of the model '${model}' accepts a client's own upstream key; send the request without the ${UPSTREAM_KEY_HEADER_NAME} header.`,
-      null,
-      "upstream_key_not_accepted",
-    ),
+  /** The catalog's own (src/catalog/model-access-errors.ts): the model lists' lookups answer it too. */
+  modelNotFound: modelAccessErrors.modelNotFound,
   contextLimit: (tokens: number, limit: number, param: string | null) =>
     errors.badRequest(
       `The prompt is about ${tokens} tokens, over this plan's context limit of ${limit} tokens.`,
@@ -151,6 +125,13 @@ export function upstreamToClient(err: UpstreamError, byok = false): GatewayError
   }
   const what = err.failure === "status" ? `answered ${status}` : "sent an invalid response";
   return new GatewayError({ message: `The upstream provider ${what}.`, code: "upstream_error" });
+}
+
+/** The gateway's code for a failure: its own, or the client's wording of an upstream failure. */
+export function errorCodeOf(err: unknown, byok = false): ErrorCode {
+  if (err instanceof GatewayError) return err.code;
+  if (err instanceof UpstreamError) return err.failure === "aborted" ? "client_closed_request" : upstreamToClient(err, byok).code;
+  return "internal_error";
 }
 
 /** The class of a failure (error-codes table); with the client's own upstream key (`byok`) as upstreamToClient words it. */

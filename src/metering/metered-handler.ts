@@ -3,8 +3,11 @@ import type { Context } from "hono";
 import type { Catalog, CatalogModel } from "../catalog/catalog.js";
 import type { Config, ModelConfig, ProviderConfig } from "../config/schema.js";
 import { GatewayError } from "../errors.js";
-import { resolveModel, servingTargets } from "./access.js";
-import type { Meter, Metering } from "./meter.js";
+import { resolveModel, servingTargets } from "../catalog/model-access.js";
+import type { Metering } from "./meter.js";
+import type { Meter, MeterStart } from "./request-meter.js";
+import type { RowStart } from "./request-row.js";
+import type { ApiKeyPrincipal } from "../auth/principals.js";
 import { chatPricing, withRequestPack, type Pricing, type PricingFor } from "./pricing.js";
 import type { Providers } from "../providers/registry.js";
 import type { SafeDownloader } from "../providers/safe-download.js";
@@ -126,15 +129,7 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
   async function handle(c: Context<AppEnv>, reservation: BodyReservation | undefined): Promise<Response> {
     const startedAt = performance.now();
     const key = c.get("apiKey");
-    const base = {
-      requestId: c.get("requestId"),
-      route: spec.route,
-      clientProtocol: spec.clientProtocol,
-      key,
-      modelId: "",
-      startedAt,
-      streamed: false,
-    };
+    const base = rowStartOf(c, spec, key, startedAt);
     // Its model ID is filled in below; the request counter reads it once the answer is built.
     c.set("metered", base);
     let body: B;
@@ -151,13 +146,7 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
       base.modelId = request.modelId;
       const byok = upstreamKey !== undefined;
       model = servingTargets(resolveModel(catalog, config, key, request.modelId, spec.kind), spec.protocols, spec.route, byok);
-      pricing = withRequestPack(
-        spec.pricing ? spec.pricing(model, key, config, byok, body) : chatPricing(model, key, config, byok),
-        model,
-        key,
-        config,
-        byok,
-      );
+      pricing = pricingOf(spec, model, key, config, byok, body);
       await spec.admit?.(body, model);
     } catch (err) {
       // Refusals before metering still get their row, so the user can find the request by its id.
@@ -165,36 +154,13 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
       metering.logRejected(base, refused);
       throw refused;
     }
-    // A literal, not a spread of `base`: see src/objects.ts.
-    const meter = await metering.begin({
-      requestId: base.requestId,
-      route: base.route,
-      clientProtocol: base.clientProtocol,
-      key,
-      startedAt,
-      streamed: base.streamed,
-      model,
-      modelId: request.modelId,
-      estimate: request.estimate,
-      exactPromptTokens: request.countPrompt,
-      promptParam: request.promptParam,
-      pricing,
-      clientError: spec.clientError,
-      byok: upstreamKey !== undefined,
-    });
+    const meter = await metering.begin(meterStartOf(base, request, model, pricing, spec.clientError, upstreamKey !== undefined));
 
     const upstream = new UpstreamAbort();
     const stopWatching = clientDisconnect(c, upstream);
     let attempt: Attempt;
     try {
-      attempt = await meter.call(async (target): Promise<Attempt> => {
-        const adapter = providers.get(target.providerId);
-        if (!adapter) throw new UpstreamError("connect", null);
-        const result = await spec.call(adapter, target, body, { target, signal: upstream, apiKey: upstreamKey });
-        if (result.kind === "json") return { json: result };
-        if (!spec.stream) throw new UpstreamError("protocol", result.status);
-        return { stream: { result, batches: result.batches, first: await result.batches.next() } };
-      });
+      attempt = await meter.call((target) => attemptOn(spec, providers, target, body, upstream, upstreamKey));
     } catch (err) {
       stopWatching();
       if (err instanceof UpstreamError && err.failure === "aborted") return c.body(null, 499 as never);
@@ -205,12 +171,7 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
       : null;
     const delivery: Delivery<B> = { c, body, request, meter, upstream, outputCap };
     try {
-      if ("stream" in attempt) {
-        const streamed = spec.stream!(attempt.stream, delivery);
-        return streamed instanceof Response ? streamed : await streamed;
-      }
-      stopWatching();
-      const answered = spec.json(attempt.json, delivery);
+      const answered = deliverAnswer(spec, attempt, delivery, stopWatching);
       // Awaited only when it is a promise: a microtask per request is measurable on the hot path.
       return answered instanceof Response ? answered : await answered;
     } catch (err) {
@@ -222,11 +183,95 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
     }
   }
 
-  const own = spec.body?.budget;
-  return async (c: Context<AppEnv>): Promise<Response> => {
+  return underBodyBudget(spec.body?.budget, handle);
+}
+
+/** What is known of the request when it arrives; its model ID and whether it streams are filled in once it is read. */
+function rowStartOf<B>(c: Context<AppEnv>, spec: RouteSpec<B>, key: ApiKeyPrincipal, startedAt: number): RowStart {
+  return {
+    requestId: c.get("requestId"),
+    route: spec.route,
+    clientProtocol: spec.clientProtocol,
+    key,
+    modelId: "",
+    startedAt,
+    streamed: false,
+  };
+}
+
+/** The route's pricing (chat's unless it says otherwise), drawn from a request pack where the plan has one for the model. */
+function pricingOf<B>(spec: RouteSpec<B>, model: CatalogModel, key: ApiKeyPrincipal, config: Config, byok: boolean, body: B): Pricing {
+  const pricing = spec.pricing ? spec.pricing(model, key, config, byok, body) : chatPricing(model, key, config, byok);
+  return withRequestPack(pricing, model, key, config, byok);
+}
+
+/** What the Meter starts from. A literal, not a spread of `base`: see src/objects.ts. */
+function meterStartOf(
+  base: RowStart,
+  request: MeteredRequest,
+  model: CatalogModel,
+  pricing: Pricing,
+  clientError: ((err: GatewayError) => GatewayError) | undefined,
+  byok: boolean,
+): MeterStart {
+  return {
+    requestId: base.requestId,
+    route: base.route,
+    clientProtocol: base.clientProtocol,
+    key: base.key,
+    startedAt: base.startedAt,
+    streamed: base.streamed,
+    model,
+    modelId: request.modelId,
+    estimate: request.estimate,
+    exactPromptTokens: request.countPrompt,
+    promptParam: request.promptParam,
+    pricing,
+    clientError,
+    byok,
+  };
+}
+
+/** One target's attempt: its JSON answer, or its stream with the first events read (so that a stream failing before them falls back). */
+async function attemptOn<B>(
+  spec: RouteSpec<B>,
+  providers: Providers,
+  target: Target,
+  body: B,
+  upstream: UpstreamAbort,
+  apiKey: string | undefined,
+): Promise<Attempt> {
+  const adapter = providers.get(target.providerId);
+  if (!adapter) throw new UpstreamError("connect", null);
+  const result = await spec.call(adapter, target, body, { target, signal: upstream, apiKey });
+  if (result.kind === "json") return { json: result };
+  if (!spec.stream) throw new UpstreamError("protocol", result.status);
+  return { stream: { result, batches: result.batches, first: await result.batches.next() } };
+}
+
+/** The route's delivery of the answer. A stream's relay takes over watching the client; a JSON answer no longer needs it. */
+function deliverAnswer<B>(
+  spec: RouteSpec<B>,
+  attempt: Attempt,
+  delivery: Delivery<B>,
+  stopWatching: () => void,
+): Response | Promise<Response> {
+  if ("stream" in attempt) return spec.stream!(attempt.stream, delivery);
+  stopWatching();
+  return spec.json(attempt.json, delivery);
+}
+
+/**
+ * `handle` under a reservation of the route's own body budget, else the request's body rules' one. The body's bytes
+ * stay reserved until the answer is built: the parse and the text live that long.
+ */
+function underBodyBudget(
+  own: BodyBudget | undefined,
+  handle: (c: Context<AppEnv>, reservation: BodyReservation | undefined) => Promise<Response>,
+): (c: Context<AppEnv>) => Promise<Response> {
+  return async (c) => {
     const budget = own ?? c.get("bodyRules")?.budget;
     if (!budget) return handle(c, undefined);
-    // The body's bytes stay reserved until the answer is built: the parse and the text live that long.
     const reservation = budget.reserve();
     try {
       return await handle(c, reservation);

@@ -40,6 +40,40 @@ export interface RowOutcome {
   now: Date;
 }
 
+/** The outcome of a request answered without a hold: refused before metering, or served from elsewhere (a cache). */
+export function unmeteredOutcome(status: number, code: ErrorCode | null, endedAt: number, now: Date): RowOutcome {
+  return {
+    status,
+    code,
+    usage: null,
+    charged: 0n,
+    source: "none",
+    target: null,
+    fallbackPath: [],
+    pricing: null,
+    firstByteAt: undefined,
+    endedAt,
+    now,
+  };
+}
+
+/** The outcome of a settled request whose charge was withdrawn before it could commit: a 503, nothing charged. */
+export function withdrawnOutcome(settled: RowOutcome): RowOutcome {
+  return {
+    status: 503,
+    code: "database_unavailable",
+    usage: settled.usage,
+    charged: 0n,
+    source: settled.source,
+    target: settled.target,
+    fallbackPath: settled.fallbackPath,
+    pricing: settled.pricing,
+    firstByteAt: undefined,
+    endedAt: settled.endedAt,
+    now: settled.now,
+  };
+}
+
 const round = (ms: number) => Math.round(ms * 1000) / 1000;
 
 /** The upstream cost estimate; a pricing that throws leaves it unknown rather than losing the row. */

@@ -1,4 +1,4 @@
-import type { ImageDownload } from "../../src/metering/image-delivery.js";
+import type { ImageDownload } from "../../src/providers/upstream-images/image-delivery.js";
 
 // Fake image downloaders for delivery tests: the gateway's downloader hands a body over as it arrives
 // (SafeDownloader.stream); most tests only care about the whole body, or about the download failing.

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/load.js";
-import { deliverImage, ImageDeliveryError } from "../../src/metering/image-delivery.js";
+import { deliverImage, ImageDeliveryError } from "../../src/providers/upstream-images/image-delivery.js";
 import { MOCK_IMAGES } from "../../src/mock-upstream/mock-images.js";
 import { type MockUpstream, startMockUpstream } from "../../src/mock-upstream/server.js";
 import { createOpenAIAdapter } from "../../src/providers/openai/index.js";

@@ -1,8 +1,8 @@
 import fc from "fast-check";
 import { fileTypeFromBuffer } from "file-type";
 import { describe, expect, it, vi } from "vitest";
-import { CanonicalBase64 } from "../../src/canonical-base64.js";
-import { fileTypeOfBase64 } from "../../src/metering/base64-file-type.js";
+import { CanonicalBase64 } from "../../src/providers/upstream-images/canonical-base64.js";
+import { fileTypeOfBase64 } from "../../src/providers/upstream-images/base64-file-type.js";
 import { largeMockPng, MOCK_IMAGES } from "../../src/mock-upstream/mock-images.js";
 
 const base64Of = (bytes: Uint8Array) => CanonicalBase64.ofText(Buffer.from(bytes).toString("base64"))!;

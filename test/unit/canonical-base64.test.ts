@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { CanonicalBase64, isCanonicalBase64 } from "../../src/canonical-base64.js";
+import { CanonicalBase64, isCanonicalBase64 } from "../../src/providers/upstream-images/canonical-base64.js";
 import { largeMockPng } from "../../src/mock-upstream/mock-images.js";
 import { chunksOf } from "../helpers/image-download.js";
 

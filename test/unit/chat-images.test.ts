@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { chatImageSlots, deliverChatImages } from "../../src/metering/chat-images.js";
-import { ImageDeliveryError } from "../../src/metering/image-delivery.js";
+import { chatImageSlots, deliverChatImages } from "../../src/providers/upstream-images/chat-images.js";
+import { ImageDeliveryError } from "../../src/providers/upstream-images/image-delivery.js";
 import { MOCK_IMAGES } from "../../src/mock-upstream/mock-images.js";
 import { UpstreamError } from "../../src/providers/types.js";
 import { UpstreamAbort } from "../../src/providers/upstream-abort.js";

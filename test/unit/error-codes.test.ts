@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ERROR_CODES, GatewayError, errors, type ErrorCode } from "../../src/errors.js";
 import { errorClassOf, upstreamToClient } from "../../src/metering/metered-errors.js";
-import { errorCodeOf } from "../../src/metering/meter.js";
+import { errorCodeOf } from "../../src/metering/metered-errors.js";
 import { UpstreamAnswerTooLargeError, UpstreamError } from "../../src/providers/types.js";
 
 // One table of the gateway's error codes (src/errors.ts): the status and type a client gets, and the class the

@@ -1,8 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { CanonicalBase64 } from "../../src/canonical-base64.js";
+import { CanonicalBase64 } from "../../src/providers/upstream-images/canonical-base64.js";
 import { imagesResponseParts } from "../../src/media/image-answer-bytes.js";
-import type { ImageItem } from "../../src/metering/image-delivery.js";
+import type { ImageItem } from "../../src/providers/upstream-images/image-delivery.js";
 
 /** What the answer was before: JSON.stringify of the same answer with every image as text. */
 function stringified(created: number, items: ImageItem[], rest: Record<string, unknown>): string {

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { CanonicalBase64 } from "../../src/canonical-base64.js";
+import { CanonicalBase64 } from "../../src/providers/upstream-images/canonical-base64.js";
 import { imageBase64Spans } from "../../src/providers/openai/image-base64-spans.js";
 import { parseImagesAnswer } from "../../src/providers/openai/images.js";
 

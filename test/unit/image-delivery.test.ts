@@ -1,6 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { upstreamToClient } from "../../src/metering/metered-errors.js";
-import { deliverImage, ImageDeliveryError, type ImageRejection, type UpstreamImage } from "../../src/metering/image-delivery.js";
+import {
+  deliverImage,
+  ImageDeliveryError,
+  type ImageRejection,
+  type UpstreamImage,
+} from "../../src/providers/upstream-images/image-delivery.js";
 import { MOCK_IMAGE_FORMATS, MOCK_IMAGES } from "../../src/mock-upstream/mock-images.js";
 import { UpstreamError } from "../../src/providers/types.js";
 import { chunksOf, downloader } from "../helpers/image-download.js";

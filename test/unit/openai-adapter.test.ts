@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { CanonicalBase64 } from "../../src/canonical-base64.js";
+import { CanonicalBase64 } from "../../src/providers/upstream-images/canonical-base64.js";
 import { createOpenAIAdapter } from "../../src/providers/openai/index.js";
 import type { ProviderAdapter, Target } from "../../src/providers/types.js";
 import { drain, jsonAnswer, sseAnswer, useRecordingAdapter, type RecordingUpstream } from "../helpers/recording-upstream.js";

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { createCatalog } from "../../src/catalog/catalog.js";
 import { parseConfig } from "../../src/config/load.js";
 import { GatewayError } from "../../src/errors.js";
-import { servingTargets } from "../../src/metering/access.js";
+import { servingTargets } from "../../src/catalog/model-access.js";
 import { upstreamToClient, errorClassOf } from "../../src/metering/metered-errors.js";
 import { UpstreamError } from "../../src/providers/types.js";
 

@@ -2,7 +2,7 @@ import v8 from "node:v8";
 import vm from "node:vm";
 import { describe, expect, it } from "vitest";
 import { relayStream, type RelayProtocol } from "../../src/metering/relays/stream-relay.js";
-import type { Charge, Meter } from "../../src/metering/meter.js";
+import type { Charge, Meter } from "../../src/metering/request-meter.js";
 import type { EventStream, StreamEvent, StreamSink } from "../../src/providers/types.js";
 import { UpstreamAbort } from "../../src/providers/upstream-abort.js";
 

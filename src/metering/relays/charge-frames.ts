@@ -1,4 +1,4 @@
-import type { Charge } from "../meter.js";
+import type { Charge } from "../request-meter.js";
 
 // How a stream tells its client what it was charged (docs/api.md, "Charges"): in the final usage event, where the
 // client's protocol has one whose usage object takes members of ours (OpenAI's and Anthropic's are open objects),

@@ -1,4 +1,4 @@
-import type { Charge, Meter } from "../meter.js";
+import type { Charge, Meter } from "../request-meter.js";
 import type { EventStream, StreamEvent, UsageReport } from "../../providers/types.js";
 import { UpstreamError } from "../../providers/types.js";
 import type { BodySink, PushedBody } from "../../server/respond.js";
@@ -39,7 +39,7 @@ export interface RelayProtocol {
   /**
    * The in-band error the client gets when a stream that had begun cannot go on: the upstream dropped it
    * (`upstream_stream_interrupted`), an event failed the gateway's checks (`upstream_invalid_output`: an
-   * image that cannot be delivered, src/metering/chat-images.ts), or its charge could not be committed
+   * image that cannot be delivered, src/providers/upstream-images/chat-images.ts), or its charge could not be committed
    * (`database_unavailable`).
    */
   errorFrame(requestId: string, code: StreamFailure): string;
@@ -108,213 +108,245 @@ class StreamContext implements RelayContext {
 
 /** The client's body: `first`, then every later batch as it arrives, each batch's text written at once. */
 export function relayStream(opts: RelayOptions, protocol: RelayProtocol): PushedBody {
-  const { meter, batches, upstream } = opts;
-  const ctx = new StreamContext(meter, protocol);
-  const capping = protocol.output;
-  const output = capping && opts.outputCap != null ? new OutputMeter(capping.delivered, opts.outputCap) : null;
-  let out: BodySink;
+  return new StreamRelay(opts, protocol);
+}
+
+/**
+ * One stream's relay. A class rather than a closure over its state: its methods are defined once, not a dozen
+ * closures per stream, and a batch that nothing waits before runs with no closure at all.
+ */
+class StreamRelay implements PushedBody {
+  private readonly meter: Meter;
+  private readonly batches: EventStream;
+  private readonly upstream: UpstreamAbort;
+  private readonly ctx: StreamContext;
+  private readonly capping: CappedOutput | undefined;
+  private readonly output: OutputMeter | null;
+  private out: BodySink | undefined = undefined;
   // Set once the stream has run its course, failed, or lost its client: the meter is settled, nothing more is written.
-  let over = false;
+  private over = false;
   // The client is not keeping up: reading waits for its drain.
-  let draining = false;
+  private draining = false;
   // From a closing event on, the client's text waits here for the charge (or for an event that is not an end).
-  let holding = false;
-  let held = "";
+  private holding = false;
+  private held = "";
   // The last batch handed over, and once the upstream's stream ended as it should, its last batch.
-  let latest = opts.first;
-  let lastBatch: StreamEvent[] | null = null;
+  private latest: StreamEvent[] | null;
+  private lastBatch: StreamEvent[] | null = null;
   // While a transform is being awaited, later batches and the end queue behind it to keep their order.
-  let queue: Promise<void> | undefined;
+  private queue: Promise<void> | undefined = undefined;
+  /** broken(), for the promises of a transform or a count to reject to: made once per stream. */
+  private readonly onBroken = (err: unknown) => this.broken(err);
+
+  constructor(
+    private readonly opts: RelayOptions,
+    private readonly protocol: RelayProtocol,
+  ) {
+    this.meter = opts.meter;
+    this.batches = opts.batches;
+    this.upstream = opts.upstream;
+    this.ctx = new StreamContext(opts.meter, protocol);
+    this.capping = protocol.output;
+    this.output = this.capping && opts.outputCap != null ? new OutputMeter(this.capping.delivered, opts.outputCap) : null;
+    this.latest = opts.first;
+  }
+
+  start(sink: BodySink): void {
+    this.out = sink;
+    // The client can have left while the upstream answered: nothing would tell the relay any more.
+    if (this.upstream.aborted) return this.cancel();
+    if (this.opts.first) this.batchInOrder(this.opts.first);
+    this.batches.pipe({
+      batch: (events) => {
+        this.latest = events;
+        this.batchInOrder(events);
+      },
+      end: (error) => {
+        if (error === null) this.lastBatch = this.latest;
+        this.finishInOrder(error);
+      },
+    });
+    // pipe() starts reading: not while the first batch still waits for a transform, a count or the client.
+    if (this.queue || this.draining) this.batches.pause();
+  }
+
+  /** The client left: bill what it got, stop the upstream. */
+  cancel(): void {
+    if (this.over) return;
+    this.over = true;
+    void this.settle(499, "client_closed_request");
+    this.upstream.abort();
+  }
 
   // Nothing delivered: the hold is voided (a stream that ended empty counts as interrupted).
-  const settle = (status: number, code: "client_closed_request" | StreamFailure | null) => {
+  private settle(status: number, code: "client_closed_request" | StreamFailure | null): Promise<Charge | null> {
+    const meter = this.meter;
     if (!meter.delivered) {
       void meter.fail(null, code === "client_closed_request" ? 499 : 502, code ?? "upstream_stream_interrupted");
       return Promise.resolve(null);
     }
-    const usage = protocol.usage();
+    const usage = this.protocol.usage();
     if (usage) return meter.settle(usage, "upstream", status, code);
-    return meter.settle(ctx.localUsage(), "estimated", status, code);
-  };
+    return meter.settle(this.ctx.localUsage(), "estimated", status, code);
+  }
 
   /**
    * The stream's last text, once its charge is committed: carrying the charge, or the in-band error when the charge
    * was withdrawn (a stream that delivered nothing ends as it is).
    */
-  const close = (charged: Promise<Charge | null>, last: Promise<string> | string) => {
+  private close(charged: Promise<Charge | null>, last: Promise<string> | string): void {
+    const out = this.out!;
     void Promise.all([charged, last]).then(
       ([charge, text]) => {
-        if (charge) out.write(withCharge(text, charge, opts.carrier));
-        else if (meter.delivered) out.write(protocol.errorFrame(opts.requestId, "database_unavailable"));
+        if (charge) out.write(withCharge(text, charge, this.opts.carrier));
+        else if (this.meter.delivered) out.write(this.protocol.errorFrame(this.opts.requestId, "database_unavailable"));
         out.end();
       },
       () => out.end(),
     );
-  };
+  }
 
   /** What was held back, for a stream that ends otherwise than by its own end. */
-  const releaseHeld = () => {
-    const text = held;
-    held = "";
-    holding = false;
+  private releaseHeld(): string {
+    const text = this.held;
+    this.held = "";
+    this.holding = false;
     return text;
-  };
-
-  /** The client left: bill what it got, stop the upstream. */
-  const cancel = () => {
-    if (over) return;
-    over = true;
-    void settle(499, "client_closed_request");
-    upstream.abort();
-  };
+  }
 
   /**
    * Dropped or broken upstream, or an event refused, after the answer began: bill what was delivered (nothing:
    * the hold is released), stop the upstream so that nothing more is generated, tell the client in-band.
    */
-  const broken = (err?: unknown) => {
-    if (over) return;
-    over = true;
-    meter.streamBroken(err);
+  private broken(err?: unknown): void {
+    if (this.over) return;
+    this.over = true;
+    this.meter.streamBroken(err);
     const code =
       err instanceof UpstreamError && err.failure === "invalid_output" ? "upstream_invalid_output" : "upstream_stream_interrupted";
-    void settle(200, code);
-    upstream.abort();
-    out.write(releaseHeld() + protocol.errorFrame(opts.requestId, code));
-    out.end();
-  };
+    void this.settle(200, code);
+    this.upstream.abort();
+    this.out!.write(this.releaseHeld() + this.protocol.errorFrame(this.opts.requestId, code));
+    this.out!.end();
+  }
 
   /**
    * The output passed its cap: a normal end in the protocol's terms, billed on the local count of what was
    * delivered; the upstream is stopped.
    */
-  const capped = (): Promise<void> | void => {
-    if (over || !capping) return;
-    over = true;
-    upstream.abort();
-    const before = releaseHeld();
-    const end = capping.lengthEnd(ctx);
-    close(settle(200, null), typeof end === "string" ? before + end : end.then((text) => before + text));
-  };
+  private capped(): void {
+    if (this.over || !this.capping) return;
+    this.over = true;
+    this.upstream.abort();
+    const before = this.releaseHeld();
+    const end = this.capping.lengthEnd(this.ctx);
+    this.close(this.settle(200, null), typeof end === "string" ? before + end : end.then((text) => before + text));
+  }
 
-  const write = (text: string) => {
-    if (over) return;
-    if (holding) {
-      held += text;
+  private write(text: string): void {
+    if (this.over) return;
+    if (this.holding) {
+      this.held += text;
       return;
     }
-    if (out.write(text) || draining) return;
-    draining = true;
-    batches.pause();
-    out.onDrain(() => {
-      draining = false;
-      batches.resume();
+    if (this.out!.write(text) || this.draining) return;
+    this.draining = true;
+    this.batches.pause();
+    this.out!.onDrain(() => {
+      this.draining = false;
+      this.batches.resume();
     });
-  };
+  }
 
-  const marked = (text: string) => {
-    if (text) meter.markFirstByte();
+  private marked(text: string): string {
+    if (text) this.meter.markFirstByte();
     return text;
-  };
+  }
 
   /**
    * Transforms and writes one batch; a promise only when a transform returned one, or when the output is
    * counted against its cap (./output-cap.ts: at growing intervals). Either way reading waits for it; a count
    * writes what came before it first, so the client's text never waits for the tokenizer.
    */
-  const relay = (events: StreamEvent[], from = 0, prefix = ""): Promise<void> | void => {
-    if (over) return;
+  private relay(events: StreamEvent[], from = 0, prefix = ""): Promise<void> | void {
+    if (this.over) return;
+    const protocol = this.protocol;
     let text = prefix;
     try {
       for (let i = from; i < events.length; i++) {
         const event = events[i]!;
         const closing = protocol.closing?.(event) ?? false;
-        if (closing !== holding) {
+        if (closing !== this.holding) {
           // What came before an end goes out now; an end that was not one after all goes out with this event.
-          write(text);
-          text = closing ? "" : releaseHeld();
-          holding = closing;
+          this.write(text);
+          text = closing ? "" : this.releaseHeld();
+          this.holding = closing;
         }
-        const transformed = protocol.transform(event, ctx);
+        const transformed = protocol.transform(event, this.ctx);
         // Awaited only when it is a promise: a microtask per event is measurable on the hot path.
         if (typeof transformed !== "string") {
-          batches.pause();
+          this.batches.pause();
           return transformed
-            .then((t) => relay(events, i + 1, text + marked(t)), broken)
+            .then((t) => this.relay(events, i + 1, text + this.marked(t)), this.onBroken)
             .finally(() => {
-              if (!draining) batches.resume();
+              if (!this.draining) this.batches.resume();
             });
         }
-        text += marked(transformed);
-        const verdict = output === null ? false : output.check();
+        text += this.marked(transformed);
+        const verdict = this.output === null ? false : this.output.check();
         if (verdict) {
-          write(text);
-          batches.pause();
+          this.write(text);
+          this.batches.pause();
           // Past the cap, the stream ends here, unless this batch holds the upstream's own end: it ends as sent.
           return verdict
-            .then((past) => (past && events !== lastBatch ? capped() : relay(events, i + 1)), broken)
+            .then((past) => (past && events !== this.lastBatch ? this.capped() : this.relay(events, i + 1)), this.onBroken)
             .finally(() => {
-              if (!draining && !over) batches.resume();
+              if (!this.draining && !this.over) this.batches.resume();
             });
         }
       }
     } catch (err) {
-      return broken(err);
+      return this.broken(err);
     }
-    write(text);
-  };
+    this.write(text);
+  }
 
-  const finish = (error: UpstreamError | null) => {
-    if (over) return;
+  private finish(error: UpstreamError | null): void {
+    if (this.over) return;
     if (error === null) {
-      over = true;
+      this.over = true;
       // The end goes out once the charge is committed; shutdown waits for the settlement (drain()).
-      close(settle(200, null), releaseHeld());
-    } else if (error.failure === "aborted" || upstream.aborted) {
-      cancel();
+      this.close(this.settle(200, null), this.releaseHeld());
+    } else if (error.failure === "aborted" || this.upstream.aborted) {
+      this.cancel();
     } else {
-      broken(error);
+      this.broken(error);
     }
-  };
+  }
 
-  const inOrder =
-    <T>(step: (arg: T) => Promise<void> | void) =>
-    (arg: T) => {
-      const run = () => step(arg);
-      if (queue) queue = queue.then(run, run);
-      else {
-        const pending = run();
-        if (!pending) return;
-        queue = pending;
-      }
-      const mine = queue;
-      const clear = () => {
-        if (queue === mine) queue = undefined;
-      };
-      void mine.then(clear, clear);
+  /** relay(events) in order: behind whatever is queued, else at once (no closure for the usual batch). */
+  private batchInOrder(events: StreamEvent[]): void {
+    if (this.queue) this.queueBehind(() => this.relay(events));
+    else this.waitFor(this.relay(events));
+  }
+
+  /** finish(error) in order, as batchInOrder. */
+  private finishInOrder(error: UpstreamError | null): void {
+    if (this.queue) this.queueBehind(() => this.finish(error));
+    else this.finish(error);
+  }
+
+  private queueBehind(run: () => Promise<void> | void): void {
+    this.waitFor(this.queue!.then(run, run));
+  }
+
+  /** Later batches and the end wait for `pending` (while it is the last thing queued). */
+  private waitFor(pending: Promise<void> | void): void {
+    if (!pending) return;
+    this.queue = pending;
+    const clear = () => {
+      if (this.queue === pending) this.queue = undefined;
     };
-
-  return {
-    start(sink) {
-      out = sink;
-      // The client can have left while the upstream answered: nothing would tell the relay any more.
-      if (upstream.aborted) return cancel();
-      const deliverBatch = inOrder(relay);
-      if (opts.first) deliverBatch(opts.first);
-      const finishInOrder = inOrder(finish);
-      batches.pipe({
-        batch(events) {
-          latest = events;
-          deliverBatch(events);
-        },
-        end(error) {
-          if (error === null) lastBatch = latest;
-          finishInOrder(error);
-        },
-      });
-      // pipe() starts reading: not while the first batch still waits for a transform, a count or the client.
-      if (queue || draining) batches.pause();
-    },
-    cancel,
-  };
+    void pending.then(clear, clear);
+  }
 }

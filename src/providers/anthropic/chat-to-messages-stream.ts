@@ -40,114 +40,124 @@ interface ToolState {
 }
 
 export function createChatToMessagesStream(options: ChatToMessagesStreamOptions): ChatToMessagesStream {
-  let messageId = options.messageId;
-  let started = false;
-  let nextBlock = 0;
+  return new ChatToMessages(options);
+}
+
+/** One stream's translation. A class: its methods are defined once, not a closure each per stream. */
+class ChatToMessages implements ChatToMessagesStream {
+  private messageId: string | undefined;
+  private started = false;
+  private nextBlock = 0;
   /** The open content block: a text block, or the chat index of a tool call. */
-  let open: { block: number; tool: number | null } | null = null;
-  const tools = new Map<number, ToolState>();
-  let stopReason: AnthropicStopReason | null = null;
-  let reported: UsageReport | null = null;
+  private open: { block: number; tool: number | null } | null = null;
+  private readonly tools = new Map<number, ToolState>();
+  private stopReason: AnthropicStopReason | null = null;
+  private reported: UsageReport | null = null;
 
-  const known = (): UsageReport => reported ?? { promptTokens: options.promptTokens ?? 0, completionTokens: 0, cachedTokens: 0 };
+  constructor(private readonly options: ChatToMessagesStreamOptions) {
+    this.messageId = options.messageId;
+  }
 
-  const start = (out: string[], chatId: unknown) => {
-    started = true;
-    messageId ??= messageIdFromChatId(chatId);
-    const usage = toAnthropicUsage(known());
+  push(chunk: Record<string, unknown>): string[] {
+    const out: string[] = [];
+    this.reported = convertOpenAIUsage(chunk.usage) ?? this.reported;
+    if (!this.started) this.messageStart(out, chunk.id);
+    for (const item of asArray(chunk.choices)) {
+      const choice = asObject(item);
+      // An Anthropic client asks for one answer; other choices (n > 1) have no place in a Message.
+      if (!choice || (choice.index ?? 0) !== 0) continue;
+      const delta = asObject(choice.delta);
+      const value = chatText(delta?.content) + (asString(delta?.refusal) ?? "");
+      if (value) this.textDelta(out, value);
+      asArray(delta?.tool_calls).forEach((call, position) => {
+        const c = asObject(call);
+        if (c) this.toolDelta(out, c, position);
+      });
+      if (typeof choice.finish_reason === "string") this.stopReason = mapChatFinishReason(choice.finish_reason);
+    }
+    return out;
+  }
+
+  end(usage?: UsageReport | null): string[] {
+    const out: string[] = [];
+    if (!this.started) this.messageStart(out, undefined);
+    this.closeBlock(out);
+    const final = toAnthropicUsage(usage ?? this.known());
+    const { cache_creation: _c, inference_geo: _g, service_tier: _s, ...deltaUsage } = final;
+    out.push(
+      frame("message_delta", {
+        delta: { stop_reason: this.stopReason ?? "end_turn", stop_sequence: null, stop_details: null, container: null },
+        usage: deltaUsage,
+      }),
+    );
+    out.push(frame("message_stop", {}));
+    return out;
+  }
+
+  private known(): UsageReport {
+    return this.reported ?? { promptTokens: this.options.promptTokens ?? 0, completionTokens: 0, cachedTokens: 0 };
+  }
+
+  private messageStart(out: string[], chatId: unknown): void {
+    this.started = true;
+    this.messageId ??= messageIdFromChatId(chatId);
+    const usage = toAnthropicUsage(this.known());
     // output_tokens is 0 here: nothing is generated yet, and message_delta carries the cumulative count.
     const message = {
-      id: messageId,
+      id: this.messageId,
       type: "message",
       role: "assistant",
       content: [],
-      model: options.publicModel,
+      model: this.options.publicModel,
       stop_reason: null,
       stop_sequence: null,
       stop_details: null,
       container: null,
     };
     out.push(frame("message_start", { message: extended(message, { usage: extended(usage, { output_tokens: 0 }) }) }));
-  };
+  }
 
-  const close = (out: string[]) => {
-    if (open) out.push(frame("content_block_stop", { index: open.block }));
-    open = null;
-  };
+  private closeBlock(out: string[]): void {
+    if (this.open) out.push(frame("content_block_stop", { index: this.open.block }));
+    this.open = null;
+  }
 
-  const openBlock = (out: string[], tool: number | null, contentBlock: Record<string, unknown>): number => {
-    close(out);
-    const index = nextBlock++;
-    open = { block: index, tool };
+  private openBlock(out: string[], tool: number | null, contentBlock: Record<string, unknown>): number {
+    this.closeBlock(out);
+    const index = this.nextBlock++;
+    this.open = { block: index, tool };
     out.push(frame("content_block_start", { index, content_block: contentBlock }));
     return index;
-  };
+  }
 
-  const text = (out: string[], value: string) => {
-    const index = open && open.tool === null ? open.block : openBlock(out, null, { type: "text", text: "", citations: null });
+  private textDelta(out: string[], value: string): void {
+    const open = this.open;
+    const index = open && open.tool === null ? open.block : this.openBlock(out, null, { type: "text", text: "", citations: null });
     out.push(frame("content_block_delta", { index, delta: { type: "text_delta", text: value } }));
-  };
+  }
 
-  const argumentsDelta = (out: string[], block: number, partial: string) => {
+  private argumentsDelta(out: string[], block: number, partial: string): void {
     if (partial) out.push(frame("content_block_delta", { index: block, delta: { type: "input_json_delta", partial_json: partial } }));
-  };
+  }
 
-  const toolDelta = (out: string[], call: Record<string, unknown>, position: number) => {
+  private toolDelta(out: string[], call: Record<string, unknown>, position: number): void {
     const index = typeof call.index === "number" ? call.index : position;
     const fn = asObject(call.function);
-    let state = tools.get(index);
-    if (!state) tools.set(index, (state = { block: null, id: undefined, name: undefined, pending: "" }));
+    let state = this.tools.get(index);
+    if (!state) this.tools.set(index, (state = { block: null, id: undefined, name: undefined, pending: "" }));
     state.id ??= call.id;
     state.name ??= asString(fn?.name) || undefined;
     const partial = asString(fn?.arguments) ?? "";
     if (state.block === null) {
       state.pending += partial;
       if (state.name === undefined) return;
-      const id = toolUseId(state.id, messageId!, index);
-      state.block = openBlock(out, index, { type: "tool_use", id, name: state.name, input: {}, caller: { type: "direct" } });
-      argumentsDelta(out, state.block, state.pending);
+      const id = toolUseId(state.id, this.messageId!, index);
+      state.block = this.openBlock(out, index, { type: "tool_use", id, name: state.name, input: {}, caller: { type: "direct" } });
+      this.argumentsDelta(out, state.block, state.pending);
       state.pending = "";
       return;
     }
     // Chat never interleaves calls in practice; a late fragment of an earlier call still goes to its own block.
-    argumentsDelta(out, state.block, partial);
-  };
-
-  return {
-    push(chunk) {
-      const out: string[] = [];
-      reported = convertOpenAIUsage(chunk.usage) ?? reported;
-      if (!started) start(out, chunk.id);
-      for (const item of asArray(chunk.choices)) {
-        const choice = asObject(item);
-        // An Anthropic client asks for one answer; other choices (n > 1) have no place in a Message.
-        if (!choice || (choice.index ?? 0) !== 0) continue;
-        const delta = asObject(choice.delta);
-        const value = chatText(delta?.content) + (asString(delta?.refusal) ?? "");
-        if (value) text(out, value);
-        asArray(delta?.tool_calls).forEach((call, position) => {
-          const c = asObject(call);
-          if (c) toolDelta(out, c, position);
-        });
-        if (typeof choice.finish_reason === "string") stopReason = mapChatFinishReason(choice.finish_reason);
-      }
-      return out;
-    },
-
-    end(usage) {
-      const out: string[] = [];
-      if (!started) start(out, undefined);
-      close(out);
-      const final = toAnthropicUsage(usage ?? known());
-      const { cache_creation: _c, inference_geo: _g, service_tier: _s, ...deltaUsage } = final;
-      out.push(
-        frame("message_delta", {
-          delta: { stop_reason: stopReason ?? "end_turn", stop_sequence: null, stop_details: null, container: null },
-          usage: deltaUsage,
-        }),
-      );
-      out.push(frame("message_stop", {}));
-      return out;
-    },
-  };
+    this.argumentsDelta(out, state.block, partial);
+  }
 }

@@ -1,4 +1,4 @@
-import { CanonicalBase64 } from "../../canonical-base64.js";
+import { CanonicalBase64 } from "../upstream-images/canonical-base64.js";
 import { postToEndpoint, type Endpoint } from "../http.js";
 import { asString } from "../json-guards.js";
 import { parseJson, postAndRead, readJsonResult, type JsonParse } from "../read-result.js";

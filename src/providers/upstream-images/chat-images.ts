@@ -1,4 +1,4 @@
-import type { UpstreamAbort } from "../providers/upstream-abort.js";
+import type { UpstreamAbort } from "../upstream-abort.js";
 import { deliverImage, type ImageDownload } from "./image-delivery.js";
 
 // Images in chat answers (issue 14, "Delivery" rules 1-3): an image-capable chat model answers with image links

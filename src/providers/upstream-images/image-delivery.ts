@@ -1,5 +1,5 @@
-import { CanonicalBase64 } from "../canonical-base64.js";
-import { UpstreamError } from "../providers/types.js";
+import { CanonicalBase64 } from "./canonical-base64.js";
+import { UpstreamError } from "../types.js";
 import { fileTypeOfBase64 } from "./base64-file-type.js";
 
 /**
@@ -75,7 +75,7 @@ interface Source {
 /**
  * Strict base64: only the canonical encoding of its own bytes is accepted, that is the standard alphabet,
  * padding to a multiple of 4, no whitespace or line breaks, zero unused bits in the last character
- * (src/canonical-base64.ts; Node's decoder would silently accept all of these). Upstreams send unbroken base64
+ * (src/providers/upstream-images/canonical-base64.ts; Node's decoder would silently accept all of these). Upstreams send unbroken base64
  * in JSON; a wrapped or padded-differently string is not theirs.
  */
 function base64Source(text: string): Source {

@@ -1,11 +1,21 @@
-import type { Catalog, CatalogModel } from "../catalog/catalog.js";
 import type { Config, ModelConfig, ProviderConfig } from "../config/schema.js";
-import type { ApiKeyPrincipal } from "../auth/principals.js";
-import { meteringErrors } from "./metered-errors.js";
 import { extended } from "../objects.js";
+import type { Catalog, CatalogModel } from "./catalog.js";
+import { modelAccessErrors } from "./model-access-errors.js";
+
+/**
+ * What model access reads of an API key (src/auth/principals.ts's ApiKeyPrincipal has these fields): the catalog
+ * sits below auth, so it names them itself.
+ */
+export interface ModelAccessKey {
+  kind: "inference" | "reseller";
+  plan: string;
+  /** Public model IDs the key is limited to; null = whatever the plan allows. */
+  models: readonly string[] | null;
+}
 
 /** Why a key may not use a model: its plan's model list, or the key's own `--models` list; null = allowed. */
-function deniedBy(config: Config, key: ApiKeyPrincipal, modelId: string): "plan" | "key" | null {
+function deniedBy(config: Config, key: ModelAccessKey, modelId: string): "plan" | "key" | null {
   const planModels = Object.hasOwn(config.plans, key.plan) ? config.plans[key.plan]!.models : undefined;
   if (planModels && !planModels.includes(modelId)) return "plan";
   if (key.models && !key.models.includes(modelId)) return "key";
@@ -19,7 +29,7 @@ export interface VisibleModel {
 }
 
 /** The IDs a key may use: each allowed model's own, and for reseller keys its reseller aliases too. */
-export function visibleModels(catalog: Catalog, config: Config, key: ApiKeyPrincipal): VisibleModel[] {
+export function visibleModels(catalog: Catalog, config: Config, key: ModelAccessKey): VisibleModel[] {
   return catalog
     .all()
     .filter((m) => deniedBy(config, key, m.id) === null)
@@ -36,15 +46,15 @@ export function visibleModels(catalog: Catalog, config: Config, key: ApiKeyPrinc
 export function resolveModel(
   catalog: Catalog,
   config: Config,
-  key: ApiKeyPrincipal,
+  key: ModelAccessKey,
   modelId: string,
   kind: ModelConfig["kind"],
 ): CatalogModel {
   const model = catalog.get(modelId) ?? (key.kind === "reseller" ? catalog.resellerAlias(modelId) : undefined);
-  if (!model) throw meteringErrors.modelNotFound(modelId);
+  if (!model) throw modelAccessErrors.modelNotFound(modelId);
   const denied = deniedBy(config, key, model.id);
-  if (denied) throw meteringErrors.modelForbidden(modelId, denied);
-  if (model.config.kind !== kind) throw meteringErrors.wrongKind(modelId, model.config.kind);
+  if (denied) throw modelAccessErrors.modelForbidden(modelId, denied);
+  if (model.config.kind !== kind) throw modelAccessErrors.wrongKind(modelId, model.config.kind);
   return model;
 }
 
@@ -63,10 +73,10 @@ export function servingTargets(
   // The usual case, on every request: nothing to leave out, nothing allocated.
   if (!byok && model.targets.every(fits)) return model;
   let targets = model.targets.filter(fits);
-  if (targets.length === 0) throw meteringErrors.notServedHere(model.id, model.targets[0]!.provider.protocol, route);
+  if (targets.length === 0) throw modelAccessErrors.notServedHere(model.id, model.targets[0]!.provider.protocol, route);
   if (byok) {
     const pinned = targets.find((t) => t.provider.allow_byok)?.providerId;
-    if (pinned === undefined) throw meteringErrors.upstreamKeyNotAccepted(model.id);
+    if (pinned === undefined) throw modelAccessErrors.upstreamKeyNotAccepted(model.id);
     targets = targets.filter((t) => t.providerId === pinned);
   }
   return targets.length === model.targets.length ? model : extended(model, { targets });

@@ -1,6 +1,6 @@
 import { fileTypeFromTokenizer, type FileTypeResult } from "file-type";
 import { AbstractTokenizer, EndOfStreamError, type IRandomAccessFileInfo, type IReadChunkOptions } from "strtok3";
-import type { CanonicalBase64 } from "../canonical-base64.js";
+import type { CanonicalBase64 } from "./canonical-base64.js";
 
 // file-type reads a file through a tokenizer (strtok3, its own dependency), at whatever offsets its detectors ask
 // for. Over base64 the tokenizer decodes just the bytes asked: a PNG is typed by reading the headers of its chunks
