@@ -2,9 +2,9 @@ import path from "node:path";
 import { Command, Option } from "commander";
 import { loadConfigFile } from "../src/config/load.js";
 import type { Config } from "../src/config/schema.js";
-import { startMockUpstream } from "../src/mock-upstream/server.js";
+import { startMockUpstream, type MockUpstream } from "../src/mock-upstream/server.js";
 import { demoBotToken, saveDemoRuntime, seedDemo, type DemoCredentials } from "../src/runtime/demo.js";
-import { startGateway } from "../src/runtime/gateway.js";
+import { startGateway, type RunningGateway } from "../src/runtime/gateway.js";
 import { shutdownSignals } from "../src/runtime/shutdown-signals.js";
 import { configFindings, refuseErrors } from "../src/config/findings.js";
 import { chooseLogFormat, createLogger, logDestination, logFormats, type LogFormat } from "../src/logger.js";
@@ -71,73 +71,79 @@ export function serveCommand(): Command {
         logFormats,
       ),
     )
-    .action(
-      action(async (opts: ServeOptions) => {
-        // The demo runs its own config unless one is named on its command line: an operator's ./gateway.yaml or
-        // GATEWAY_CONFIG (with providers whose secrets this shell may not have) is not what `npm start` means.
-        const file = opts.demo ? opts.config && path.resolve(opts.config) : configPathOf(opts);
-        if (!file && !opts.demo) {
-          throw new Error("no config file: pass --config FILE, set GATEWAY_CONFIG, create ./gateway.yaml, or run with --demo");
-        }
-        // Before anything starts: the demo's admin password is printed and its routes are plain HTTP.
-        const host = opts.host ?? (file ? loadConfigFile(file).server.host : "127.0.0.1");
-        const exposed = !isLoopbackHost(host);
-        if (opts.demo && exposed && !opts.demoPublic) {
-          throw new Error(
-            `refusing --demo on ${host}${isWildcardHost(host) ? " (every interface)" : ""}: other machines could use its admin user over plain HTTP; listen on 127.0.0.1, or pass --demo-public to mean it`,
-          );
-        }
-        const mock = !file ? await startMockUpstream({ apiKey: "mock-key" }) : undefined;
-        let config: Config = file ? loadConfigFile(file) : builtInDemoConfig(mock!.url, "mock-key");
-        const findings = configFindings(config);
-        refuseErrors(findings, file ?? "built-in demo config");
-        config = {
-          ...config,
-          server: { ...config.server, host: opts.host ?? config.server.host, port: opts.port ?? config.server.port },
-        };
-        const dataDir = dataDirOf(opts);
-        const format = chooseLogFormat(opts.logFormat ?? config.logging.format, process.stdout.isTTY === true);
-        const logger = createLogger(config.logging.level, logDestination(format));
-        for (const f of findings) logger.warn({ config_path: f.path }, `config: ${f.message}`);
-        say(`starting gateway (${file ? `config ${file}` : "built-in demo config"}, data dir ${dataDir})…`);
-        // The demo opens the support workers' endpoints with a bot token of its own unless one is given.
-        const botToken = opts.demo ? await demoBotToken(dataDir, process.env) : undefined;
-        const gateway = await startGateway({
-          config,
-          dataDir,
-          env: botToken ? { ...process.env, SUPPORT_BOT_TOKEN: botToken } : process.env,
-          logger,
-          worker: opts.worker,
-        }).catch(async (err: unknown) => {
-          await mock?.close();
-          throw err;
-        });
+    .action(action(serve));
+}
 
-        const next = shutdownSignals();
-        const shutdown = async (signal: string) => {
-          const step = next();
-          if (step === "ignore") return;
-          if (step === "exit") process.exit(1);
-          if (step === "hurry") {
-            say(`${signal} again: cutting open connections, still stopping PostgreSQL (once more to exit at once)`);
-            gateway.hurry();
-            return;
-          }
-          say(`${signal}: draining requests and stopping…`);
-          await gateway.stop();
-          await mock?.close();
-          say("stopped");
-          process.exit(0);
-        };
-        process.on("SIGINT", () => void shutdown("SIGINT"));
-        process.on("SIGTERM", () => void shutdown("SIGTERM"));
-
-        if (botToken) {
-          const credentials = await seedDemo(gateway.services, dataDir);
-          const saved = await saveDemoRuntime(dataDir, credentials, { url: gateway.url, bot_token: botToken });
-          const served = file ?? `the built-in demo config (its models on the mock upstream at ${mock!.url})`;
-          say(banner(listeningOn(config.server.host, gateway.url), gateway.url, saved, dataDir, exposed, served));
-        } else say(`gateway listening on ${listeningOn(config.server.host, gateway.url)}`);
-      }),
+/** Starts the gateway (on the mock upstream for the built-in demo config), then seeds the demo and says where it listens. */
+async function serve(opts: ServeOptions): Promise<void> {
+  // The demo runs its own config unless one is named on its command line: an operator's ./gateway.yaml or
+  // GATEWAY_CONFIG (with providers whose secrets this shell may not have) is not what `npm start` means.
+  const file = opts.demo ? opts.config && path.resolve(opts.config) : configPathOf(opts);
+  if (!file && !opts.demo) {
+    throw new Error("no config file: pass --config FILE, set GATEWAY_CONFIG, create ./gateway.yaml, or run with --demo");
+  }
+  // Before anything starts: the demo's admin password is printed and its routes are plain HTTP.
+  const host = opts.host ?? (file ? loadConfigFile(file).server.host : "127.0.0.1");
+  const exposed = !isLoopbackHost(host);
+  if (opts.demo && exposed && !opts.demoPublic) {
+    throw new Error(
+      `refusing --demo on ${host}${isWildcardHost(host) ? " (every interface)" : ""}: other machines could use its admin user over plain HTTP; listen on 127.0.0.1, or pass --demo-public to mean it`,
     );
+  }
+  const mock = !file ? await startMockUpstream({ apiKey: "mock-key" }) : undefined;
+  let config: Config = file ? loadConfigFile(file) : builtInDemoConfig(mock!.url, "mock-key");
+  const findings = configFindings(config);
+  refuseErrors(findings, file ?? "built-in demo config");
+  config = {
+    ...config,
+    server: { ...config.server, host: opts.host ?? config.server.host, port: opts.port ?? config.server.port },
+  };
+  const dataDir = dataDirOf(opts);
+  const format = chooseLogFormat(opts.logFormat ?? config.logging.format, process.stdout.isTTY === true);
+  const logger = createLogger(config.logging.level, logDestination(format));
+  for (const f of findings) logger.warn({ config_path: f.path }, `config: ${f.message}`);
+  say(`starting gateway (${file ? `config ${file}` : "built-in demo config"}, data dir ${dataDir})…`);
+  // The demo opens the support workers' endpoints with a bot token of its own unless one is given.
+  const botToken = opts.demo ? await demoBotToken(dataDir, process.env) : undefined;
+  const gateway = await startGateway({
+    config,
+    dataDir,
+    env: botToken ? { ...process.env, SUPPORT_BOT_TOKEN: botToken } : process.env,
+    logger,
+    worker: opts.worker,
+  }).catch(async (err: unknown) => {
+    await mock?.close();
+    throw err;
+  });
+
+  stopOnSignals(gateway, mock);
+
+  if (botToken) {
+    const credentials = await seedDemo(gateway.services, dataDir);
+    const saved = await saveDemoRuntime(dataDir, credentials, { url: gateway.url, bot_token: botToken });
+    const served = file ?? `the built-in demo config (its models on the mock upstream at ${mock!.url})`;
+    say(banner(listeningOn(config.server.host, gateway.url), gateway.url, saved, dataDir, exposed, served));
+  } else say(`gateway listening on ${listeningOn(config.server.host, gateway.url)}`);
+}
+
+/** SIGINT and SIGTERM stop the gateway and the demo's mock upstream, step by step as src/runtime/shutdown-signals.ts says. */
+function stopOnSignals(gateway: RunningGateway, mock: MockUpstream | undefined): void {
+  const next = shutdownSignals();
+  const shutdown = async (signal: string) => {
+    const step = next();
+    if (step === "ignore") return;
+    if (step === "exit") process.exit(1);
+    if (step === "hurry") {
+      say(`${signal} again: cutting open connections, still stopping PostgreSQL (once more to exit at once)`);
+      gateway.hurry();
+      return;
+    }
+    say(`${signal}: draining requests and stopping…`);
+    await gateway.stop();
+    await mock?.close();
+    say("stopped");
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
 }

@@ -5,7 +5,7 @@ import { faultCode, isDataError, isTransientDbError } from "../db/faults.js";
 import type { DatabaseHealth } from "../db/health.js";
 import type { Pool, TimedQuery } from "../db/pool.js";
 import { batchParameter, encodeRow, INSERT_ROWS } from "./row-json.js";
-import type { RequestLogWriter } from "./types.js";
+import type { RequestLogRow, RequestLogStats, RequestLogWriter } from "./types.js";
 
 export interface RequestLogWriterOptions {
   pool: Pool;
@@ -32,43 +32,101 @@ const CLOSE_BACKOFF: Backoff = { firstMs: 100, maxMs: 2_000 };
  * reservation). write() encodes the row and pushes it onto an array; batches go out on a timer or when a batch
  * fills up.
  */
-export function createRequestLogWriter(opts: RequestLogWriterOptions): RequestLogWriter {
-  const { pool, logger, flushIntervalMs, maxBuffered } = opts;
-  // A batch of 0 would never drain the buffer.
-  const batchSize = Math.max(1, opts.batchSize);
-  const log = logger.child({ component: "request-log-writer" });
-  let buffer: string[] = [];
-  let inFlight = 0;
-  let written = 0;
-  let dropped = 0;
-  let failedFlushes = 0;
-  let droppedSinceWarn = 0;
-  let lastDropWarn = 0;
-  let lastDropReason = "";
-  let closed = false;
+class BatchedRequestLogWriter implements RequestLogWriter {
+  private readonly batchSize: number;
+  private readonly maxBuffered: number;
+  private readonly log: Logger;
+  private readonly timer: NodeJS.Timeout;
+  private buffer: string[] = [];
+  private inFlight = 0;
+  private written = 0;
+  private dropped = 0;
+  private failedFlushes = 0;
+  private droppedSinceWarn = 0;
+  private lastDropWarn = 0;
+  private lastDropReason = "";
+  private closed = false;
   // After a failed flush only the timer retries, so a full buffer against a down database is not a retry loop.
-  let failing = false;
-  let running: Promise<void> | null = null;
-  let queued: Promise<void> | null = null;
+  private failing = false;
+  private running: Promise<void> | null = null;
+  private queued: Promise<void> | null = null;
+  private closing: Promise<void> | null = null;
 
-  function drop(count: number, reason: string) {
-    dropped += count;
-    droppedSinceWarn += count;
-    lastDropReason = reason;
-    warnDropped();
+  constructor(private readonly opts: RequestLogWriterOptions) {
+    // A batch of 0 would never drain the buffer.
+    this.batchSize = Math.max(1, opts.batchSize);
+    this.maxBuffered = opts.maxBuffered;
+    this.log = opts.logger.child({ component: "request-log-writer" });
+    this.timer = setInterval(() => {
+      this.warnDropped();
+      if (this.buffer.length > 0) this.start();
+    }, opts.flushIntervalMs);
+    this.timer.unref();
+  }
+
+  write(row: RequestLogRow): void {
+    if (this.closed) return this.drop(1, "writer closed");
+    if (this.buffer.length >= this.maxBuffered) return this.drop(1, "buffer full");
+    let encoded: string | null;
+    try {
+      encoded = encodeRow(row);
+    } catch {
+      // A row that breaks the RequestLogRow contract at run time (a caller's bug) must not break write().
+      encoded = null;
+    }
+    if (encoded === null) return this.drop(1, "invalid row");
+    this.buffer.push(encoded);
+    if (this.buffer.length >= this.batchSize && !this.failing) this.start();
+  }
+
+  flush(): Promise<void> {
+    if (!this.running) return this.run();
+    // Callers wait for the flush in progress and then one more, shared by everyone who asked meanwhile.
+    this.queued ??= this.running.then(() => {
+      this.queued = null;
+      // The finished flush may already have started the next one; flush() waits for it rather than racing it.
+      return this.flush();
+    });
+    return this.queued;
+  }
+
+  close(): Promise<void> {
+    this.closed = true;
+    this.closing ??= this.shutdown();
+    return this.closing;
+  }
+
+  stats(): RequestLogStats {
+    return {
+      written: this.written,
+      dropped: this.dropped,
+      failedFlushes: this.failedFlushes,
+      buffered: this.buffer.length + this.inFlight,
+    };
+  }
+
+  private drop(count: number, reason: string) {
+    this.dropped += count;
+    this.droppedSinceWarn += count;
+    this.lastDropReason = reason;
+    this.warnDropped();
   }
 
   /** At most one warning per interval, carrying every drop since the last one. */
-  function warnDropped(force = false) {
+  private warnDropped(force = false) {
     const now = Date.now();
-    if (droppedSinceWarn === 0 || (!force && now - lastDropWarn < DROP_WARN_INTERVAL_MS)) return;
-    log.warn({ dropped: droppedSinceWarn, dropped_total: dropped, last_reason: lastDropReason }, "request log rows dropped");
-    droppedSinceWarn = 0;
-    lastDropWarn = now;
+    if (this.droppedSinceWarn === 0 || (!force && now - this.lastDropWarn < DROP_WARN_INTERVAL_MS)) return;
+    this.log.warn(
+      { dropped: this.droppedSinceWarn, dropped_total: this.dropped, last_reason: this.lastDropReason },
+      "request log rows dropped",
+    );
+    this.droppedSinceWarn = 0;
+    this.lastDropWarn = now;
   }
 
-  async function insert(rows: string[]): Promise<boolean> {
+  private async insert(rows: string[]): Promise<boolean> {
     const count = rows.length;
+    const { opts } = this;
     try {
       const query: TimedQuery = {
         name: "request_logs_insert",
@@ -76,18 +134,18 @@ export function createRequestLogWriter(opts: RequestLogWriterOptions): RequestLo
         values: [batchParameter(rows)],
         query_timeout: opts.statementTimeoutMs,
       };
-      await pool.query(query);
-      written += count;
+      await opts.pool.query(query);
+      this.written += count;
       opts.health?.ok();
       return true;
     } catch (err) {
-      failedFlushes++;
+      this.failedFlushes++;
       // A driver error's message can quote the offending value; the SQLSTATE (or errno) is enough to act on.
       if (opts.health && isTransientDbError(err)) opts.health.failed(err, "request log");
-      else log.warn({ code: faultCode(err), rows: count, failed_flushes: failedFlushes }, "request log flush failed");
+      else this.log.warn({ code: faultCode(err), rows: count, failed_flushes: this.failedFlushes }, "request log flush failed");
       // The same batch would fail again: it is dropped (and counted), not retried for ever.
       if (isDataError(err)) {
-        drop(count, "batch rejected by the database");
+        this.drop(count, "batch rejected by the database");
         return true;
       }
       return false;
@@ -95,98 +153,60 @@ export function createRequestLogWriter(opts: RequestLogWriterOptions): RequestLo
   }
 
   /** Writes the rows buffered when it starts, batch by batch; a failed batch returns to the front. */
-  async function drain(): Promise<void> {
-    let remaining = buffer.length;
+  private async drain(): Promise<void> {
+    let remaining = this.buffer.length;
     while (remaining > 0) {
-      const batch = buffer.splice(0, Math.min(batchSize, remaining));
+      const batch = this.buffer.splice(0, Math.min(this.batchSize, remaining));
       remaining -= batch.length;
-      inFlight = batch.length;
-      const ok = await insert(batch);
-      inFlight = 0;
+      this.inFlight = batch.length;
+      const ok = await this.insert(batch);
+      this.inFlight = 0;
       if (!ok) {
-        buffer = batch.concat(buffer);
-        const excess = buffer.length - maxBuffered;
+        this.buffer = batch.concat(this.buffer);
+        const excess = this.buffer.length - this.maxBuffered;
         if (excess > 0) {
-          buffer.splice(0, excess);
-          drop(excess, "buffer full while the database is failing");
+          this.buffer.splice(0, excess);
+          this.drop(excess, "buffer full while the database is failing");
         }
-        failing = true;
+        this.failing = true;
         return;
       }
-      failing = false;
+      this.failing = false;
     }
   }
 
-  function run(): Promise<void> {
-    const current = drain()
-      .catch((err: unknown) => log.error({ err }, "request log writer failed"))
+  private run(): Promise<void> {
+    const current = this.drain()
+      .catch((err: unknown) => this.log.error({ err }, "request log writer failed"))
       .finally(() => {
-        running = null;
-        if (!failing && !closed && buffer.length >= batchSize) start();
+        this.running = null;
+        if (!this.failing && !this.closed && this.buffer.length >= this.batchSize) this.start();
       });
-    running = current;
+    this.running = current;
     return current;
   }
 
-  function start() {
-    if (!running) void run();
+  private start() {
+    if (!this.running) void this.run();
   }
 
-  function flush(): Promise<void> {
-    if (!running) return run();
-    // Callers wait for the flush in progress and then one more, shared by everyone who asked meanwhile.
-    queued ??= running.then(() => {
-      queued = null;
-      // The finished flush may already have started the next one; flush() waits for it rather than racing it.
-      return flush();
-    });
-    return queued;
-  }
-
-  const timer = setInterval(() => {
-    warnDropped();
-    if (buffer.length > 0) start();
-  }, flushIntervalMs);
-  timer.unref();
-
-  let closing: Promise<void> | null = null;
-  async function shutdown() {
-    clearInterval(timer);
-    await flush();
-    const giveUpAt = performance.now() + (opts.closeGraceMs ?? CLOSE_GRACE_MS);
-    for (let attempt = 1; buffer.length > 0 && performance.now() < giveUpAt; attempt++) {
+  private async shutdown() {
+    clearInterval(this.timer);
+    await this.flush();
+    const giveUpAt = performance.now() + (this.opts.closeGraceMs ?? CLOSE_GRACE_MS);
+    for (let attempt = 1; this.buffer.length > 0 && performance.now() < giveUpAt; attempt++) {
       await sleep(Math.min(backoffMs(attempt - 1, CLOSE_BACKOFF), Math.max(0, giveUpAt - performance.now())));
-      await flush();
+      await this.flush();
     }
-    if (buffer.length > 0) {
-      const lost = buffer.length;
-      buffer = [];
-      drop(lost, "database unavailable at shutdown");
+    if (this.buffer.length > 0) {
+      const lost = this.buffer.length;
+      this.buffer = [];
+      this.drop(lost, "database unavailable at shutdown");
     }
-    warnDropped(true);
+    this.warnDropped(true);
   }
+}
 
-  return {
-    write(row) {
-      if (closed) return drop(1, "writer closed");
-      if (buffer.length >= maxBuffered) return drop(1, "buffer full");
-      let encoded: string | null;
-      try {
-        encoded = encodeRow(row);
-      } catch {
-        // A row that breaks the RequestLogRow contract at run time (a caller's bug) must not break write().
-        encoded = null;
-      }
-      if (encoded === null) return drop(1, "invalid row");
-      buffer.push(encoded);
-      if (buffer.length >= batchSize && !failing) start();
-    },
-    flush,
-    close() {
-      closed = true;
-      closing ??= shutdown();
-      return closing;
-    },
-    stats: () => ({ written, dropped, failedFlushes, buffered: buffer.length + inFlight }),
-  };
+export function createRequestLogWriter(opts: RequestLogWriterOptions): RequestLogWriter {
+  return new BatchedRequestLogWriter(opts);
 }

@@ -1,19 +1,12 @@
 import { z } from "zod";
-import {
-  configId,
-  MiB,
-  modelSchema,
-  providerSchema,
-  rateCardSchema,
-  SYSTEMONE_KEYS,
-  upstreamAnswerLimitsSchema,
-} from "./catalog-schema.js";
+import { configId, MiB, modelSchema, providerSchema, rateCardSchema, upstreamAnswerLimitsSchema } from "./catalog-schema.js";
+import { checkAcrossSections } from "./cross-checks.js";
 import { mediaSchema } from "./media-schema.js";
 import { planSchema, pricingGroupName, pricingGroupSchema } from "./plans-schema.js";
 
 // The config file's shape (docs/architecture.md, "Rules"), assembled from its sections: the catalog
-// (catalog-schema.ts), plans and pricing groups (plans-schema.ts), media (media-schema.ts), and here the rest.
-// Every key is documented in docs/configuration.md.
+// (catalog-schema.ts), plans and pricing groups (plans-schema.ts), media (media-schema.ts), and here the rest;
+// the checks across sections are in cross-checks.ts. Every key is documented in docs/configuration.md.
 
 /**
  * Days of history the retention keeps (docs/billing.md, "Retention"): 0 keeps it for ever (a value that reads as
@@ -248,98 +241,7 @@ export const configSchema = z
     plans: z.record(configId, planSchema).default({ free: { daily_tokens: 200_000, weekly_resets: 1, context_limit: 128_000 } }),
     default_plan: configId.default("free"),
   })
-  .superRefine((cfg, ctx) => {
-    for (const [modelId, model] of Object.entries(cfg.models)) {
-      model.targets.forEach((target, i) => {
-        const provider = typeof target === "string" ? target : target.provider;
-        if (!cfg.providers[provider]) {
-          ctx.addIssue({
-            code: "custom",
-            path: ["models", modelId, "targets", i],
-            message: `unknown provider "${provider}"`,
-          });
-        }
-      });
-    }
-    const publicIds = new Map(Object.keys(cfg.models).map((modelId) => [modelId, modelId]));
-    for (const [modelId, model] of Object.entries(cfg.models)) {
-      for (const key of SYSTEMONE_KEYS) {
-        if (model[key] !== undefined && model.kind !== "systemone") {
-          ctx.addIssue({ code: "custom", path: ["models", modelId, key], message: `only systemone models take ${key}` });
-        }
-      }
-      if (model.max_output_tokens !== undefined && model.kind !== "chat") {
-        ctx.addIssue({
-          code: "custom",
-          path: ["models", modelId, "max_output_tokens"],
-          message: "only chat models take max_output_tokens",
-        });
-      }
-      if ((model.video_price !== undefined) !== (model.kind === "video")) {
-        const message = model.kind === "video" ? "video models need video_price" : "only video models take video_price";
-        ctx.addIssue({ code: "custom", path: ["models", modelId, "video_price"], message });
-      }
-      model.reseller_aliases.forEach((alias, i) => {
-        const taken = publicIds.get(alias);
-        if (taken !== undefined) {
-          ctx.addIssue({
-            code: "custom",
-            path: ["models", modelId, "reseller_aliases", i],
-            message: `"${alias}" is already the ID or an alias of model "${taken}"`,
-          });
-        }
-        publicIds.set(alias, modelId);
-      });
-    }
-    for (const [planId, plan] of Object.entries(cfg.plans)) {
-      for (const model of Object.keys(plan.request_packs ?? {})) {
-        if (!Object.hasOwn(cfg.models, model)) {
-          ctx.addIssue({ code: "custom", path: ["plans", planId, "request_packs", model], message: `unknown model "${model}"` });
-        } else if (cfg.models[model]!.kind === "video") {
-          // A video job is held and settled later (a durable hold on the day's allowance), never per request.
-          ctx.addIssue({
-            code: "custom",
-            path: ["plans", planId, "request_packs", model],
-            message: "video models cannot be request packs",
-          });
-        }
-      }
-      plan.models?.forEach((model, i) => {
-        if (!cfg.models[model]) {
-          ctx.addIssue({ code: "custom", path: ["plans", planId, "models", i], message: `unknown model "${model}"` });
-        }
-      });
-    }
-    // Late outcomes must still find their rows: a request's hold resolves within quota.max_hold_seconds (a later
-    // settlement still posts, through its lease), so the ledger keeps more than that.
-    const { ledger_days } = cfg.retention;
-    if (ledger_days > 0 && ledger_days * 86_400 <= cfg.quota.max_hold_seconds) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["retention", "ledger_days"],
-        message: `must be 0 (keep for ever) or longer than quota.max_hold_seconds (${cfg.quota.max_hold_seconds} s)`,
-      });
-    }
-    const { metrics } = cfg;
-    // Anyone who reaches the gateway's address could read its traffic and ledger numbers: an address of its own
-    // (firewalled like the database) or a token; never neither.
-    if (metrics.enabled && !metrics.listen && metrics.token === undefined) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["metrics", "token"],
-        message: "required when metrics are served on the main address: set a token (e.g. ${METRICS_TOKEN}) or metrics.listen",
-      });
-    }
-    if (metrics.listen && metrics.listen.port !== 0 && metrics.listen.port === cfg.server.port) {
-      ctx.addIssue({ code: "custom", path: ["metrics", "listen", "port"], message: "must differ from server.port" });
-    }
-    if (!cfg.pricing_groups.default) {
-      ctx.addIssue({ code: "custom", path: ["pricing_groups"], message: 'a "default" pricing group is required' });
-    }
-    if (!cfg.plans[cfg.default_plan]) {
-      ctx.addIssue({ code: "custom", path: ["default_plan"], message: `unknown plan "${cfg.default_plan}"` });
-    }
-  });
+  .superRefine(checkAcrossSections);
 
 export type Config = z.infer<typeof configSchema>;
 export type ConfigInput = z.input<typeof configSchema>;

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
+import type { Ratio } from "../billing/ratio.js";
 import { perSecondRate, videoHold } from "../billing/video-quota.js";
 import type { Catalog } from "../catalog/catalog.js";
 import type { Config } from "../config/schema.js";
@@ -65,39 +66,13 @@ export async function submitVideo(
     metering.logRejected(start, err);
     throw err;
   };
-  let targets: Target[];
-  let bodies: Record<string, unknown>[];
-  let seconds: number;
-  let amount: bigint;
-  let rate: ReturnType<typeof perSecondRate>;
-  let dailyTokens: number;
-  let weeklyResets: number;
+  let quote: VideoQuote;
   try {
-    const model = servingTargets(resolveModel(deps.catalog, config, key, request.model, "video"), VIDEO_PROTOCOLS, VIDEO_ROUTE, false);
-    const price = model.config.video_price!;
-    seconds = request.duration ?? price.default_seconds;
-    if (seconds > price.max_seconds) {
-      throw errors.badRequest(
-        `Invalid duration: the model '${request.model}' makes videos of at most ${price.max_seconds} seconds.`,
-        "duration",
-        "invalid_value",
-      );
-    }
-    targets = model.targets;
-    bodies = targets.map((t) => videoUpstreamBody(request, VIDEO_CAPABILITIES[t.provider.protocol]!, t.upstreamModel, seconds));
-    const plan = Object.hasOwn(config.plans, key.plan) ? config.plans[key.plan] : undefined;
-    if (!plan) throw errors.forbidden(`The plan '${key.plan}' of this account no longer exists; contact the operator.`, "plan_missing");
-    dailyTokens = plan.daily_tokens;
-    weeklyResets = plan.weekly_resets;
-    rate = perSecondRate({
-      unitsPerSecond: price.units_per_second,
-      tokenMultiplier: model.config.token_multiplier,
-      groupMultiplier: pricingGroupMultiplier(config, key.pricingGroup),
-    });
-    amount = videoHold(seconds, request.n ?? 1, rate);
+    quote = quoteVideo(deps, key, request);
   } catch (err) {
     return refuse(err);
   }
+  const { targets, bodies, seconds, amount } = quote;
 
   const jobId = randomUUID();
   const holdId = randomUUID();
@@ -106,19 +81,8 @@ export async function submitVideo(
   const withinDeadline = <T>(step: () => Promise<T>) => readWithinDeadline(config.database.request_timeout_ms, step, deps.onFault);
   let held: Awaited<ReturnType<QuotaLedger["reserveDurable"]>>;
   try {
-    held = await withinDeadline(() =>
-      ledger.reserveDurable({
-        kind: "daily_allowance",
-        userId: key.userId,
-        base: BigInt(dailyTokens),
-        planRevision: key.planRevision,
-        id: holdId,
-        amount,
-        reference: `video:${jobId}`,
-        expiresAt: new Date(now.getTime() + video.hold_expiry_seconds * 1000),
-        weeklyResets: BigInt(weeklyResets),
-      }),
-    );
+    const expiresAt = new Date(now.getTime() + video.hold_expiry_seconds * 1000);
+    held = await withinDeadline(() => reserveVideoHold(ledger, key, quote, { id: holdId, jobId, expiresAt }));
   } catch (err) {
     // The hold may have been taken by a statement whose answer never came.
     if (isTransientDbError(err)) void voidEventually(deps, holdId);
@@ -153,8 +117,8 @@ export async function submitVideo(
     holdId,
     held: amount,
     seconds,
-    n: request.n ?? 1,
-    rate,
+    n: quote.n,
+    rate: quote.rate,
     charged: null,
     videos: null,
     errorCode: null,
@@ -176,6 +140,67 @@ export async function submitVideo(
     return refuse(err);
   }
   return job;
+}
+
+/** What a request for videos costs, and what each of its targets is sent. */
+interface VideoQuote {
+  targets: Target[];
+  /** The upstream body for each target, in order. */
+  bodies: Record<string, unknown>[];
+  seconds: number;
+  n: number;
+  rate: Ratio;
+  /** What is held: `n` videos of `seconds` each. */
+  amount: bigint;
+  dailyTokens: number;
+  weeklyResets: number;
+}
+
+/** Resolves the model and prices the request; throws the client's error for one it cannot serve. */
+function quoteVideo(deps: Pick<VideoDeps, "catalog" | "config">, key: ApiKeyPrincipal, request: VideoRequest): VideoQuote {
+  const { config } = deps;
+  const model = servingTargets(resolveModel(deps.catalog, config, key, request.model, "video"), VIDEO_PROTOCOLS, VIDEO_ROUTE, false);
+  const price = model.config.video_price!;
+  const seconds = request.duration ?? price.default_seconds;
+  if (seconds > price.max_seconds) {
+    throw errors.badRequest(
+      `Invalid duration: the model '${request.model}' makes videos of at most ${price.max_seconds} seconds.`,
+      "duration",
+      "invalid_value",
+    );
+  }
+  const targets = model.targets;
+  const bodies = targets.map((t) => videoUpstreamBody(request, VIDEO_CAPABILITIES[t.provider.protocol]!, t.upstreamModel, seconds));
+  const plan = Object.hasOwn(config.plans, key.plan) ? config.plans[key.plan] : undefined;
+  if (!plan) throw errors.forbidden(`The plan '${key.plan}' of this account no longer exists; contact the operator.`, "plan_missing");
+  const rate = perSecondRate({
+    unitsPerSecond: price.units_per_second,
+    tokenMultiplier: model.config.token_multiplier,
+    groupMultiplier: pricingGroupMultiplier(config, key.pricingGroup),
+  });
+  const n = request.n ?? 1;
+  const amount = videoHold(seconds, n, rate);
+  return { targets, bodies, seconds, n, rate, amount, dailyTokens: plan.daily_tokens, weeklyResets: plan.weekly_resets };
+}
+
+/** The durable hold of a quoted job, named after the job. */
+function reserveVideoHold(
+  ledger: QuotaLedger,
+  key: ApiKeyPrincipal,
+  quote: VideoQuote,
+  hold: { id: string; jobId: string; expiresAt: Date },
+): ReturnType<QuotaLedger["reserveDurable"]> {
+  return ledger.reserveDurable({
+    kind: "daily_allowance",
+    userId: key.userId,
+    base: BigInt(quote.dailyTokens),
+    planRevision: key.planRevision,
+    id: hold.id,
+    amount: quote.amount,
+    reference: `video:${hold.jobId}`,
+    expiresAt: hold.expiresAt,
+    weeklyResets: BigInt(quote.weeklyResets),
+  });
 }
 
 /** Pauses between attempts to void a hold: from 200 ms, doubling, up to 10 s. */

@@ -13,17 +13,18 @@ import type { Pool, TimedQuery } from "../db/pool.js";
 import type { VideoPollDeps } from "../media/video-poll.js";
 import { createMetering } from "../metering/meter.js";
 import { createPrometheusMetrics } from "../metrics/prometheus.js";
-import { noMetrics } from "../metrics/recorders.js";
+import { noMetrics, type LedgerMetrics } from "../metrics/recorders.js";
 import { unpricedEvaluators } from "../metering/pricing.js";
 import { createProviders } from "../providers/registry.js";
 import { createSafeDownloader } from "../providers/safe-download.js";
 import { measureClockOffset, offsetClock, type Clock } from "../time/clock.js";
 import { createQuotaLedger } from "../quota/ledger.js";
+import type { Instance, QuotaLedger } from "../quota/types.js";
 import { createReserveResets } from "../balances/reserve-resets.js";
 import { createTransfers } from "../transfers/transfers.js";
 import { registerInstance } from "../quota/instances.js";
-import { createDatabaseHealth } from "../db/health.js";
-import { startListener } from "../db/listener.js";
+import { createDatabaseHealth, type DatabaseHealth } from "../db/health.js";
+import { startListener, type Listener } from "../db/listener.js";
 import { createBodyBudget } from "../server/body-budget.js";
 import { startExpirySweep } from "../quota/expiry-sweep.js";
 
@@ -66,53 +67,14 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
   const { quota, database } = config;
   // Admin commands serve nothing: their metrics would never be read.
   const metrics = serving && config.metrics.enabled ? createPrometheusMetrics(config) : noMetrics;
-  const instance = serving
-    ? await registerInstance(pool, {
-        heartbeatMs: quota.heartbeat_seconds * 1000,
-        timeoutMs: quota.instance_timeout_seconds * 1000,
-        statementTimeoutMs: database.query_timeout_ms,
-        health,
-        onError: (err) => logger.warn({ err: err.message }, "instance heartbeat failed"),
-        onFenced: (fencedId) =>
-          logger.warn(
-            { instance_id: fencedId },
-            "INSTANCE_FENCED: this process was presumed dead; it drops its leases and registers again",
-          ),
-      })
-    : undefined;
+  const instance = serving ? await registerServingInstance(pool, config, health, logger) : undefined;
   // The day is the database's (docs/architecture.md, "Rules"): a serving process follows it at every heartbeat, an admin command
   // measures it once.
   const clockOffset = instance ? undefined : await measureClockOffset(pool);
   const clock = opts.clock ?? offsetClock(() => instance?.clockOffsetMs() ?? clockOffset ?? 0);
-  const ledger = createQuotaLedger(pool, {
-    instance,
-    clock,
-    maxHoldSeconds: quota.max_hold_seconds,
-    instanceTimeoutSeconds: quota.instance_timeout_seconds,
-    leaseIdleMs: quota.lease_idle_ms,
-    commitGroupMs: quota.commit_group_ms,
-    configRevision: BigInt(Math.floor(Date.now() / 1000)),
-    // A metered request's log row commits in the statement that posts or voids its hold.
-    journal: { insert: insertRows, rewrite: rewriteRows },
-    health,
-    admissionTimeoutMs: database.request_timeout_ms,
-    statementTimeoutMs: database.query_timeout_ms,
-    shutdownGraceMs: quota.shutdown_grace_seconds * 1000,
-    onSyncError: (err, leaseId) => logger.error({ err, lease_id: leaseId }, "LEASE_SYNC_FAILED"),
-    metrics: metrics.ledger,
-    listener,
-  });
+  const ledger = configuredLedger(pool, config, { instance, clock, health, logger, metrics: metrics.ledger, listener });
   const expiry = serving ? startExpirySweep(ledger, quota.expiry_sweep_seconds * 1000, logger, health) : undefined;
-  const requestLog = createRequestLogWriter({
-    pool,
-    logger,
-    batchSize: config.analytics.batch_size,
-    flushIntervalMs: config.analytics.flush_interval_ms,
-    maxBuffered: config.analytics.max_buffered,
-    statementTimeoutMs: database.query_timeout_ms,
-    health,
-    closeGraceMs: quota.shutdown_grace_seconds * 1000,
-  });
+  const requestLog = configuredRequestLog(pool, config, logger, health);
   health.watch("log_rows_waiting", () => requestLog.stats().buffered);
   const providers = createProviders(config);
   // One SSRF-checked downloader per process: the image routes fetch the links upstreams answer with.
@@ -163,4 +125,64 @@ export async function createServices(opts: ServiceOptions): Promise<Services> {
       await listener?.close();
     },
   };
+}
+
+/** A serving process's row in the instances table, kept alive by its heartbeat. */
+function registerServingInstance(pool: Pool, config: Config, health: DatabaseHealth, logger: Logger): Promise<Instance> {
+  const { quota, database } = config;
+  return registerInstance(pool, {
+    heartbeatMs: quota.heartbeat_seconds * 1000,
+    timeoutMs: quota.instance_timeout_seconds * 1000,
+    statementTimeoutMs: database.query_timeout_ms,
+    health,
+    onError: (err) => logger.warn({ err: err.message }, "instance heartbeat failed"),
+    onFenced: (fencedId) =>
+      logger.warn({ instance_id: fencedId }, "INSTANCE_FENCED: this process was presumed dead; it drops its leases and registers again"),
+  });
+}
+
+/** What the ledger takes from the rest of the process besides the config. */
+interface LedgerParts {
+  instance: Instance | undefined;
+  clock: Clock;
+  health: DatabaseHealth;
+  logger: Logger;
+  metrics: LedgerMetrics;
+  listener: Listener | undefined;
+}
+
+function configuredLedger(pool: Pool, config: Config, parts: LedgerParts): QuotaLedger {
+  const { quota, database } = config;
+  const { logger } = parts;
+  return createQuotaLedger(pool, {
+    instance: parts.instance,
+    clock: parts.clock,
+    maxHoldSeconds: quota.max_hold_seconds,
+    instanceTimeoutSeconds: quota.instance_timeout_seconds,
+    leaseIdleMs: quota.lease_idle_ms,
+    commitGroupMs: quota.commit_group_ms,
+    configRevision: BigInt(Math.floor(Date.now() / 1000)),
+    // A metered request's log row commits in the statement that posts or voids its hold.
+    journal: { insert: insertRows, rewrite: rewriteRows },
+    health: parts.health,
+    admissionTimeoutMs: database.request_timeout_ms,
+    statementTimeoutMs: database.query_timeout_ms,
+    shutdownGraceMs: quota.shutdown_grace_seconds * 1000,
+    onSyncError: (err, leaseId) => logger.error({ err, lease_id: leaseId }, "LEASE_SYNC_FAILED"),
+    metrics: parts.metrics,
+    listener: parts.listener,
+  });
+}
+
+function configuredRequestLog(pool: Pool, config: Config, logger: Logger, health: DatabaseHealth): RequestLogWriter {
+  return createRequestLogWriter({
+    pool,
+    logger,
+    batchSize: config.analytics.batch_size,
+    flushIntervalMs: config.analytics.flush_interval_ms,
+    maxBuffered: config.analytics.max_buffered,
+    statementTimeoutMs: config.database.query_timeout_ms,
+    health,
+    closeGraceMs: config.quota.shutdown_grace_seconds * 1000,
+  });
 }

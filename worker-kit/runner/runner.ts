@@ -1,14 +1,13 @@
 import os from "node:os";
-import { describeError, isRetryable } from "../client/errors.js";
-import type { ClaimedJob } from "../../src/support/wire.js";
-import { backoffDelay, pollDelay } from "./backoff.js";
-import { runJob } from "./job.js";
-import { leaseTimes } from "./lease-deadline.js";
-import { claimLimit, resolveOptions, type RunnerOptions } from "./options.js";
+import { describeError } from "../client/errors.js";
+import { claimLoop } from "./claim-loop.js";
+import { InFlightJobs } from "./in-flight.js";
+import { resolveOptions, type RunnerOptions } from "./options.js";
 
-// The claim loop: as many jobs in flight as `concurrency` allows, each run by ./job.ts within its lease; idle waits
-// and backoffs are cut short by stop(). Stopping ends claiming at once, gives in-flight jobs the shutdown deadline,
-// then abandons the rest (failed retryable, so another worker takes them after the gateway's backoff).
+// The runner: its claim loop (./claim-loop.ts) keeps as many jobs in flight as `concurrency` allows, each run by
+// ./job.ts within its lease (./in-flight.ts); idle waits and backoffs are cut short by stop(). Stopping ends
+// claiming at once, gives in-flight jobs the shutdown deadline, then abandons the rest (failed retryable, so
+// another worker takes them after the gateway's backoff).
 
 export type { RunnerOptions } from "./options.js";
 export { RUNNER_ERROR_CODES, type JobOutcome } from "./job.js";
@@ -24,12 +23,9 @@ export interface Runner {
 
 export function createRunner(options: RunnerOptions): Runner {
   const o = resolveOptions(options);
-  const clock = { now: o.now, sleep: o.sleep, random: o.random };
-  const tasks = new Map(o.tasks.map((task) => [task.kind, task]));
   const stopping = new AbortController();
   const shutdown = new AbortController();
-  const inFlight = new Set<Promise<void>>();
-  let wake: (() => void) | null = null;
+  const jobs = new InFlightJobs(o, shutdown.signal);
   let loop: Promise<void> = Promise.resolve();
   let fatal: unknown = null;
   let stopped: Promise<void> | null = null;
@@ -42,64 +38,16 @@ export function createRunner(options: RunnerOptions): Runner {
   // Whoever started the runner may not await `done`; a refused claim is also logged, so it is never lost.
   done.catch(() => {});
 
-  const notify = () => {
-    const waiting = wake;
-    wake = null;
-    waiting?.();
-  };
-
-  const begin = (job: ClaimedJob, claimSentAt: number) => {
-    const lease = leaseTimes({
-      leaseExpiresAt: job.lease_expires_at,
-      claimSentAt,
-      leaseSeconds: o.leaseSeconds,
-      safetyMarginMs: o.safetyMarginMs,
-    });
-    const task = tasks.get(job.kind);
-    const running: Promise<void> = runJob({ client: o.client, task, job, lease, shutdown: shutdown.signal, logger: o.logger, clock })
-      .catch((err: unknown) => o.logger.error({ job_id: job.id, err: describeError(err) }, "job runner failed"))
-      .finally(() => {
-        inFlight.delete(running);
-        notify();
-      });
-    inFlight.add(running);
-  };
-
-  const claimLoop = async () => {
-    for (let failures = 0; !stopping.signal.aborted;) {
-      const free = o.concurrency - inFlight.size;
-      if (free <= 0) {
-        await new Promise<void>((resolve) => (wake = resolve));
-        continue;
-      }
-      const claimSentAt = o.now();
-      let jobs: ClaimedJob[];
-      try {
-        jobs = await o.client.claim({ limit: claimLimit(free), lease_seconds: o.leaseSeconds, worker_id: o.workerId });
-        failures = 0;
-      } catch (err) {
-        if (!isRetryable(err)) throw err;
-        failures++;
-        const delay = backoffDelay(failures, err.retryAfterMs, o.random);
-        o.logger.warn({ err: describeError(err), failures, delay_ms: delay }, "claim failed; backing off");
-        await o.sleep(delay, stopping.signal);
-        continue;
-      }
-      for (const job of jobs) begin(job, claimSentAt);
-      if (jobs.length === 0) await o.sleep(pollDelay(o.pollIntervalMs, o.random), stopping.signal);
-    }
-  };
-
   const stop = () => {
     stopped ??= (async () => {
       stopping.abort();
-      notify();
+      jobs.notify();
       const timer = new AbortController();
       void o.sleep(o.shutdownDeadlineMs, timer.signal).then(() => {
         if (!timer.signal.aborted) shutdown.abort();
       });
       await loop;
-      await Promise.all([...inFlight]);
+      await jobs.settled();
       timer.abort();
       if (fatal === null) settleDone();
       else failDone(fatal);
@@ -112,7 +60,7 @@ export function createRunner(options: RunnerOptions): Runner {
     start() {
       if (started || stopping.signal.aborted) return;
       started = true;
-      loop = claimLoop().catch((err: unknown) => {
+      loop = claimLoop(o, jobs, stopping.signal).catch((err: unknown) => {
         fatal = err;
         o.logger.error({ err: describeError(err) }, "claim refused; the runner stops");
       });

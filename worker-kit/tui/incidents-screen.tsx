@@ -1,7 +1,7 @@
-import { Box, Text } from "ink";
+import { Text } from "ink";
 import { useCallback, useEffect, useState } from "react";
 import type { Incident, IncidentUpdate } from "../../src/support/incidents/incident-wire.js";
-import { incidentLines, incidentRow } from "./state/incident-text.js";
+import { IncidentsView } from "./incidents-view.js";
 import type { KeyHelp, ScreenProps } from "./screen.js";
 import { useOneAction } from "./use-one-action.js";
 import { useKeys } from "./use-keys.js";
@@ -19,9 +19,6 @@ const HELP: KeyHelp[] = [
   { key: "u", label: "withdraw" },
   { key: "r", label: "refresh" },
 ];
-
-/** Lines the detail pane takes below the list (one blank line, then incidentLines). */
-const DETAIL_ROWS = 7;
 
 export function IncidentsScreen(props: ScreenProps) {
   const { staff, editText, showError, showNotice, setHelp } = props;
@@ -85,30 +82,5 @@ export function IncidentsScreen(props: ScreenProps) {
   if (incidents === null) return <Text>Loading incidents…</Text>;
   if (incidents.length === 0) return <Text>No candidate or confirmed incidents.</Text>;
 
-  const listRows = Math.max(1, props.rows - DETAIL_ROWS - 1);
-  const first = Math.min(Math.max(0, selected - listRows + 1), Math.max(0, incidents.length - listRows));
-  const visible = incidents.slice(first, first + listRows);
-  return (
-    <Box flexDirection="column" width={props.columns}>
-      <Text bold>Incidents ({incidents.length})</Text>
-      {visible.map((incident, i) => {
-        const isSelected = first + i === selected;
-        return (
-          <Text key={incident.id} inverse={isSelected} wrap="truncate-end">
-            {isSelected ? "> " : "  "}
-            {incidentRow(incident)}
-          </Text>
-        );
-      })}
-      {current && (
-        <Box flexDirection="column" marginTop={1}>
-          {incidentLines(current).map((line, i) => (
-            <Text key={i} wrap="truncate-end" bold={i === 0}>
-              {line}
-            </Text>
-          ))}
-        </Box>
-      )}
-    </Box>
-  );
+  return <IncidentsView incidents={incidents} selected={selected} columns={props.columns} rows={props.rows} />;
 }
