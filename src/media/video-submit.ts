@@ -72,7 +72,7 @@ export async function submitVideo(
   } catch (err) {
     return refuse(err);
   }
-  const { targets, bodies, seconds, amount } = quote;
+  const { targets, bodies, amount } = quote;
 
   const jobId = randomUUID();
   const holdId = randomUUID();
@@ -101,33 +101,7 @@ export async function submitVideo(
     });
     return refuse(err instanceof UpstreamError ? upstreamToClient(err) : err);
   }
-  const created = deps.clock.now();
-  const job: VideoJobRow = {
-    id: jobId,
-    userId: key.userId,
-    keyId: key.keyId,
-    requestId: start.requestId,
-    publicModel: request.model,
-    provider: accepted.target.providerId,
-    upstreamModel: accepted.target.upstreamModel,
-    upstreamJobId: accepted.report.id,
-    fallbackPath,
-    // Whatever the upstream said first, the poll finds out the rest (a job already ended included).
-    status: accepted.report.status === "in_progress" ? "in_progress" : "queued",
-    holdId,
-    held: amount,
-    seconds,
-    n: quote.n,
-    rate: quote.rate,
-    charged: null,
-    videos: null,
-    errorCode: null,
-    receivedAt,
-    createdAt: created,
-    updatedAt: created,
-    endedAt: null,
-    deadline: new Date(created.getTime() + video.job_timeout_seconds * 1000),
-  };
+  const job = newJobRow({ jobId, holdId, key, start, request, quote, accepted, fallbackPath, receivedAt }, deps.clock.now(), video);
   try {
     await withinDeadline(() => insertVideoJob(deps.pool, job, video.poll_interval_seconds));
   } catch (err) {
@@ -140,6 +114,51 @@ export async function submitVideo(
     return refuse(err);
   }
   return job;
+}
+
+/** What a submission the upstream accepted stores: the job, queued or in progress, on its durable hold. */
+function newJobRow(
+  s: {
+    jobId: string;
+    holdId: string;
+    key: ApiKeyPrincipal;
+    start: RowStart;
+    request: VideoRequest;
+    quote: VideoQuote;
+    accepted: { target: Target; report: VideoJobReport };
+    fallbackPath: string[];
+    receivedAt: Date;
+  },
+  created: Date,
+  video: Config["media"]["video"],
+): VideoJobRow {
+  const { key, start, request, quote, accepted } = s;
+  return {
+    id: s.jobId,
+    userId: key.userId,
+    keyId: key.keyId,
+    requestId: start.requestId,
+    publicModel: request.model,
+    provider: accepted.target.providerId,
+    upstreamModel: accepted.target.upstreamModel,
+    upstreamJobId: accepted.report.id,
+    fallbackPath: s.fallbackPath,
+    // Whatever the upstream said first, the poll finds out the rest (a job already ended included).
+    status: accepted.report.status === "in_progress" ? "in_progress" : "queued",
+    holdId: s.holdId,
+    held: quote.amount,
+    seconds: quote.seconds,
+    n: quote.n,
+    rate: quote.rate,
+    charged: null,
+    videos: null,
+    errorCode: null,
+    receivedAt: s.receivedAt,
+    createdAt: created,
+    updatedAt: created,
+    endedAt: null,
+    deadline: new Date(created.getTime() + video.job_timeout_seconds * 1000),
+  };
 }
 
 /** What a request for videos costs, and what each of its targets is sent. */
