@@ -44,7 +44,12 @@ const VIDEO_TYPE = /^video\/[\w.+-]+$/;
 const jobRef = ours("VideoGeneration", videoJobObjectSchema);
 const idParam = { id: "The gateway's job id (from the submission's answer)." };
 
-const notFound = (jobId: string) => errors.notFound(`No video generation job '${jobId}' for this account.`);
+/** The user's job; another user's reads exactly as a job that does not exist: no oracle of ids. */
+async function ownJob(deps: VideoRouteDeps, id: string, userId: string) {
+  const job = isUuid(id) ? await findVideoJob(deps.pool, id, userId) : null;
+  if (!job) throw errors.notFound(`No video generation job '${id}' for this account.`);
+  return job;
+}
 
 const submit = route<VideoRouteDeps>(
   {
@@ -112,10 +117,7 @@ const read = route<VideoRouteDeps>(
     errors: ["not_found"],
   },
   (deps) => async (c) => {
-    const id = c.req.param("id")!;
-    // Another user's job reads exactly as a job that does not exist: no oracle of ids.
-    const job = isUuid(id) ? await findVideoJob(deps.pool, id, c.get("apiKey").userId) : null;
-    if (!job) throw notFound(id);
+    const job = await ownJob(deps, c.req.param("id")!, c.get("apiKey").userId);
     return c.json(videoJobObject(job));
   },
 );
@@ -143,8 +145,7 @@ const content = route<VideoRouteDeps>(
   (deps) => async (c) => {
     const id = c.req.param("id")!;
     const index = c.req.param("index")!;
-    const job = isUuid(id) ? await findVideoJob(deps.pool, id, c.get("apiKey").userId) : null;
-    if (!job) throw notFound(id);
+    const job = await ownJob(deps, id, c.get("apiKey").userId);
     const video = /^\d{1,2}$/.test(index) ? job.videos?.[Number(index)] : undefined;
     if (!video)
       throw errors.notFound(`The job '${id}' has no video ${index}${job.status === "completed" ? "" : " (it has not completed)"}.`);

@@ -139,35 +139,24 @@ class ChatRelay implements RelayProtocol {
   }
 
   private usageChunk(u: UsageReport): string {
-    return sse(
-      JSON.stringify({
-        id: this.lastId,
-        object: "chat.completion.chunk",
-        created: this.lastCreated,
-        model: this.opts.publicModel,
-        choices: [],
-        usage: {
-          prompt_tokens: u.promptTokens,
-          completion_tokens: u.completionTokens,
-          total_tokens: u.promptTokens + u.completionTokens,
-          prompt_tokens_details: { cached_tokens: u.cachedTokens },
-        },
-      }),
-    );
+    return this.chunk([], {
+      prompt_tokens: u.promptTokens,
+      completion_tokens: u.completionTokens,
+      total_tokens: u.promptTokens + u.completionTokens,
+      prompt_tokens_details: { cached_tokens: u.cachedTokens },
+    });
   }
 
   /** The finish chunk of every choice, with `reason`. */
   private finishChunk(reason: string): string {
     const choices: object[] = [];
     for (let index = 0; index < this.opts.choices; index++) choices.push({ index, delta: {}, logprobs: null, finish_reason: reason });
-    return sse(
-      JSON.stringify({
-        id: this.lastId,
-        object: "chat.completion.chunk",
-        created: this.lastCreated,
-        model: this.opts.publicModel,
-        choices,
-      }),
-    );
+    return this.chunk(choices);
+  }
+
+  /** A chunk of the gateway's own, under the stream's id and the public model. */
+  private chunk(choices: object[], usage?: object): string {
+    const chunk = { id: this.lastId, object: "chat.completion.chunk", created: this.lastCreated, model: this.opts.publicModel, choices };
+    return sse(JSON.stringify(usage ? Object.assign(chunk, { usage }) : chunk));
   }
 }
