@@ -212,7 +212,7 @@ export const supportJobs = pgTable(
     index("support_jobs_queued_idx")
       .on(t.availableAt, t.createdAt)
       .where(sql`${t.status} = 'queued'`),
-    // The sweep's scan: leases past their expiry.
+    // The claim's and the sweep's scan of leases past their expiry.
     index("support_jobs_leased_idx")
       .on(t.leaseExpiresAt)
       .where(sql`${t.status} = 'leased'`),

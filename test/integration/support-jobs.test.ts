@@ -7,6 +7,7 @@ import {
   claimResponseSchema,
   completeResponseSchema,
   failResponseSchema,
+  LEASE_SECONDS,
   type ClaimedJob,
   type WorkerUsage,
 } from "../../src/support/wire.js";
@@ -135,9 +136,12 @@ const messages = (caseId: string) =>
     [caseId],
   );
 
-/** Ends the job's current lease now, as if the worker had gone silent, and lets the sweep see it. */
+/** Ends the job's current lease now, as if the worker had gone silent. */
+const endLease = (jobId: string) => q("update support_jobs set lease_expires_at = now() - interval '1 second' where id = $1", [jobId]);
+
+/** Ends the job's current lease now, and lets the sweep see it. */
 async function expireAndSweep(jobId: string) {
-  await q("update support_jobs set lease_expires_at = now() - interval '1 second' where id = $1", [jobId]);
+  await endLease(jobId);
   return sweepSupportJobs(gw.db.pool);
 }
 
@@ -385,35 +389,27 @@ describe("complete", () => {
 });
 
 describe("leases", () => {
-  it("an expired lease is refused, returns the job to the queue with backoff, and the third expiry fails it", async () => {
+  it("an expired lease is refused, and the sweep queues its job, claimable at once; the third expiry fails it", async () => {
     const caseId = await newCase();
     const id = await queue(caseId);
     const first = await claimOne();
-    await q("update support_jobs set lease_expires_at = now() - interval '1 second' where id = $1", [id]);
+    await endLease(id);
     const expired = await complete(first);
     expect(expired.status).toBe(409);
     expect(expired.body.error!.code).toBe("lease_expired");
 
     expect(await sweepSupportJobs(gw.db.pool)).toEqual({ requeued: 1, failed: 0, discarded: 0 });
     expect(await sweepSupportJobs(gw.db.pool)).toEqual({ requeued: 0, failed: 0, discarded: 0 });
-    const queued = await jobRow(id);
-    expect(queued).toMatchObject({ status: "queued", attempts: 1, error_code: "lease_expired" });
-    // Backoff: not claimable before its time.
-    const [{ later }] = (await q<{ later: boolean }>("select available_at > now() as later from support_jobs where id = $1", [id])) as [
-      { later: boolean },
-    ];
-    expect(later).toBe(true);
-    expect(await claim(1)).toEqual([]);
+    expect(await jobRow(id)).toMatchObject({ status: "queued", attempts: 1, error_code: "lease_expired" });
     expect((await complete(first)).body.error!.code).toBe("lease_expired");
 
-    await makeAvailable(id);
+    // No backoff after an expiry: the lease was the wait.
     const second = await claimOne("worker-b");
     expect(second.attempt).toBe(2);
     // The first worker's token is not this lease.
     expect((await complete(first)).body.error!.code).toBe("lease_lost");
 
     await expireAndSweep(id);
-    await makeAvailable(id);
     const third = await claimOne();
     expect(third.attempt).toBe(3);
     expect(await expireAndSweep(id)).toEqual({ requeued: 0, failed: 1, discarded: 0 });
@@ -422,6 +418,94 @@ describe("leases", () => {
     expect(await claim(1)).toEqual([]);
     expect((await complete(third)).status).toBe(409);
     expect(await messages(caseId)).toEqual([]);
+  });
+
+  it("a job whose shortest lease just ended is claimed by another worker with no sweep run", async () => {
+    const caseId = await newCase();
+    const id = await queue(caseId);
+    const [first] = await claim(1, "worker-a", LEASE_SECONDS.min);
+    expect(first!.id).toBe(id);
+    // Leased: nobody else gets it while it runs.
+    expect(await claim(1, "worker-b")).toEqual([]);
+    // The lease ends now, as if worker-a had died 30 s ago.
+    const [{ ended }] = (await q<{ ended: Date }>(
+      "update support_jobs set lease_expires_at = clock_timestamp() where id = $1 returning lease_expires_at as ended",
+      [id],
+    )) as [{ ended: Date }];
+
+    const [second] = await claim(1, "worker-b");
+    expect(second).toMatchObject({ id, attempt: 2 });
+    const [row] = await q<{ worker_id: string; error_code: string; available_at: Date; status: string }>(
+      "select worker_id, error_code, available_at, status from support_jobs where id = $1",
+      [id],
+    );
+    // What the sweep would have recorded: the lease expired, and the job was free from its end.
+    expect(row).toEqual({ worker_id: "worker-b", error_code: "lease_expired", available_at: ended, status: "leased" });
+    expect(await sweepSupportJobs(gw.db.pool)).toEqual({ requeued: 0, failed: 0, discarded: 0 });
+
+    // The old holder is told it lost the job, and writes nothing; the new one completes it.
+    const late = await complete(first!);
+    expect(late).toMatchObject({ status: 409, body: { error: { code: "lease_lost" } } });
+    expect((await fail(first!, true)).body.error!.code).toBe("lease_lost");
+    expect((await complete(second!)).body.outcome).toBe("published");
+    expect(await messages(caseId)).toEqual([{ role: "assistant", content: completion(second!).content, job_id: id }]);
+  });
+
+  it("an expired lease at the third attempt is left to the sweep, which fails it as before", async () => {
+    const caseId = await newCase();
+    const id = await queue(caseId);
+    await q("update support_jobs set attempts = 2 where id = $1", [id]);
+    const third = await claimOne();
+    expect(third.attempt).toBe(3);
+    await endLease(id);
+    expect(await claim(5, "worker-b")).toEqual([]);
+    expect(await expireAndSweep(id)).toEqual({ requeued: 0, failed: 1, discarded: 0 });
+    expect(await jobRow(id)).toMatchObject({ status: "failed", attempts: 3, error_code: "lease_expired" });
+  });
+
+  it("an expired lease of a case that moved on is not claimed: the sweep requeues, then discards it", async () => {
+    const caseId = await newCase();
+    const id = await queue(caseId);
+    const first = await claimOne();
+    await endLease(id);
+    await q("update support_cases set revision = revision + 1 where id = $1", [caseId]);
+    expect(await claim(5, "worker-b")).toEqual([]);
+    expect(await sweepSupportJobs(gw.db.pool)).toEqual({ requeued: 1, failed: 0, discarded: 1 });
+    expect((await jobRow(id)).status).toBe("discarded");
+    expect((await complete(first)).body.error!.code).toBe("lease_lost");
+  });
+
+  it("concurrent claims, sweeps and late completions never hand an expired job to two workers", { timeout: 60_000 }, async () => {
+    const cases = await Promise.all(Array.from({ length: 8 }, () => newCase()));
+    for (const caseId of cases) for (let i = 0; i < 5; i++) await queue(caseId);
+    const old = await claim(5, "dead-worker");
+    while (old.length < 40) old.push(...(await claim(5, "dead-worker")));
+    await q("update support_jobs set lease_expires_at = now() - interval '1 second'");
+
+    const claims = Array.from({ length: 60 }, (_, i) =>
+      claim((i % 5) + 1, `worker-${i % 6}`).then((jobs) => ({ jobs, worker: `worker-${i % 6}` })),
+    );
+    const sweeps = Array.from({ length: 5 }, () => sweepSupportJobs(gw.db.pool));
+    const late = old.slice(0, 10).map((job) => complete(job));
+    const [claimed, , refused] = await Promise.all([Promise.all(claims), Promise.all(sweeps), Promise.all(late)]);
+
+    const handed = claimed.flatMap(({ jobs, worker }) => jobs.map((job) => ({ job, worker })));
+    const ids = handed.map((h) => h.job.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids.length).toBeGreaterThan(0);
+    for (const answer of refused) expect(answer).toMatchObject({ status: 409 });
+    // A late completion holds its job's lock for a moment, and claims and sweeps skip a locked job: one more sweep
+    // now records whatever was skipped.
+    await sweepSupportJobs(gw.db.pool);
+    const rows = await q<{ id: string; status: string; attempts: number; worker_id: string | null }>(
+      "select id, status, attempts, worker_id from support_jobs",
+    );
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    for (const { job, worker } of handed) expect(byId.get(job.id)).toMatchObject({ status: "leased", attempts: 2, worker_id: worker });
+    // Whatever no claim took, a sweep queued; nothing is leased to the dead worker any more.
+    expect(rows.filter((r) => r.status === "leased")).toHaveLength(ids.length);
+    expect(rows.filter((r) => r.status !== "leased").every((r) => r.status === "queued" && r.attempts === 1)).toBe(true);
+    expect(await q("select 1 from support_messages where role = 'assistant'")).toEqual([]);
   });
 
   it("fail: retryable jobs come back with backoff until the third attempt, others fail at once", async () => {

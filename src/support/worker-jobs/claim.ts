@@ -1,4 +1,4 @@
-import { claimQueuedJobs, lastMessages, type TranscriptRow } from "./claim-sql.js";
+import { leaseClaimableJobs, lastMessages, type TranscriptRow } from "./claim-sql.js";
 import type { Queryable } from "../../db/pool.js";
 import { hashLeaseToken, newLeaseToken } from "./lease-token.js";
 import { MAX_ATTEMPTS, type Card, type ClaimedJob, type ClaimRequest, type RequestFacts } from "../wire.js";
@@ -7,12 +7,13 @@ import { MAX_ATTEMPTS, type Card, type ClaimedJob, type ClaimRequest, type Reque
 export const CLAIM_TRANSCRIPT_MESSAGES = 50;
 
 /**
- * Leases up to `limit` queued jobs to `worker_id`, each under a fresh token (only its hash is stored), with the
- * case context a worker needs. An empty list means nothing is claimable now.
+ * Leases up to `limit` claimable jobs (queued past their backoff, or leased past their expiry) to `worker_id`, each
+ * under a fresh token (only its hash is stored), with the case context a worker needs. An empty list means nothing
+ * is claimable now.
  */
 export async function claimJobs(db: Queryable, request: ClaimRequest): Promise<ClaimedJob[]> {
   const tokens = Array.from({ length: request.limit }, newLeaseToken);
-  const rows = await claimQueuedJobs(db, {
+  const rows = await leaseClaimableJobs(db, {
     limit: request.limit,
     tokenHashes: tokens.map(hashLeaseToken),
     leaseSeconds: request.lease_seconds,

@@ -1,8 +1,13 @@
 import type { Queryable } from "../../db/pool.js";
-import { RETRY_AVAILABLE_AT } from "./lease-sql.js";
 
 // A worker's failure (docs/support.md, "Failing"): the job goes back to the queue after its backoff, or fails for
 // good. The lease's hash stays, so the token is told its lease ended rather than lost.
+
+/**
+ * When a job a worker gave back may be claimed again: 10 s × 2^(attempts - 1), jittered by ±25% so that jobs failed
+ * together do not come back together. (An expired lease needs no backoff: the lease itself was the wait.)
+ */
+const RETRY_AVAILABLE_AT = "now() + make_interval(secs => 10 * power(2, attempts - 1) * (0.75 + random() * 0.5))";
 
 const REQUEUE = `
 update support_jobs set status = 'queued', available_at = ${RETRY_AVAILABLE_AT}, lease_expires_at = null,

@@ -58,9 +58,3 @@ export async function addUsage(db: Queryable, job: { id: string; case_id: string
   await db.query({ name: "support_job_usage", text: ADD_USAGE("support_jobs"), values: usageValues(job.id, usage) });
   await db.query({ name: "support_case_usage", text: ADD_USAGE("support_cases"), values: usageValues(job.case_id, usage) });
 }
-
-/**
- * When a job that gave up its lease may be claimed again (a retryable failure, an expired lease): 10 s × 2^(attempts
- * - 1), jittered by ±25% so that jobs failed together do not come back together. For an UPDATE of support_jobs.
- */
-export const RETRY_AVAILABLE_AT = "now() + make_interval(secs => 10 * power(2, attempts - 1) * (0.75 + random() * 0.5))";

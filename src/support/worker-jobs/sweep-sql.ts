@@ -1,18 +1,19 @@
 import type { Queryable } from "../../db/pool.js";
-import { RETRY_AVAILABLE_AT } from "./lease-sql.js";
 import { MAX_ATTEMPTS } from "../wire.js";
 
 // The sweep's statements (docs/support.md, "The sweep"). Each is idempotent: a second run finds nothing to do.
 // SKIP LOCKED leaves a job a completion holds right now to that completion.
 
-// Leases past their expiry: back to the queue after the backoff, or failed at the last attempt.
+// Leases past their expiry that no claim has taken over (./claim-sql.ts takes them without waiting for the sweep):
+// queued, claimable at once as the claim would have taken them (free since the lease's end: the lease was the
+// wait), or failed at the last attempt, which the claim leaves here.
 const EXPIRE_LEASES = `
 with expired as (
   select id from support_jobs where status = 'leased' and lease_expires_at <= now() for update skip locked
 )
 update support_jobs j set
   status = case when j.attempts >= $1 then 'failed' else 'queued' end,
-  available_at = case when j.attempts >= $1 then j.available_at else ${RETRY_AVAILABLE_AT} end,
+  available_at = case when j.attempts >= $1 then j.available_at else j.lease_expires_at end,
   error_code = 'lease_expired', lease_expires_at = null, worker_id = null,
   finished_at = case when j.attempts >= $1 then now() end, updated_at = now()
 from expired where j.id = expired.id
