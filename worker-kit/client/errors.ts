@@ -23,13 +23,30 @@ export class GatewayHttpError extends Error {
   }
 }
 
-/** The gateway could not be reached, or did not answer in time: no answer to judge, so always retryable. */
+/**
+ * The gateway could not be reached, or did not answer in time: no answer to judge, so always retryable. Its message
+ * names the gateway's URL and, when nothing answered there, what to check, so a worker, the CLI and the TUI all
+ * say the same useful line.
+ */
 export class GatewayConnectionError extends Error {
   override readonly name = "GatewayConnectionError";
   readonly retryable = true;
   readonly retryAfterMs = null;
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  constructor(
+    /** The gateway's root the call went to (without any user name or password in it). */
+    readonly baseUrl: string,
+    /** The socket's error code (`ECONNREFUSED`), what failed when there is none, or how long the call waited. */
+    readonly reason: string,
+    /** Whether the gateway was reached but did not answer within the call's timeout. */
+    readonly timedOut: boolean,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      timedOut
+        ? `the gateway at ${baseUrl} did not answer (${reason})`
+        : `cannot reach the gateway at ${baseUrl} (${reason}): is \`gateway serve\` running there? set --url or GATEWAY_URL`,
+      options,
+    );
   }
 }
 

@@ -60,8 +60,9 @@ export function createHttpCaller(options: HttpOptions): HttpCaller {
       text = await response.text();
     } catch (err) {
       if (call.signal?.aborted) throw err;
-      const what = timeout.aborted ? `no answer within ${timeoutMs} ms` : (causeOf(err) ?? "connection failed");
-      throw new GatewayConnectionError(`${call.method} ${call.path}: ${what}`, { cause: err });
+      const where = withoutCredentials(base);
+      if (timeout.aborted) throw new GatewayConnectionError(where, `timed out after ${timeoutMs} ms`, true, { cause: err });
+      throw new GatewayConnectionError(where, causeOf(err) ?? "connection failed", false, { cause: err });
     }
     const requestId = response.headers.get("x-request-id");
     const json = parseJson(text);
@@ -88,6 +89,18 @@ function parseJson(text: string): unknown {
     return JSON.parse(text);
   } catch {
     return undefined;
+  }
+}
+
+/** The root as an error may show it: a user name or password in the URL is a secret (and fetch refuses it anyway). */
+function withoutCredentials(base: string): string {
+  try {
+    const url = new URL(base);
+    url.username = "";
+    url.password = "";
+    return url.href.replace(/\/+$/, "");
+  } catch {
+    return base;
   }
 }
 
