@@ -20,10 +20,12 @@ export {
 } from "./runner/task.js";
 export {
   createRunner,
+  RUNNER_DEFAULTS,
   RUNNER_ERROR_CODES,
   stopOnSignals,
   type JobOutcome,
   type Runner,
   type RunnerOptions,
   type SignalSource,
+  type StopOptions,
 } from "./runner/runner.js";

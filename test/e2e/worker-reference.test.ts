@@ -97,6 +97,18 @@ describe("gateway worker run --demo", () => {
       return assistantMessages(d).length === 1 ? d : undefined;
     });
 
+    // The worker said when it took the job and how it ended.
+    const claimedLine = logLines().find((line) => line.msg === "job claimed" && line.case_id === opened.id);
+    expect(claimedLine).toMatchObject({ kind: "answer", attempt: 1 });
+    // Its outcome line comes once the completion's answer is back: maybe a moment after the case shows the answer.
+    const outcomeLine = await until("the job's outcome line", async () =>
+      logLines().find((line) => line.job_id === claimedLine!.job_id && line.outcome !== undefined),
+    );
+    expect(outcomeLine).toMatchObject({
+      msg: "job published",
+      duration_ms: expect.any(Number),
+    });
+
     // The user reads the answer; the card and evidence restate the request's facts.
     expect(assistantMessages(answered)[0]!.content).toMatch(/^Mock reply/);
     expect(answered.evidence).toEqual([

@@ -110,6 +110,14 @@ async function until<T>(probe: () => T | undefined | Promise<T | undefined>, wha
   }
 }
 
+/** The worker process of test/helpers/worker-kit-signal-worker.ts, against the test gateway. */
+const signalWorker = () =>
+  execa("node", ["--import", "tsx", "test/helpers/worker-kit-signal-worker.ts"], {
+    env: { GATEWAY_URL: gw.url, SUPPORT_BOT_TOKEN: BOT_TOKEN },
+    reject: false,
+    timeout: 60_000,
+  });
+
 function gate() {
   let open!: () => void;
   const opened = new Promise<void>((resolve) => (open = resolve));
@@ -194,11 +202,7 @@ describe("the runner", () => {
 
   it("on SIGTERM mid-job (a real process) stops claiming, finishes the job, and exits", async () => {
     const first = await queued();
-    const child = execa("node", ["--import", "tsx", "test/helpers/worker-kit-signal-worker.ts"], {
-      env: { GATEWAY_URL: gw.url, SUPPORT_BOT_TOKEN: BOT_TOKEN },
-      reject: false,
-      timeout: 60_000,
-    });
+    const child = signalWorker();
     let out = "";
     child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
     try {
@@ -218,6 +222,46 @@ describe("the runner", () => {
       expect(outcomes).toMatchObject([{ job_id: first.jobId, kind: "answer", outcome: "published" }]);
       expect(await jobRow(first.jobId)).toMatchObject({ status: "completed" });
       expect(await jobRow(second.jobId)).toMatchObject({ status: "queued", attempts: 0 });
+    } finally {
+      child.kill("SIGKILL");
+      await child.catch(() => {});
+    }
+  });
+
+  it("on Ctrl-C says what it waits for; Ctrl-C again gives the job back at once and exits 130", async () => {
+    const { jobId } = await queued();
+    const child = signalWorker();
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
+    try {
+      await until(() => out.includes(`started ${jobId}`), "the task to start", 30_000);
+      child.kill("SIGINT");
+      await until(() => err.includes("Ctrl-C again gives them back now"), "the stopping line");
+      child.kill("SIGINT");
+      const result = await child;
+      expect(result.exitCode).toBe(130);
+      const lines = result.stderr
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as LogLine);
+      expect(lines.filter((l) => l.job_id === jobId).map((l) => l.msg)).toEqual(["job claimed", "job failed"]);
+      expect(lines.find((l) => l.msg.startsWith("stopping"))!.msg).toBe(
+        "stopping: waiting up to 20 s for 1 job(s); Ctrl-C again gives them back now",
+      );
+      expect(lines.find((l) => l.outcome !== undefined)).toMatchObject({
+        outcome: "failed",
+        error_code: "shutdown",
+        retryable: true,
+        job_status: "queued",
+      });
+      // The lease was released, not left to expire: the job is queued again for another worker.
+      const [row] = await q<{ status: string; attempts: number; lease_expires_at: Date | null; worker_id: string | null }>(
+        "select status, attempts, lease_expires_at, worker_id from support_jobs where id = $1",
+        [jobId],
+      );
+      expect(row).toEqual({ status: "queued", attempts: 1, lease_expires_at: null, worker_id: null });
     } finally {
       child.kill("SIGKILL");
       await child.catch(() => {});

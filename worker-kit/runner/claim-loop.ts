@@ -1,15 +1,17 @@
-import { describeError, isRetryable } from "../client/errors.js";
+import { isRetryable } from "../client/errors.js";
 import type { ClaimedJob } from "../../src/support/wire.js";
 import { backoffDelay, pollDelay } from "./backoff.js";
 import type { InFlightJobs } from "./in-flight.js";
+import { ClaimOutage } from "./outage.js";
 import { claimLimit, type ResolvedOptions } from "./options.js";
 
 /**
  * Claims jobs while slots are free until `stopping` aborts; idle waits and backoffs end early then. Throws a
- * claim's refusal for good (not retryable).
+ * claim's refusal for good (not retryable); a run of retryable failures is logged as one outage (./outage.ts).
  */
 export async function claimLoop(o: ResolvedOptions, jobs: InFlightJobs, stopping: AbortSignal): Promise<void> {
-  for (let failures = 0; !stopping.aborted;) {
+  const outage = new ClaimOutage(o.logger, o.now);
+  while (!stopping.aborted) {
     const free = o.concurrency - jobs.size;
     if (free <= 0) {
       await jobs.changed();
@@ -19,12 +21,11 @@ export async function claimLoop(o: ResolvedOptions, jobs: InFlightJobs, stopping
     let claimed: ClaimedJob[];
     try {
       claimed = await o.client.claim({ limit: claimLimit(free), lease_seconds: o.leaseSeconds, worker_id: o.workerId });
-      failures = 0;
+      outage.answered();
     } catch (err) {
       if (!isRetryable(err)) throw err;
-      failures++;
-      const delay = backoffDelay(failures, err.retryAfterMs, o.random);
-      o.logger.warn({ err: describeError(err), failures, delay_ms: delay }, "claim failed; backing off");
+      const delay = backoffDelay(outage.failures + 1, err.retryAfterMs, o.random);
+      outage.failed(err, delay);
       await o.sleep(delay, stopping);
       continue;
     }

@@ -13,10 +13,11 @@ export class InFlightJobs {
   private readonly clock: Clock;
   private wake: (() => void) | null = null;
 
-  /** `shutdown` aborts the tasks still running when the shutdown deadline passes. */
+  /** `shutdown` aborts the tasks still running (the shutdown deadline passed, or they are given back). */
   constructor(
     private readonly o: ResolvedOptions,
     private readonly shutdown: AbortSignal,
+    private readonly givingBack: AbortSignal,
   ) {
     this.clock = { now: o.now, sleep: o.sleep, random: o.random };
     this.tasks = new Map(o.tasks.map((task) => [task.kind, task]));
@@ -41,6 +42,7 @@ export class InFlightJobs {
       job,
       lease,
       shutdown: this.shutdown,
+      givingBack: this.givingBack,
       logger: o.logger,
       clock: this.clock,
     })

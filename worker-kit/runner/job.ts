@@ -8,7 +8,8 @@ import { raceTask, type TaskEnding } from "./task-race.js";
 import { PermanentTaskError, type AnyTaskDefinition, type TaskResult } from "./task.js";
 import { addUsage, EMPTY_USAGE } from "./usage.js";
 
-// One claimed job from its task to the gateway's answer, ending in exactly one log line (`outcome`).
+// One claimed job from its task to the gateway's answer: a `job claimed` line when it begins, and exactly one line
+// with its `outcome` when it ends.
 
 /** What became of a job: the gateway's completion outcome, or how the runner ended it. */
 export type JobOutcome = CompleteResponse["outcome"] | "failed" | "lease_lost" | "unreported";
@@ -19,7 +20,7 @@ export const RUNNER_ERROR_CODES = {
   taskError: "task_error",
   /** The task was still running at its lease deadline (retryable). */
   leaseDeadline: "lease_deadline",
-  /** The worker was stopping and the task outlived the shutdown deadline (retryable). */
+  /** The worker was stopping and the task outlived the shutdown deadline, or was given back at once (retryable). */
   shutdown: "shutdown",
   /** The runner has no task for the job's kind (not retryable: another kind of worker must be deployed). */
   noTaskForKind: "no_task_for_kind",
@@ -32,8 +33,10 @@ export interface JobRun {
   task: AnyTaskDefinition | undefined;
   job: ClaimedJob;
   lease: LeaseTimes;
-  /** Aborted when the runner's shutdown deadline has passed. */
+  /** Aborted when the runner's shutdown deadline has passed, or when the runner gives its jobs back. */
   shutdown: AbortSignal;
+  /** Aborted when the runner gives its jobs back: the gateway is told now, or soon, never at the lease's end. */
+  givingBack: AbortSignal;
   logger: Logger;
   clock: Clock;
 }
@@ -48,6 +51,7 @@ export async function runJob(run: JobRun): Promise<void> {
   const { job, clock } = run;
   const startedAt = clock.now();
   const log = run.logger.child({ job_id: job.id, kind: job.kind, case_id: job.case_id, attempt: job.attempt });
+  log.info({ lease_expires_at: job.lease_expires_at }, "job claimed");
   let usage: WorkerUsage = EMPTY_USAGE;
   let ending: TaskEnding;
   if (run.task) {
@@ -120,8 +124,12 @@ async function fail(run: JobRun, failure: Failure, usage: WorkerUsage, log: Logg
   }
 }
 
+/** How long a job given back may take to tell the gateway: an operator who pressed Ctrl-C twice is waiting. */
+const GIVE_BACK_REPORT_MS = 5_000;
+
 function report<T>(run: JobRun, log: Logger, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
-  return retryUntil(call, run.lease.expiresAt, run.clock, (err, delayMs) =>
+  const until = run.givingBack.aborted ? Math.min(run.lease.expiresAt, run.clock.now() + GIVE_BACK_REPORT_MS) : run.lease.expiresAt;
+  return retryUntil(call, until, run.clock, (err, delayMs) =>
     log.debug({ err: describeError(err), delay_ms: delayMs }, "report failed; retrying"),
   );
 }

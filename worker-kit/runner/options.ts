@@ -32,13 +32,18 @@ export interface RunnerOptions {
 
 export type ResolvedOptions = Required<RunnerOptions>;
 
+/** The defaults of the runner's settings, for a command line that shows them in its help. */
+export const RUNNER_DEFAULTS = {
+  concurrency: 2,
+  leaseSeconds: 120,
+  safetyMarginMs: 10_000,
+  pollIntervalMs: 2_000,
+  shutdownDeadlineMs: 20_000,
+} as const satisfies Partial<RunnerOptions>;
+
 export function resolveOptions(options: RunnerOptions): ResolvedOptions {
   const resolved: ResolvedOptions = {
-    concurrency: 2,
-    leaseSeconds: 120,
-    safetyMarginMs: 10_000,
-    pollIntervalMs: 2_000,
-    shutdownDeadlineMs: 20_000,
+    ...RUNNER_DEFAULTS,
     now: Date.now,
     sleep: abortableSleep,
     random: Math.random,
