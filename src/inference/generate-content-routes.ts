@@ -71,6 +71,8 @@ function generateContent(stream: boolean): RouteSpec<GenerateContentBody> {
       const request = validate(geminiGenerateContentRequestSchema, raw);
       return { model, request, chat: convertGenerateContentToChat(request, { model, stream }) };
     },
+    // Gemini names the model in the path, not the body.
+    modelNamed: (_raw, c) => splitTarget(c).model,
     describe({ model, request, chat }, config) {
       // Media without a chat form (audio, video, documents) is left out of the estimate and billed from usageMetadata.
       const extra = [chat.tools, chat.response_format];

@@ -5,6 +5,7 @@ import { readUpstreamKey } from "../metering/upstream-key.js";
 import { readJsonBody, validate } from "../server/body.js";
 import type { DatabaseHealth } from "../db/health.js";
 import { METERED_ERROR_CODES } from "../metering/metered-errors.js";
+import { bodyModel, namedModel } from "../metering/request-row.js";
 import { ours } from "../openapi/operation.js";
 import { route } from "../server/route.js";
 import { videoJobObjectSchema } from "./video-job-object.js";
@@ -82,6 +83,7 @@ const submit = route<VideoRouteDeps>(
       };
       c.set("metered", start);
       let request: VideoRequest;
+      let value: unknown;
       try {
         // A job is polled later, by any process: a client's own upstream key would have to be stored for that.
         if (readUpstreamKey(c) !== undefined) {
@@ -91,10 +93,11 @@ const submit = route<VideoRouteDeps>(
             "upstream_key_not_accepted",
           );
         }
-        const { value } = await readJsonBody(c, video.bodyLimit);
+        ({ value } = await readJsonBody(c, video.bodyLimit));
         request = parseVideoRequest(value);
         start.modelId = request.model;
       } catch (err) {
+        if (start.modelId === "") start.modelId = namedModel(bodyModel(value));
         video.metering.logRejected(start, err);
         throw err;
       }

@@ -6,7 +6,7 @@ import { GatewayError } from "../errors.js";
 import { resolveModel, servingTargets } from "../catalog/model-access.js";
 import type { Metering } from "./meter.js";
 import type { Meter, MeterStart } from "./request-meter.js";
-import type { RowStart } from "./request-row.js";
+import { bodyModel, namedModel, type RowStart } from "./request-row.js";
 import type { ApiKeyPrincipal } from "../auth/principals.js";
 import { chatPricing, withRequestPack, type Pricing, type PricingFor } from "./pricing.js";
 import type { Providers } from "../providers/registry.js";
@@ -94,6 +94,11 @@ export interface RouteSpec<B> {
    * bad input); `text` is the body as sent.
    */
   parse(raw: unknown, c: Context<AppEnv>, text: string): B;
+  /**
+   * Where the request names its model, read when `parse` refuses it (`raw` is undefined when the body could not be
+   * read), so the refusal's log row still shows the model asked for; the body's `model` unless the route says so.
+   */
+  modelNamed?(raw: unknown, c: Context<AppEnv>): unknown;
   describe(body: B, config: Config): MeteredRequest;
   /** Checks what depends on the resolved model (before anything is held). */
   admit?(body: B, model: CatalogModel): Promise<void>;
@@ -132,6 +137,7 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
     const base = rowStartOf(c, spec, key, startedAt);
     // Its model ID is filled in below; the request counter reads it once the answer is built.
     c.set("metered", base);
+    let raw: unknown;
     let body: B;
     let request: MeteredRequest | undefined;
     let model: CatalogModel;
@@ -140,6 +146,7 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
     try {
       upstreamKey = readUpstreamKey(c);
       const { value, text } = await read(c, spec.body?.limit ?? deps.bodyLimit, reservation);
+      raw = value;
       body = spec.parse(value, c, text);
       request = spec.describe(body, config);
       base.streamed = request.streamed;
@@ -149,7 +156,9 @@ export function meteredHandler<B>(deps: InferenceDeps, spec: RouteSpec<B>) {
       pricing = pricingOf(spec, model, key, config, byok, body);
       await spec.admit?.(body, model);
     } catch (err) {
-      // Refusals before metering still get their row, so the user can find the request by its id.
+      // Refusals before metering still get their row, so the user can find the request by its id, with the model
+      // it asked for even when the body's checks refused it.
+      if (base.modelId === "") base.modelId = namedModel(spec.modelNamed ? spec.modelNamed(raw, c) : bodyModel(raw));
       const refused = refusal(err);
       metering.logRejected(base, refused);
       throw refused;

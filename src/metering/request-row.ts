@@ -3,6 +3,7 @@ import { formatUsd } from "../billing/usd.js";
 import { ERROR_CODES, type ErrorCode } from "../errors.js";
 import type { Target, UsageReport } from "../providers/types.js";
 import type { ApiKeyPrincipal } from "../auth/principals.js";
+import { identifierProblem } from "../text-wire.js";
 import type { Pricing } from "./pricing.js";
 
 // The request-log row of a request, built in one place whether it was refused before metering, failed, or was
@@ -14,11 +15,25 @@ export interface RowStart {
   route: string;
   clientProtocol: string;
   key: ApiKeyPrincipal;
-  /** The model ID the client sent ("" when the body named none). */
+  /** The model ID the client sent ("" when it named none, or none a valid request could hold: namedModel). */
   modelId: string;
   /** performance.now() when the request arrived. */
   startedAt: number;
   streamed: boolean;
+}
+
+/**
+ * The model a request named before its checks refused it, as its row keeps it: a string a valid request could have
+ * held (non-empty, at most IDENTIFIER_MAX_CHARS, storable text), exactly as a valid request's row would; anything
+ * else (a number, an object, a pasted document) is "" and nothing of it is kept.
+ */
+export function namedModel(named: unknown): string {
+  return typeof named === "string" && named !== "" && identifierProblem(named) === undefined ? named : "";
+}
+
+/** The `model` member of a parsed JSON body, whatever it holds; undefined when the body is not an object. */
+export function bodyModel(raw: unknown): unknown {
+  return raw !== null && typeof raw === "object" && !Array.isArray(raw) ? (raw as Record<string, unknown>).model : undefined;
 }
 
 /** How it ended. */

@@ -187,6 +187,22 @@ describe.each(routes)("bad input on $name", (route) => {
     });
   });
 
+  it("the request log keeps the model a refused request named, and only a name", async () => {
+    const [change] = route.empty[0]!;
+    const named = await send({ ...route.body(route.model), ...change });
+    const malformed = await post(route.path(route.model), "{nope");
+    // A body that names its model in the body may name something that is no name: nothing of it is kept.
+    const notAName = route.missingModel.body ? await send({ ...route.body(route.model), model: { pasted: "x".repeat(300) } }) : null;
+    expect([named.status, malformed.status, notAName?.status ?? 400]).toEqual([400, 400, 400]);
+    await quiesce(gw);
+    const modelOf = async (res: { error: Record<string, unknown> }) =>
+      (await rowsOf(gw.db.pool, "select public_model from request_logs where request_id = $1", [res.error.request_id]))[0]?.public_model;
+    expect(await modelOf(named)).toBe(route.model);
+    // Gemini names the model in the path, which a malformed body does not hide.
+    expect(await modelOf(malformed)).toBe(route.missingModel.body ? "" : route.model);
+    if (notAName) expect(await modelOf(notAName)).toBe("");
+  });
+
   it("malformed JSON → 400, another content type → 415, an oversize body → 413", async () => {
     const path = route.path(route.model);
     expect(await post(path, "{nope")).toMatchObject({ status: 400, error: { code: "invalid_json" } });

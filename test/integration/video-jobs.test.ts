@@ -233,6 +233,15 @@ describe("POST /v1/video/generations", () => {
     expect(body.error).toMatchObject({ type: "invalid_request_error", param });
   });
 
+  it("keeps the model a refused request named in the request log, and nothing that is not a name", async () => {
+    const named = await submit({ model: "video-a", prompt: "x", duration: 21 });
+    const notAName = await submit({ model: ["video-a"], prompt: "x" });
+    expect([named.res.status, notAName.res.status]).toEqual([400, 400]);
+    await quiesce(gw);
+    expect((await logRows(named.body.error.request_id as string))[0]).toMatchObject({ public_model: "video-a", status: 400 });
+    expect((await logRows(notAName.body.error.request_id as string))[0]).toMatchObject({ public_model: "", status: 400 });
+  });
+
   it("refuses a client's own upstream key (a job is polled later, by any process)", async () => {
     const res = await fetch(`${gw.url}/v1/video/generations`, {
       method: "POST",
