@@ -24,6 +24,7 @@ const CHANGES = {
   takeover: { description: "take a case over: staff hold on, answers in flight cannot publish", done: "took over" },
   resume: { description: "end the staff hold: workers answer again", done: "resumed" },
   resolve: { description: "resolve a case", done: "resolved" },
+  reopen: { description: "open a resolved case again (a new revision; the staff hold stays as it was)", done: "reopened" },
 } as const;
 
 function printChange(result: StaffCaseResult, done: string): void {

@@ -80,6 +80,8 @@ export const ERROR_CODES = {
   // A support worker's lease token is not the job's current lease, or its lease has ended (docs/support.md).
   lease_lost: { status: 409, type: "conflict_error", class: "invalid_request" },
   lease_expired: { status: 409, type: "conflict_error", class: "invalid_request" },
+  // A staff reopen of a case that is not resolved (docs/support.md, "Staff").
+  case_not_resolved: { status: 409, type: "conflict_error", class: "invalid_request" },
   // POST /api/v1/user/quota-resets/use with nothing spent today: no reset is used (docs/billing.md, "Reserve resets").
   nothing_to_restore: { status: 409, type: "conflict_error", class: "invalid_request" },
   // Token transfers (docs/billing.md, "Token transfers").

@@ -187,3 +187,71 @@ describe("staff routes", () => {
     expect((await staff(`/cases/${c.id}/operator-draft`, "POST", { content: 5 })).status).toBe(400);
   });
 });
+
+describe("staff reopen", () => {
+  const resolvedCase = async () => {
+    const c = await openCase();
+    const resolved = await staff(`/cases/${c.id}/resolve`);
+    expect(resolved.body.case).toMatchObject({ status: "resolved", revision: c.revision + 1 });
+    return { id: c.id, revision: resolved.body.case.revision as number };
+  };
+
+  it("opens a resolved case again: a new revision, resolved_at cleared, the hold kept, the actor recorded", async () => {
+    const c = await openCase();
+    await staff(`/cases/${c.id}/takeover`);
+    const resolved = await staff(`/cases/${c.id}/resolve`);
+    const reopened = await staff(`/cases/${c.id}/reopen`);
+    expect(reopened.status).toBe(200);
+    expect(staffCaseResultSchema.safeParse(reopened.body).success).toBe(true);
+    expect(reopened.body.case).toMatchObject({
+      status: "open",
+      resolved_at: null,
+      staff_hold: true,
+      revision: resolved.body.case.revision + 1,
+      staff_actor: expect.stringMatching(/^admin:/),
+    });
+    // Staff can write to it again, and the user sees it open.
+    expect((await staff(`/cases/${c.id}/messages`, "POST", { content: "Back on it." })).status).toBe(201);
+    expect((await call(`/api/v1/user/assistant/cases/${c.id}`, { who: user })).body.case.status).toBe("open");
+  });
+
+  it("refuses an open case (409 case_not_resolved) and an unknown or malformed id (404)", async () => {
+    const c = await openCase();
+    const open = await staff(`/cases/${c.id}/reopen`);
+    expect(open.status).toBe(409);
+    expect(open.body.error).toMatchObject({ code: "case_not_resolved", type: "conflict_error" });
+    expect((await staff(`/cases/${c.id}`, "GET")).body.case.revision).toBe(c.revision);
+    expect((await staff(`/cases/${randomUUID()}/reopen`)).body.error.code).toBe("not_found");
+    expect((await staff("/cases/not-a-uuid/reopen")).status).toBe(404);
+  });
+
+  it("is admin-only with CSRF: a user session is 403, no CSRF token 403, no session 401; nothing changes", async () => {
+    const c = await resolvedCase();
+    expect((await call(`/api/v1/assistant/cases/${c.id}/reopen`, { method: "POST", who: user, body: {} })).status).toBe(403);
+    expect((await call(`/api/v1/assistant/cases/${c.id}/reopen`, { method: "POST", who: admin, csrf: false, body: {} })).status).toBe(403);
+    expect((await call(`/api/v1/assistant/cases/${c.id}/reopen`, { method: "POST", body: {} })).status).toBe(401);
+    expect((await staff(`/cases/${c.id}`, "GET")).body.case).toMatchObject({ status: "resolved", revision: c.revision });
+  });
+
+  it("refuses a reopen beside another open case of the same request (409 conflict)", async () => {
+    const c = await resolvedCase();
+    const { rows } = await gw.db.pool.query<{ request_id: string }>("select request_id from support_cases where id = $1", [c.id]);
+    const again = await call("/api/v1/user/assistant/cases", {
+      method: "POST",
+      who: user,
+      body: { request_id: rows[0]!.request_id, locale: "en" },
+    });
+    expect(again.status).toBe(201);
+    const res = await staff(`/cases/${c.id}/reopen`);
+    expect(res.status).toBe(409);
+    expect(res.body.error.code).toBe("conflict");
+  });
+
+  it("of concurrent reopens exactly one wins; the others are told case_not_resolved; one new revision", async () => {
+    const c = await resolvedCase();
+    const answers = await Promise.all(Array.from({ length: 5 }, () => staff(`/cases/${c.id}/reopen`)));
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 409, 409, 409, 409]);
+    expect(answers.filter((a) => a.status === 409).every((a) => a.body.error.code === "case_not_resolved")).toBe(true);
+    expect((await staff(`/cases/${c.id}`, "GET")).body.case).toMatchObject({ status: "open", revision: c.revision + 1 });
+  });
+});

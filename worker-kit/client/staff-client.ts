@@ -30,7 +30,7 @@ export interface LoginOptions extends HttpOptions {
   password: string;
 }
 
-export type CaseChange = "takeover" | "resume" | "resolve";
+export type CaseChange = "takeover" | "resume" | "resolve" | "reopen";
 export type DraftKind = "operator" | "bug";
 
 export interface StaffClient {

@@ -187,16 +187,21 @@ async function change(pool: Pool, userId: string, caseId: string, decide: (row: 
 export const resolveCase = (pool: Pool, userId: string, caseId: string) =>
   change(pool, userId, caseId, (row) => (row.status === "resolved" ? null : "resolve"));
 
+/** A reopen that met another open case of the same request (the partial unique index) as a 409; any other error as it is. */
+export function reopenRefusal(err: unknown): unknown {
+  const pgErr = err as { code?: unknown; constraint?: unknown };
+  if (pgErr.code === "23505" && pgErr.constraint === OPEN_REQUEST_KEY) {
+    return errors.conflict("Another case is open for the same request; continue there.");
+  }
+  return err;
+}
+
 /** Opens a resolved case again; 409 when another case is open for the same request. An open case is left as is. */
 export async function reopenCase(pool: Pool, userId: string, caseId: string): Promise<UserCaseResult> {
   try {
     return await change(pool, userId, caseId, (row) => (row.status === "open" ? null : "reopen"));
   } catch (err) {
-    const pgErr = err as { code?: unknown; constraint?: unknown };
-    if (pgErr.code === "23505" && pgErr.constraint === OPEN_REQUEST_KEY) {
-      throw errors.conflict("Another case is open for the same request; continue there.");
-    }
-    throw err;
+    throw reopenRefusal(err);
   }
 }
 

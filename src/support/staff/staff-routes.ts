@@ -27,7 +27,7 @@ export interface SupportStaffDeps {
   bodies: BodyCaps;
 }
 
-const CHANGES = ["takeover", "resume", "resolve"] as const;
+const CHANGES = ["takeover", "resume", "resolve", "reopen"] as const;
 const DRAFTS = { "operator-draft": "operator", "bug-draft": "bug" } as const;
 
 /** The actor of a staff change: the admin's user id. */
@@ -40,6 +40,14 @@ const CHANGE_SUMMARIES: Record<(typeof CHANGES)[number], string> = {
   takeover: "Takes the case over: a staff hold (no automatic answer publishes; it survives chat-platform snapshots) and a new revision",
   resume: "Lifts the staff hold: automatic answers may publish again",
   resolve: "Resolves the case (a new revision: answers in flight are discarded)",
+  reopen:
+    "Opens a resolved case again (a new revision; the staff hold and the handoff stay as they were); 409 `case_not_resolved` for an open case, 409 `conflict` when another case is open for the same request",
+};
+const CHANGE_ERRORS: Record<(typeof CHANGES)[number], ErrorCode[]> = {
+  takeover: notFound,
+  resume: notFound,
+  resolve: notFound,
+  reopen: ["not_found", "case_not_resolved", "conflict"],
 };
 
 const list = route<SupportStaffDeps>(
@@ -107,7 +115,7 @@ const changes = CHANGES.map((change) =>
       access: "admin",
       pathParams: caseParam,
       ok: { status: 200, description: "The case as it now is.", schema: result },
-      errors: notFound,
+      errors: CHANGE_ERRORS[change],
     },
     ({ pool }) =>
       async (c) =>
@@ -139,5 +147,5 @@ const drafts = Object.entries(DRAFTS).map(([path, kind]) =>
   ),
 );
 
-/** The staff side: the queue, a case, replies, takeover, resume, resolve, private drafts. */
+/** The staff side: the queue, a case, replies, takeover, resume, resolve, reopen, private drafts. */
 export const supportStaffRoutes = [list, detail, reply, ...changes, ...drafts];

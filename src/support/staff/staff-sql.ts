@@ -25,12 +25,14 @@ export async function findCase(db: Queryable, caseId: string, lock = false): Pro
 /**
  * The staff's changes. `takeover` sets the hold and bumps the revision (an answer in flight can no longer
  * publish); `resume` clears the hold (the revision stays: nothing in flight was made for a held case's answer);
- * `resolve` as the user's.
+ * `resolve` as the user's; `reopen` opens a resolved case again with a new revision, the hold and the handoff
+ * left as they were (only a resume lifts a hold: spec, "States and transitions").
  */
 const STAFF_CHANGES = {
   takeover: "staff_hold = true, revision = revision + 1",
   resume: "staff_hold = false",
   resolve: "status = 'resolved', resolved_at = now(), revision = revision + 1",
+  reopen: "status = 'open', resolved_at = null, revision = revision + 1",
   reply: "revision = revision + 1",
 } as const;
 

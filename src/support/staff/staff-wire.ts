@@ -15,7 +15,7 @@ export const staffCaseSchema = userCaseSchema.extend(privateParts).extend({
   staff_actor: z
     .string()
     .nullable()
-    .meta({ description: "Who made the last staff change (takeover, resume, resolve, reply): `admin:<user id>` or `cli`." }),
+    .meta({ description: "Who made the last staff change (takeover, resume, resolve, reopen, reply): `admin:<user id>` or `cli`." }),
 });
 
 export const staffCasePageSchema = z.strictObject({

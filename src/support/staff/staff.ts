@@ -3,7 +3,17 @@ import { inTransaction } from "../../db/transaction.js";
 import { errors } from "../../errors.js";
 import { isUuid } from "../../ids.js";
 import { decodeCaseCursor } from "../cases/case-cursor.js";
-import { caseNotFound, caseUsage, casePage, EVIDENCE_LIMIT, evidenceOf, toSummary, toUserCase, TRANSCRIPT_LIMIT } from "../cases/cases.js";
+import {
+  caseNotFound,
+  caseUsage,
+  casePage,
+  EVIDENCE_LIMIT,
+  evidenceOf,
+  reopenRefusal,
+  toSummary,
+  toUserCase,
+  TRANSCRIPT_LIMIT,
+} from "../cases/cases.js";
 import { latestEvidence, latestMessages, listCaseRows } from "../cases/cases-sql.js";
 import { enqueueJob } from "../worker-jobs/jobs-sql.js";
 import {
@@ -98,10 +108,14 @@ function onLockedCase<T>(
 }
 
 /**
- * Takes the case over (the hold survives chat-platform snapshots until resume), resumes it, or resolves it. Each
- * is idempotent: taking over a held case, resuming an unheld one, resolving a resolved one change nothing.
+ * Takes the case over (the hold survives chat-platform snapshots until resume), resumes it, resolves it, or
+ * reopens it. The first three are idempotent: taking over a held case, resuming an unheld one, resolving a resolved
+ * one change nothing. A reopen is not: it is an operator's claim that the case was resolved, so an open case answers
+ * 409 `case_not_resolved` (of two concurrent reopens one wins and the other is told), and a case whose request has
+ * another open case answers 409 `conflict`, as the user's reopen does.
  */
 export function changeAsStaff(pool: Pool, caseId: string, change: Exclude<StaffChange, "reply">, actor: string): Promise<StaffCaseResult> {
+  if (change === "reopen") return reopenAsStaff(pool, caseId, actor);
   return onLockedCase(pool, caseId, async (client, row) => {
     const unchanged =
       (change === "takeover" && row.staff_hold) ||
@@ -109,6 +123,17 @@ export function changeAsStaff(pool: Pool, caseId: string, change: Exclude<StaffC
       (change === "resolve" && row.status === "resolved");
     return { case: toStaffCase(unchanged ? row : await changeCaseAsStaff(client, row.id, change, actor)) };
   });
+}
+
+async function reopenAsStaff(pool: Pool, caseId: string, actor: string): Promise<StaffCaseResult> {
+  try {
+    return await onLockedCase(pool, caseId, async (client, row) => {
+      if (row.status !== "resolved") throw errors.conflict("The case is open: only a resolved case reopens.", "case_not_resolved");
+      return { case: toStaffCase(await changeCaseAsStaff(client, row.id, "reopen", actor)) };
+    });
+  } catch (err) {
+    throw reopenRefusal(err);
+  }
 }
 
 /**
