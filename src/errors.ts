@@ -51,6 +51,8 @@ export const ERROR_CODES = {
   invalid_value: invalid(),
   invalid_json: invalid(),
   invalid_cursor: invalid(),
+  // A staff-side id prefix that names several cases or incidents (docs/support.md, "Ids").
+  ambiguous_id: invalid(),
   invalid_upstream_key: invalid(),
   model_not_supported: invalid(),
   upstream_key_not_accepted: invalid(),

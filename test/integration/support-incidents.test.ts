@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { quickAddJob, runOnce } from "graphile-worker";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { incidentListSchema, incidentResultSchema } from "../../src/support/incidents/incident-wire.js";
+import { incidentListSchema, incidentResultSchema, incidentScanResultSchema } from "../../src/support/incidents/incident-wire.js";
 import { crontab } from "../../src/jobs/tasks.js";
 import { INCIDENT_THRESHOLDS, scanIncidents } from "../../src/support/incidents/incidents.js";
 import { userCaseDetailSchema } from "../../src/support/cases/user-wire.js";
@@ -228,5 +228,38 @@ describe("staff incident routes", () => {
     expect(empty.status).toBe(400);
     expect(empty.body.error.param).toBe("public_summary");
     expect((await update(incident.id, { technical: {} })).status).toBe(400);
+  });
+});
+
+describe("the scan on demand and incident ids", () => {
+  it("POST /incidents/scan runs the scan now and answers what it raised, then what it refreshed; admin-only", async () => {
+    const m = model();
+    await logRequests(users[0]!.id, m, "upstream_timeout", INCIDENT_THRESHOLDS.logMinErrors);
+    expect((await call("/api/v1/assistant/incidents/scan", { method: "POST", who: users[0]! })).status).toBe(403);
+    const first = await call("/api/v1/assistant/incidents/scan", { method: "POST", who: admin });
+    expect(first.status).toBe(200);
+    expect(incidentScanResultSchema.safeParse(first.body).success).toBe(true);
+    const raised = (first.body.raised as { id: string; public_model: string }[]).filter((i) => i.public_model === m);
+    expect(raised).toHaveLength(1);
+    const again = await call("/api/v1/assistant/incidents/scan", { method: "POST", who: admin });
+    expect((again.body.raised as { id: string }[]).map((i) => i.id)).not.toContain(raised[0]!.id);
+    expect((again.body.refreshed as { id: string }[]).map((i) => i.id)).toContain(raised[0]!.id);
+  });
+
+  it("an incident is updated by an unambiguous prefix of its id; an ambiguous one is 400 ambiguous_id", async () => {
+    const head = randomUUID().slice(0, 8);
+    for (const tail of ["aaaa-4aaa-8aaa-aaaaaaaaaaaa", "bbbb-4bbb-8bbb-bbbbbbbbbbbb"]) {
+      await gw.db.pool.query("insert into support_incidents (id, public_model, error_code, title) values ($1, $2, 'upstream_error', 't')", [
+        `${head}-${tail}`,
+        model(),
+      ]);
+    }
+    const confirmed = await update(`${head}-a`, { status: "confirmed" });
+    expect(confirmed.status).toBe(200);
+    expect(confirmed.body.incident).toMatchObject({ id: `${head}-aaaa-4aaa-8aaa-aaaaaaaaaaaa`, status: "confirmed" });
+    const ambiguous = await update(head, { status: "confirmed" });
+    expect(ambiguous.status).toBe(400);
+    expect(ambiguous.body.error.code).toBe("ambiguous_id");
+    expect((await update(`${head}-c`, {})).status).toBe(404);
   });
 });

@@ -255,3 +255,30 @@ describe("staff reopen", () => {
     expect((await staff(`/cases/${c.id}`, "GET")).body.case).toMatchObject({ status: "open", revision: c.revision + 1 });
   });
 });
+
+describe("case ids", () => {
+  /** A chat-platform case with a chosen id (its content does not matter here). */
+  const caseWithId = async (id: string) => {
+    await gw.db.pool.query("insert into support_cases (id, source_ref, locale) values ($1, $2, 'en')", [id, `chan-${randomUUID()}`]);
+  };
+
+  it("an unambiguous prefix names the case on every staff route; an ambiguous one is 400 ambiguous_id; none 404", async () => {
+    const head = randomUUID().slice(0, 8);
+    await caseWithId(`${head}-aaaa-4aaa-8aaa-aaaaaaaaaaaa`);
+    await caseWithId(`${head}-bbbb-4bbb-8bbb-bbbbbbbbbbbb`);
+    const shown = await staff(`/cases/${head}-aa`, "GET");
+    expect(shown.status).toBe(200);
+    expect(shown.body.case.id).toBe(`${head}-aaaa-4aaa-8aaa-aaaaaaaaaaaa`);
+    const taken = await staff(`/cases/${head.toUpperCase()}BBBB/takeover`);
+    expect(taken.body.case).toMatchObject({ id: `${head}-bbbb-4bbb-8bbb-bbbbbbbbbbbb`, staff_hold: true });
+    const ambiguous = await staff(`/cases/${head}`, "GET");
+    expect(ambiguous.status).toBe(400);
+    expect(ambiguous.body.error).toMatchObject({
+      code: "ambiguous_id",
+      message: `The id prefix ${head} matches 2 cases; give more of the id.`,
+    });
+    expect((await staff(`/cases/${head}/resolve`)).body.error.code).toBe("ambiguous_id");
+    expect((await staff(`/cases/${head}-cc`, "GET")).status).toBe(404);
+    expect((await staff(`/cases/${head.slice(0, 7)}`, "GET")).status).toBe(404);
+  });
+});

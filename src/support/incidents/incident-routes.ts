@@ -4,8 +4,8 @@ import { ours } from "../../openapi/operation.js";
 import { readValidJson } from "../../server/body.js";
 import type { BodyCaps } from "../../server/body-rules.js";
 import { route } from "../../server/route.js";
-import { incidentListSchema, incidentResultSchema, incidentUpdateBody } from "./incident-wire.js";
-import { listIncidents, updateIncident } from "./incidents.js";
+import { incidentListSchema, incidentResultSchema, incidentScanResultSchema, incidentUpdateBody } from "./incident-wire.js";
+import { listIncidents, scanIncidentsNow, updateIncident } from "./incidents.js";
 
 // The staff's incident routes, under /api/v1/assistant beside the case routes (an admin session, and its
 // CSRF token on every POST: src/runtime/credential-checks.ts). Thin: validate, call ./incidents.ts, answer.
@@ -31,6 +31,26 @@ const list = route<SupportIncidentDeps>(
       c.json(await read(() => listIncidents(pool))),
 );
 
+// Before `update` in the list: the router tries routes in order, and `scan` would otherwise be taken for an id.
+const scan = route<SupportIncidentDeps>(
+  {
+    method: "post",
+    path: "/api/v1/assistant/incidents/scan",
+    operationId: "scanSupportIncidents",
+    summary: "Runs the incident scan now (the same pass as the 5-minute background task) and answers the incidents it raised or refreshed",
+    tag: "Support staff",
+    access: "admin",
+    ok: {
+      status: 200,
+      description: "What the scan raised and refreshed.",
+      schema: ours("SupportIncidentScanResult", incidentScanResultSchema),
+    },
+  },
+  ({ pool }) =>
+    async (c) =>
+      c.json(await scanIncidentsNow(pool)),
+);
+
 const update = route<SupportIncidentDeps>(
   {
     method: "post",
@@ -41,10 +61,10 @@ const update = route<SupportIncidentDeps>(
       "publishing needs confirmed or resolved, technical corroboration and a summary (else 409 naming what is missing)",
     tag: "Support staff",
     access: "admin",
-    pathParams: { id: "The incident's ID." },
+    pathParams: { id: "The incident's ID, or an unambiguous prefix of it (at least 8 hex digits; several matches: 400 `ambiguous_id`)." },
     body: ours("SupportIncidentUpdate", incidentUpdateBody),
     ok: { status: 200, description: "The incident as it now is.", schema: ours("SupportIncidentResult", incidentResultSchema) },
-    errors: ["not_found", "conflict"],
+    errors: ["not_found", "ambiguous_id", "conflict"],
   },
   ({ pool, bodies }) =>
     async (c) => {
@@ -53,4 +73,4 @@ const update = route<SupportIncidentDeps>(
     },
 );
 
-export const supportIncidentRoutes = [list, update];
+export const supportIncidentRoutes = [list, scan, update];

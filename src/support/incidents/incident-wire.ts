@@ -86,3 +86,10 @@ export type IncidentUpdate = z.infer<typeof incidentUpdateBody>;
 
 export const incidentResultSchema = z.strictObject({ incident: incidentSchema });
 export type IncidentResult = z.infer<typeof incidentResultSchema>;
+
+export const incidentScanResultSchema = z.strictObject({
+  raised: z.array(incidentSchema).meta({ description: "Incidents the scan raised: new candidates." }),
+  refreshed: z.array(incidentSchema).meta({ description: "Existing incidents whose aggregates the scan refreshed." }),
+  linked_cases: z.int().meta({ description: "Cases the scan newly linked to an incident." }),
+});
+export type IncidentScanResult = z.infer<typeof incidentScanResultSchema>;

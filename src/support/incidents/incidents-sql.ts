@@ -26,7 +26,8 @@ select model, code, model || ': ' || code,
     'last_case_at', ${iso("last_at")}, 'window_minutes', $1::int, 'observed_at', ${iso("now()")})
 from clusters
 on conflict (public_model, error_code) where status <> 'resolved'
-do update set affected = excluded.affected, updated_at = now()`;
+do update set affected = excluded.affected, updated_at = now()
+returning id, (xmax = 0) as inserted`;
 
 // Server-side failures (status >= 500, the partial index request_logs_server_errors_idx) by public model and
 // error code in the window, against all the model's requests there: at least $2 of them and a rate of $3.
@@ -56,7 +57,8 @@ select public_model, error_code, public_model || ': ' || error_code,
 from raised
 on conflict (public_model, error_code) where status <> 'resolved'
 do update set technical = excluded.technical,
-  corroborated_at = coalesce(support_incidents.corroborated_at, excluded.corroborated_at), updated_at = now()`;
+  corroborated_at = coalesce(support_incidents.corroborated_at, excluded.corroborated_at), updated_at = now()
+returning id, (xmax = 0) as inserted`;
 
 // Unlinked cases carrying an unresolved incident's signature: open ones, and recent resolved ones (a user who
 // resolved their case while the incident went on still reads its summary).
@@ -66,18 +68,28 @@ from support_incidents i
 where i.status <> 'resolved' and c.incident_id is null and c.facts->>'model' = i.public_model
   and c.facts->>'error_code' = i.error_code and (c.status = 'open' or c.created_at >= now() - make_interval(mins => $1))`;
 
-export async function raiseFromCases(db: Queryable, windowMinutes: number, minUsers: number): Promise<number> {
-  const { rowCount } = await db.query({ name: "support_incidents_from_cases", text: RAISE_FROM_CASES, values: [windowMinutes, minUsers] });
-  return rowCount ?? 0;
+/** An incident a scan wrote: `inserted` when the upsert raised it (xmax 0: no earlier version of the row). */
+export interface ScannedIncident {
+  id: string;
+  inserted: boolean;
 }
 
-export async function raiseFromLog(db: Queryable, windowMinutes: number, minErrors: number, minRate: number): Promise<number> {
-  const { rowCount } = await db.query({
+export async function raiseFromCases(db: Queryable, windowMinutes: number, minUsers: number): Promise<ScannedIncident[]> {
+  const { rows } = await db.query<ScannedIncident>({
+    name: "support_incidents_from_cases",
+    text: RAISE_FROM_CASES,
+    values: [windowMinutes, minUsers],
+  });
+  return rows;
+}
+
+export async function raiseFromLog(db: Queryable, windowMinutes: number, minErrors: number, minRate: number): Promise<ScannedIncident[]> {
+  const { rows } = await db.query<ScannedIncident>({
     name: "support_incidents_from_log",
     text: RAISE_FROM_LOG,
     values: [windowMinutes, minErrors, minRate],
   });
-  return rowCount ?? 0;
+  return rows;
 }
 
 export async function linkCases(db: Queryable, windowMinutes: number): Promise<number> {
@@ -117,6 +129,16 @@ export async function listIncidentRows(db: Queryable): Promise<IncidentRow[]> {
     text: `select ${COLUMNS} from support_incidents i where i.status in ('candidate', 'confirmed')
       order by i.updated_at desc, i.id desc limit $1`,
     values: [LIST_INCIDENTS_LIMIT],
+  });
+  return rows;
+}
+
+/** The incidents of `ids`, whatever their status, latest change first. */
+export async function incidentRowsByIds(db: Queryable, ids: string[]): Promise<IncidentRow[]> {
+  const { rows } = await db.query<IncidentRow>({
+    name: "support_incidents_by_ids",
+    text: `select ${COLUMNS} from support_incidents i where i.id = any($1::uuid[]) order by i.updated_at desc, i.id desc`,
+    values: [ids],
   });
   return rows;
 }

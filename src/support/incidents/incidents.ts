@@ -1,9 +1,9 @@
 import type { Pool } from "../../db/pool.js";
 import { inTransaction } from "../../db/transaction.js";
 import { errors } from "../../errors.js";
-import { isUuid } from "../../ids.js";
-import type { Incident, IncidentList, IncidentResult, IncidentUpdate } from "./incident-wire.js";
+import type { Incident, IncidentList, IncidentResult, IncidentScanResult, IncidentUpdate } from "./incident-wire.js";
 import {
+  incidentRowsByIds,
   linkCases,
   listIncidentRows,
   lockIncident,
@@ -14,6 +14,7 @@ import {
   type IncidentStatus,
 } from "./incidents-sql.js";
 import type { Queryable } from "../../db/pool.js";
+import { resolveId } from "../resolve-id.js";
 import { INCIDENT_STATUSES } from "../wire.js";
 
 // Incidents (docs/support.md, "Incidents"): the support_incidents task raises candidates from two independent
@@ -39,14 +40,29 @@ export interface IncidentScan {
   fromLog: number;
   /** Cases newly linked to an incident. */
   linked: number;
+  /** Ids of the incidents this pass raised (new candidates). */
+  raised: string[];
+  /** Ids of the incidents this pass refreshed and did not raise. */
+  refreshed: string[];
 }
 
-/** One pass of the support_incidents task (and tests). Idempotent: a second pass refreshes the same rows. */
+/** One pass of the support_incidents task (and tests, and `gateway incidents scan`). Idempotent: a second pass refreshes the same rows. */
 export async function scanIncidents(db: Queryable, t = INCIDENT_THRESHOLDS): Promise<IncidentScan> {
   const fromCases = await raiseFromCases(db, t.caseWindowMinutes, t.caseMinUsers);
   const fromLog = await raiseFromLog(db, t.logWindowMinutes, t.logMinErrors, t.logMinErrorRate);
   const linked = await linkCases(db, t.caseWindowMinutes);
-  return { fromCases, fromLog, linked };
+  const touched = [...fromCases, ...fromLog];
+  const raised = new Set(touched.filter((i) => i.inserted).map((i) => i.id));
+  const refreshed = new Set(touched.map((i) => i.id).filter((id) => !raised.has(id)));
+  return { fromCases: fromCases.length, fromLog: fromLog.length, linked, raised: [...raised], refreshed: [...refreshed] };
+}
+
+/** Runs the scan now, as the 5-minute task does, and answers the incidents it raised and refreshed. */
+export async function scanIncidentsNow(db: Queryable): Promise<IncidentScanResult> {
+  const scan = await scanIncidents(db);
+  const rows = await incidentRowsByIds(db, [...scan.raised, ...scan.refreshed]);
+  const pick = (ids: string[]) => rows.filter((row) => ids.includes(row.id)).map(toIncident);
+  return { raised: pick(scan.raised), refreshed: pick(scan.refreshed), linked_cases: scan.linked };
 }
 
 const iso = (d: Date) => d.toISOString();
@@ -88,10 +104,11 @@ function missingForPublish(status: IncidentStatus, corroborated: boolean, summar
 /**
  * Moves an incident one step (candidate → confirmed → resolved; its own status changes nothing, any other is a
  * 409), sets its public summary, publishes or withdraws it: all or nothing, checked on the result of the update.
+ * `id` is the incident's id or an unambiguous prefix of it.
  */
 export function updateIncident(pool: Pool, id: string, body: IncidentUpdate, actor: string): Promise<IncidentResult> {
   return inTransaction(pool, async (client) => {
-    const row = isUuid(id) ? await lockIncident(client, id) : null;
+    const row = await lockIncident(client, await resolveId(client, "incident", id));
     if (!row) throw errors.notFound("No such incident.");
     const status = body.status ?? row.status;
     if (status !== row.status && rank(status) !== rank(row.status) + 1) {

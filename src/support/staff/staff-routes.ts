@@ -32,9 +32,9 @@ const DRAFTS = { "operator-draft": "operator", "bug-draft": "bug" } as const;
 
 /** The actor of a staff change: the admin's user id. */
 const actor = (userId: string) => `admin:${userId}`;
-const caseParam = { id: "The case's ID." };
+const caseParam = { id: "The case's ID, or an unambiguous prefix of it (at least 8 hex digits; several matches: 400 `ambiguous_id`)." };
 const result = ours("SupportStaffCaseResult", staffCaseResultSchema);
-const notFound: ErrorCode[] = ["not_found"];
+const notFound: ErrorCode[] = ["not_found", "ambiguous_id"];
 
 const CHANGE_SUMMARIES: Record<(typeof CHANGES)[number], string> = {
   takeover: "Takes the case over: a staff hold (no automatic answer publishes; it survives chat-platform snapshots) and a new revision",
@@ -47,7 +47,7 @@ const CHANGE_ERRORS: Record<(typeof CHANGES)[number], ErrorCode[]> = {
   takeover: notFound,
   resume: notFound,
   resolve: notFound,
-  reopen: ["not_found", "case_not_resolved", "conflict"],
+  reopen: [...notFound, "case_not_resolved", "conflict"],
 };
 
 const list = route<SupportStaffDeps>(
@@ -95,7 +95,7 @@ const reply = route<SupportStaffDeps>(
     pathParams: caseParam,
     body: ours("SupportStaffReply", staffReplyBody),
     ok: { status: 201, description: "The reply and the case.", schema: ours("SupportStaffReplyResult", staffReplyResultSchema) },
-    errors: ["not_found", "conflict"],
+    errors: [...notFound, "conflict"],
   },
   ({ pool, bodies }) =>
     async (c) => {

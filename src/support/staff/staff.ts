@@ -1,7 +1,6 @@
 import type { Pool } from "../../db/pool.js";
 import { inTransaction } from "../../db/transaction.js";
 import { errors } from "../../errors.js";
-import { isUuid } from "../../ids.js";
 import { decodeCaseCursor } from "../cases/case-cursor.js";
 import {
   caseNotFound,
@@ -15,6 +14,7 @@ import {
   TRANSCRIPT_LIMIT,
 } from "../cases/cases.js";
 import { latestEvidence, latestMessages, listCaseRows } from "../cases/cases-sql.js";
+import { resolveId } from "../resolve-id.js";
 import { enqueueJob } from "../worker-jobs/jobs-sql.js";
 import {
   changeCaseAsStaff,
@@ -63,7 +63,7 @@ export async function listStaffCases(pool: Pool, page: { limit: number; cursor?:
 }
 
 export async function staffCaseDetail(pool: Pool, caseId: string): Promise<StaffCaseDetail> {
-  const row = isUuid(caseId) ? await findCase(pool, caseId) : null;
+  const row = await findCase(pool, await resolveId(pool, "case", caseId));
   if (!row) throw caseNotFound();
   const [messages, drafts, evidence, jobs] = await Promise.all([
     latestMessages(pool, row.id, TRANSCRIPT_LIMIT + 1),
@@ -94,14 +94,14 @@ export async function staffCaseDetail(pool: Pool, caseId: string): Promise<Staff
   };
 }
 
-/** Runs `work` on the case locked; 404 for an unknown or malformed id. */
+/** Runs `work` on the case locked; `caseId` is its id or an unambiguous prefix (else 404, or 400 `ambiguous_id`). */
 function onLockedCase<T>(
   pool: Pool,
   caseId: string,
   work: (client: Parameters<Parameters<typeof inTransaction>[1]>[0], row: StaffCaseRow) => Promise<T>,
 ) {
   return inTransaction(pool, async (client) => {
-    const row = isUuid(caseId) ? await findCase(client, caseId, true) : null;
+    const row = await findCase(client, await resolveId(client, "case", caseId), true);
     if (!row) throw caseNotFound();
     return work(client, row);
   });
