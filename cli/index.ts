@@ -52,12 +52,12 @@ const commands: { name: string; description: string; load: () => Promise<Command
   },
   {
     name: "cases",
-    description: "support cases (the staff's view)",
+    description: "support cases on the database: list, show, takeover, resume, resolve, reopen",
     load: async () => (await import("./cases.js")).casesCommand(),
   },
   {
     name: "incidents",
-    description: "support incidents: list, move and publish them",
+    description: "support incidents on the database: list, update, publish, scan",
     load: async () => (await import("./incidents.js")).incidentsCommand(),
   },
   {

@@ -15,3 +15,12 @@ export const parsePort = (value: string) => {
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidArgumentError("must be an integer 0..65535");
   return port;
 };
+
+/** An integer option's parser: `min..max`, else commander's one-line refusal naming the option. */
+export function intIn(min: number, max: number, name: string) {
+  return (value: string) => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}`);
+    return n;
+  };
+}

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import os from "node:os";
-import { Command, InvalidArgumentError, Option } from "commander";
-import { DISPOSITIONS, LEASE_SECONDS, LIST_LIMIT } from "../src/support/wire.js";
+import { Command, Option } from "commander";
+import { DISPOSITIONS, LEASE_SECONDS } from "../src/support/wire.js";
 import { describeError } from "../worker-kit/client/errors.js";
 import {
   MANUAL_LEASE_SECONDS,
@@ -10,6 +10,7 @@ import {
   parseCardJson,
   type Disposition,
 } from "../worker-kit/tui/state/manual-job.js";
+import { intIn } from "./options.js";
 import { fail, printJson } from "./output.js";
 import {
   processSources,
@@ -20,7 +21,16 @@ import {
   workerOf,
   type AccessOptions,
 } from "./support-access.js";
-import { caseText, claimText, completeText, failText, incidentsText, queueText } from "./support-text.js";
+import {
+  caseListVerb,
+  caseShowVerb,
+  caseVerbs,
+  incidentListVerb,
+  incidentVerbs,
+  type StaffFamily,
+  type VerbOptions,
+} from "./staff-commands.js";
+import { claimText, completeText, failText } from "./support-text.js";
 
 // `gateway support`: the support engineer's terminal UI, and a non-interactive twin of each of its screens for
 // scripts and CI (docs/worker-kit.md, "Non-interactive commands"). The twins speak to the gateway over HTTP like
@@ -43,14 +53,6 @@ function twin<A extends unknown[]>(work: (...args: A) => Promise<{ json: unknown
 
 const lastOpts = <A extends unknown[]>(...args: A) => args[args.length - 2] as Json;
 
-function intIn(min: number, max: number, name: string) {
-  return (value: string) => {
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}`);
-    return n;
-  };
-}
-
 const access = (opts: AccessOptions) => resolveAccess(opts, processSources());
 
 async function readContent(file: string): Promise<string> {
@@ -64,36 +66,24 @@ async function readCard(file: string | undefined) {
   return parsed.card;
 }
 
+/** The staff's verbs over HTTP: the same as `gateway cases` / `gateway incidents` on the database (cli/staff-commands.ts). */
+const httpFamily: StaffFamily<AccessOptions & VerbOptions> = {
+  options: (cmd) => withAccessOptions(cmd).option("--json", "print JSON for scripts"),
+  run: async (opts, work) => withStaff(await access(opts), work),
+  fail: (err) => fail(new Error(describeError(err))),
+};
+
 function staffCommands(support: Command): void {
-  withAccessOptions(support.command("queue").description("support cases, newest first (one page)"))
-    .option("--limit <n>", `cases per page (${LIST_LIMIT.min}..${LIST_LIMIT.max})`, intIn(LIST_LIMIT.min, LIST_LIMIT.max, "--limit"))
-    .option("--cursor <cursor>", "next_cursor of the previous page")
-    .option("--json", "print JSON for scripts")
-    .action(
-      twin(async (opts: AccessOptions & Json & { limit?: number; cursor?: string }) => {
-        const page = await withStaff(await access(opts), (staff) => staff.listCases({ limit: opts.limit, cursor: opts.cursor }));
-        return { json: page, text: queueText(page) };
-      }, lastOpts),
-    );
-
-  withAccessOptions(support.command("case").description("a case: transcript, card, drafts, jobs, usage"))
-    .argument("<id>", "case id")
-    .option("--json", "print JSON for scripts")
-    .action(
-      twin(async (id: string, opts: AccessOptions & Json) => {
-        const detail = await withStaff(await access(opts), (staff) => staff.getCase(id));
-        return { json: detail, text: caseText(detail) };
-      }, lastOpts),
-    );
-
-  withAccessOptions(support.command("incidents").description("candidate and confirmed incidents with both aggregates"))
-    .option("--json", "print JSON for scripts")
-    .action(
-      twin(async (opts: AccessOptions & Json) => {
-        const list = await withStaff(await access(opts), (staff) => staff.listIncidents());
-        return { json: list, text: incidentsText(list) };
-      }, lastOpts),
-    );
+  caseVerbs(support.command("cases").description("support cases over HTTP: list, show, takeover, resume, resolve, reopen"), httpFamily);
+  caseListVerb(support.command("queue").description("support cases, newest first (one page): `support cases list`"), httpFamily);
+  caseShowVerb(support.command("case").description("a case: transcript, card, jobs (`support cases show`)"), httpFamily);
+  // Bare, it lists (its --json the `{incidents}` object it has always printed); its subcommands are the verbs.
+  const incidents = incidentListVerb(
+    support.command("incidents").description("incidents over HTTP: list (bare, or `list`), update, publish, scan"),
+    httpFamily,
+    (list) => list,
+  ).enablePositionalOptions();
+  incidentVerbs(incidents, httpFamily);
 }
 
 function jobCommands(support: Command): void {

@@ -45,15 +45,23 @@ describe("gateway cases", () => {
     expect(rows[0]).toEqual({ staff_hold: true, revision: 2, staff_actor: "cli" });
 
     const table = await run("cases", "list");
-    expect(table.stdout).toMatch(/^ID\s+STATUS\s+STAFF_HOLD/);
-    expect(table.stdout).toContain(`${caseId}  open    true`);
-    const shown = await run("cases", "show", caseId);
+    expect(table.stdout).toMatch(/^ID\s+STATUS\s+HOLD\s+REV\s+ORIGIN/);
+    expect(table.stdout).toContain(`${caseId.slice(0, 8)}  open    held  2    chat:chan-e2e`);
+    expect(table.stdout.split("\n").every((line) => line.length <= 120)).toBe(true);
+    expect((await run("cases", "list", "--wide")).stdout).toContain(caseId);
+    // The short id the table shows is accepted by every command.
+    const shown = await run("cases", "show", caseId.slice(0, 8));
+    expect(shown.exitCode, shown.stderr).toBe(0);
     expect(shown.stdout).toContain("chat platform chan-e2e");
     expect(shown.stdout).toContain("it fails");
 
     expect((await run("cases", "resume", caseId)).stdout).toBe(`resumed case ${caseId}: open, staff hold off, revision 2`);
     const resolved = JSON.parse((await run("cases", "resolve", caseId, "--json")).stdout) as { case: { status: string } };
     expect(resolved.case.status).toBe("resolved");
+    expect((await run("cases", "reopen", caseId.slice(0, 13))).stdout).toBe(`reopened case ${caseId}: open, staff hold off, revision 4`);
+    const again = await run("cases", "reopen", caseId);
+    expect(again.exitCode).toBe(1);
+    expect(errorLines(again.stderr)).toEqual(["gateway: The case is open: only a resolved case reopens."]);
 
     const unknown = await run("cases", "takeover", "00000000-0000-0000-0000-000000000000");
     expect(unknown.exitCode).toBe(1);
@@ -62,5 +70,27 @@ describe("gateway cases", () => {
     expect(badLimit.exitCode).toBe(1);
     expect(errorLines(badLimit.stderr)).toHaveLength(1);
     expect(badLimit.stderr).toMatch(/--limit must be an integer from 1 to 100/);
+  }, 120_000);
+
+  it("refuses an ambiguous id prefix in one line saying how many matched; shows only a failed job's error", async () => {
+    const head = caseId.slice(0, 8) === "abcdef01" ? "abcdef02" : "abcdef01";
+    for (const tail of ["aaaa-4aaa-8aaa-aaaaaaaaaaaa", "bbbb-4bbb-8bbb-bbbbbbbbbbbb"]) {
+      await db.pool.query("insert into support_cases (id, source_ref, locale) values ($1, $2, 'en')", [`${head}-${tail}`, `chan-${tail}`]);
+    }
+    const ambiguous = await run("cases", "show", head);
+    expect(ambiguous.exitCode).toBe(1);
+    expect(errorLines(ambiguous.stderr)).toEqual([`gateway: The id prefix ${head} matches 2 cases; give more of the id.`]);
+
+    const target = `${head}-aaaa-4aaa-8aaa-aaaaaaaaaaaa`;
+    await db.pool.query(
+      `insert into support_jobs (case_id, kind, revision, status, attempts, error_code)
+       values ($1, 'answer', 1, 'completed', 2, 'error_of_an_earlier_attempt'), ($1, 'answer', 1, 'failed', 3, 'lease_expired')`,
+      [target],
+    );
+    const shown = await run("cases", "show", `${head}-a`);
+    expect(shown.exitCode, shown.stderr).toBe(0);
+    expect(shown.stdout).toMatch(/^ID\s+KIND\s+STATUS\s+REV\s+ATTEMPTS\s+ERROR/m);
+    expect(shown.stdout).toMatch(/answer {2}failed +1 +3 +lease_expired/);
+    expect(shown.stdout).not.toContain("error_of_an_earlier_attempt");
   }, 120_000);
 });

@@ -1,32 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { claimText, completeText, failText, queueText } from "../../cli/support-text.js";
+import { claimText, completeText, failText } from "../../cli/support-text.js";
 
-// The human text of `gateway support`'s twins: short lines, with what the next command needs.
+// The human text of `gateway support job`: short lines, with what the next command needs.
 describe("support twin text", () => {
-  it("prints the queue one case a line, then the next page's cursor", () => {
-    const summary = {
-      id: "c1",
-      request_id: null,
-      locale: "en",
-      status: "open" as const,
-      handoff: false,
-      staff_hold: true,
-      revision: 1,
-      created_at: "2025-03-01T12:00:00.000Z",
-      updated_at: "2025-03-01T12:00:00.000Z",
-      resolved_at: null,
-      model: null,
-      problem: null,
-      owner_user_id: null,
-      source_ref: "chan",
-    };
-    expect(queueText({ cases: [summary], next_cursor: "abc" })).toEqual([
-      "c1  open      held  en     2025-03-01T12:00:00.000Z  -",
-      "next page: --cursor abc",
-    ]);
-    expect(queueText({ cases: [] })).toEqual(["no cases"]);
-  });
-
   it("gives what complete and fail need after a claim, and says each outcome", () => {
     expect(claimText([])).toEqual(["no job to claim now"]);
     const job = { id: "j1", kind: "answer", case_id: "c1", attempt: 1, lease_expires_at: "T", lease_token: "tok", revision: 2 };

@@ -2,8 +2,10 @@ import { loginResultSchema, type LoginResult } from "../../src/auth/wire.js";
 import {
   incidentListSchema,
   incidentResultSchema,
+  incidentScanResultSchema,
   type IncidentList,
   type IncidentResult,
+  type IncidentScanResult,
   type IncidentUpdate,
 } from "../../src/support/incidents/incident-wire.js";
 import {
@@ -45,6 +47,8 @@ export interface StaffClient {
   draft(id: string, kind: DraftKind, content?: string): Promise<DraftResult>;
   listIncidents(): Promise<IncidentList>;
   updateIncident(id: string, update: IncidentUpdate): Promise<IncidentResult>;
+  /** Runs the incident scan now; answers the incidents it raised and refreshed. */
+  scanIncidents(): Promise<IncidentScanResult>;
   logout(): Promise<void>;
 }
 
@@ -92,6 +96,10 @@ function staffClient(call: HttpCaller, session: LoginResult): StaffClient {
     async updateIncident(id, update) {
       const path = `/api/v1/assistant/incidents/${encodeURIComponent(id)}`;
       return (await call({ method: "POST", path, headers: write, body: update, answer: incidentResultSchema })).data;
+    },
+    async scanIncidents() {
+      const path = "/api/v1/assistant/incidents/scan";
+      return (await call({ method: "POST", path, headers: write, answer: incidentScanResultSchema })).data;
     },
     async logout() {
       await call({ method: "POST", path: "/api/v1/auth/logout", headers: write, answer: okSchema });

@@ -147,6 +147,7 @@ export function fakeStaff(answers: Partial<StaffClient> = {}): StaffClient & { c
     updateIncident: async () => {
       throw new Error("not used");
     },
+    scanIncidents: async () => ({ raised: [], refreshed: [], linked_cases: 0 }),
     logout: async () => undefined,
   };
   const merged = { ...base, ...answers };
@@ -160,6 +161,7 @@ export function fakeStaff(answers: Partial<StaffClient> = {}): StaffClient & { c
     draft: record("draft", merged.draft),
     listIncidents: record("listIncidents", merged.listIncidents),
     updateIncident: record("updateIncident", merged.updateIncident),
+    scanIncidents: record("scanIncidents", merged.scanIncidents),
     logout: record("logout", merged.logout),
   };
 }
