@@ -1,12 +1,13 @@
 import { Box, Text } from "ink";
 import type { Route } from "./screen.js";
+import { shortId } from "./state/short-id.js";
 import { oneLine, truncate } from "./state/text.js";
 
 // The shell's fixed lines around a screen's body: the header, the error/notice line and the help bar. Each is cut
 // to the terminal's width so that nothing wraps and the body keeps the rows it was given.
 
 export function routeTitle(route: Route): string {
-  return route.screen === "case" ? `case ${route.caseId.slice(0, 8)}` : route.screen;
+  return route.screen === "case" ? `case ${shortId(route.caseId)}` : route.screen;
 }
 
 export function Header(props: { baseUrl: string; who: string; route: Route; columns: number }) {

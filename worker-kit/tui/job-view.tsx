@@ -1,6 +1,7 @@
 import { Box, Text } from "ink";
 import { MAX_ATTEMPTS, type Card, type ClaimedJob, type RequestFacts } from "../../src/support/wire.js";
 import { leaseCountdown } from "./state/lease-countdown.js";
+import { modelName } from "./state/short-id.js";
 import type { Disposition } from "./state/manual-job.js";
 
 // What the job screen shows of a job worked by hand: its facts, the lease countdown, the answer being written and
@@ -21,7 +22,7 @@ function factsLines(facts: RequestFacts | null): string[] {
   if (facts === null) return ["request: no request facts", "error: -"];
   const error = facts.error_code === null ? "" : ` ${facts.error_code}`;
   return [
-    `request ${facts.request_id}: ${facts.route} ${facts.model} → ${facts.status}${error}`,
+    `request ${facts.request_id}: ${facts.route} ${modelName(facts.model)} → ${facts.status}${error}`,
     `error: ${facts.error_summary === null ? "-" : oneLine(facts.error_summary)}`,
   ];
 }

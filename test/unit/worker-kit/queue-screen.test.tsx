@@ -22,8 +22,8 @@ describe("QueueScreen", () => {
     await until(() => lastFrame()!.includes("Upstream timed out"), "the rows");
     const lines = lastFrame()!.split("\n");
     expect(lines[0]).toMatch(/status\s+hold\s+handoff\s+age\s+locale\s+model\s+problem/);
-    expect(lines[1]).toMatch(/^> open\s+hold handoff 3h\s+pt-BR\s+gpt-4o-mini\s+Upstream timed out/);
-    expect(lines[2]).toMatch(/^ {2}resolved -\s+-\s+3h\s+en/);
+    expect(lines[1]).toMatch(/^> open\s+hold handoff 3h ago\s+pt-BR\s+gpt-4o-mini\s+Upstream timed out/);
+    expect(lines[2]).toMatch(/^ {2}resolved -\s+-\s+3h ago\s+en/);
     expect(staff.calls[0]).toEqual({ method: "listCases", args: [{ limit: 18, cursor: undefined }] });
     expect(seen.help.at(-1)).toContainEqual({ key: "enter", label: "open" });
   });

@@ -4,6 +4,7 @@ import { caseLines, caseStatusLine } from "../../../worker-kit/tui/state/case-li
 import { helpLines } from "../../../worker-kit/tui/state/help.js";
 import { currentCursor, firstPage, nextPage, pageNumber, previousPage } from "../../../worker-kit/tui/state/page-stack.js";
 import { queueHeader, queueRow } from "../../../worker-kit/tui/state/queue-rows.js";
+import { modelName, shortId } from "../../../worker-kit/tui/state/short-id.js";
 import { clampOffset, scrollBy, scrollPosition, visibleWindow } from "../../../worker-kit/tui/state/scroll.js";
 import { fit, oneLine, truncate, withRight, wrap } from "../../../worker-kit/tui/state/text.js";
 import { detail, NOW, summary } from "./tui-fakes.js";
@@ -32,15 +33,39 @@ describe("text", () => {
 
 describe("formatAge", () => {
   it.each([
-    ["2026-03-01T12:00:00Z", "now"],
-    ["2026-03-01T11:59:15Z", "45s"],
-    ["2026-03-01T11:48:00Z", "12m"],
-    ["2026-03-01T09:00:00Z", "3h"],
-    ["2026-02-24T12:00:00Z", "5d"],
-    ["2026-03-01T12:05:00Z", "now"],
+    ["2026-03-01T12:00:00Z", "just now"],
+    ["2026-03-01T11:59:59.500Z", "just now"],
+    ["2026-03-01T11:59:48Z", "12s ago"],
+    ["2026-03-01T11:59:15Z", "45s ago"],
+    ["2026-03-01T11:48:00Z", "12m ago"],
+    ["2026-03-01T09:00:00Z", "3h ago"],
+    ["2026-02-24T12:00:00Z", "5d ago"],
+    ["2026-03-01T12:05:00Z", "just now"],
     ["not a date", "?"],
   ])("%s is %s", (iso, age) => {
     expect(formatAge(iso, NOW)).toBe(age);
+  });
+  it("never reads 'now ago' in a case's lines", () => {
+    const d = detail({ created_at: new Date(NOW).toISOString() });
+    d.messages[0]!.created_at = new Date(NOW).toISOString();
+    const text = [caseStatusLine(d, 200, NOW), ...caseLines(d, 200, NOW).map((l) => l.text)].join("\n");
+    expect(text).toContain("opened just now");
+    expect(text).not.toMatch(/now ago|ago ago/);
+  });
+});
+
+describe("short ids and model names", () => {
+  it("shows a case by its first 8 hex digits and an empty model as (none)", () => {
+    expect(shortId("8cf298db-2222-4333-8444-555555555555")).toBe("8cf298db");
+    expect(modelName("")).toBe("(none)");
+    expect(modelName(null)).toBe("(none)");
+    expect(modelName("gpt-4o-mini")).toBe("gpt-4o-mini");
+  });
+  it("names a missing model in the case's request facts instead of leaving ' ·  · '", () => {
+    const d = detail();
+    d.case.facts!.model = "";
+    const route = caseLines(d, 200, NOW).find((l) => l.text.startsWith("route:"))!.text;
+    expect(route).toBe("route: /v1/chat/completions · (none) · openai");
   });
 });
 
@@ -87,9 +112,9 @@ describe("help lines", () => {
 
 describe("queue rows", () => {
   it("lines up the columns and gives the problem the rest of the width", () => {
-    expect(queueHeader(80)).toBe("  status   hold handoff age  locale model            problem");
+    expect(queueHeader(80)).toBe("  status   hold handoff age      locale model            problem");
     const row = queueRow(summary({ staff_hold: true, problem: "line one\nline two" }), NOW, 80, true);
-    expect(row).toBe("> open     hold -       3h   en     gpt-4o-mini      line one line two");
+    expect(row).toBe("> open     hold -       3h ago   en     gpt-4o-mini      line one line two");
     const narrow = queueRow(summary({ problem: "x".repeat(100) }), NOW, 60, false);
     expect(narrow).toHaveLength(60);
     expect(narrow.endsWith("…")).toBe(true);

@@ -1,5 +1,6 @@
-// How long ago something happened, in the fewest cells that still read well in a table column: "now", "45s",
-// "12m", "3h", "5d". A timestamp in the future (clock skew between the gateway and this terminal) reads "now".
+// How long ago something happened, in the fewest cells that still read as a phrase: "just now", "45s ago",
+// "12m ago", "3h ago", "5d ago". Under a second, or a timestamp in the future (clock skew between the gateway and
+// this terminal), reads "just now".
 
 const UNITS: Array<[suffix: string, ms: number]> = [
   ["d", 86_400_000],
@@ -12,7 +13,7 @@ export function formatAge(iso: string, now: number): string {
   const elapsed = now - Date.parse(iso);
   if (!Number.isFinite(elapsed)) return "?";
   for (const [suffix, ms] of UNITS) {
-    if (elapsed >= ms) return `${Math.floor(elapsed / ms)}${suffix}`;
+    if (elapsed >= ms) return `${Math.floor(elapsed / ms)}${suffix} ago`;
   }
-  return "now";
+  return "just now";
 }

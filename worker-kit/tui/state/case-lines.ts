@@ -1,5 +1,6 @@
 import type { StaffCaseDetail } from "../../../src/support/staff/staff-wire.js";
 import { formatAge } from "./age.js";
+import { modelName, shortId } from "./short-id.js";
 import { oneLine, truncate, wrap } from "./text.js";
 
 // The case view as lines of the body's width: a pinned status line, then the sections the screen scrolls through.
@@ -19,14 +20,14 @@ const INDENT = "  ";
 export function caseStatusLine(detail: Detail, width: number, now: number): string {
   const c = detail.case;
   const parts = [
-    `case ${c.id.slice(0, 8)}`,
+    `case ${shortId(c.id)}`,
     c.status,
     c.staff_hold ? "staff hold" : "automatic",
     ...(c.handoff ? ["handoff"] : []),
     c.locale,
     c.source_ref === null ? "dashboard" : `chat ${c.source_ref}`,
     `rev ${c.revision}`,
-    `opened ${formatAge(c.created_at, now)} ago`,
+    `opened ${formatAge(c.created_at, now)}`,
   ];
   return truncate(oneLine(parts.join(" · ")), width);
 }
@@ -63,7 +64,7 @@ export function caseLines(detail: Detail, width: number, now: number): CaseLine[
   heading("Drafts");
   if (detail.drafts.length === 0) dim("none");
   for (const d of detail.drafts) {
-    dim(`${d.kind} · ${d.reviewed ? "reviewed" : "generated"} · ${d.author ?? "worker"} · ${formatAge(d.created_at, now)} ago`);
+    dim(`${d.kind} · ${d.reviewed ? "reviewed" : "generated"} · ${d.author ?? "worker"} · ${formatAge(d.created_at, now)}`);
     block(d.content);
   }
   gap();
@@ -71,7 +72,7 @@ export function caseLines(detail: Detail, width: number, now: number): CaseLine[
   if (detail.jobs.length === 0) dim("none");
   for (const j of detail.jobs) {
     const error = j.error_code === null ? "" : ` · ${j.error_code}`;
-    field(j.kind, `${j.status} · attempt ${j.attempts} · rev ${j.revision}${error} · ${formatAge(j.created_at, now)} ago`);
+    field(j.kind, `${j.status} · attempt ${j.attempts} · rev ${j.revision}${error} · ${formatAge(j.created_at, now)}`);
   }
   gap();
   heading("Transcript");
@@ -79,7 +80,7 @@ export function caseLines(detail: Detail, width: number, now: number): CaseLine[
   if (detail.messages.length === 0) dim("no messages");
   for (const m of detail.messages) {
     const author = m.author === null ? "" : ` (${m.author})`;
-    dim(`${m.role}${author} · ${formatAge(m.created_at, now)} ago`);
+    dim(`${m.role}${author} · ${formatAge(m.created_at, now)}`);
     block(m.content);
   }
   return lines;
@@ -95,7 +96,10 @@ function requestSection(detail: Detail, heading: (t: string) => void, field: Add
     return;
   }
   field("id", f.request_id);
-  field("route", `${f.route} · ${f.model}${f.client_protocol === "" ? "" : ` · ${f.client_protocol}`}${f.streamed ? " · streamed" : ""}`);
+  field(
+    "route",
+    `${f.route} · ${modelName(f.model)}${f.client_protocol === "" ? "" : ` · ${f.client_protocol}`}${f.streamed ? " · streamed" : ""}`,
+  );
   const error = [f.error_code, f.error_class].filter((v) => v !== null).join(" / ");
   field("status", `${f.status}${error === "" ? "" : ` · ${error}`}`);
   if (f.error_summary !== null) field("error", f.error_summary);

@@ -1,5 +1,6 @@
 import type { StaffCasePage } from "../../../src/support/staff/staff-wire.js";
 import { formatAge } from "./age.js";
+import { modelName } from "./short-id.js";
 import { fit, oneLine, truncate } from "./text.js";
 
 // The queue's table: one line per case, fixed-width columns and the problem in whatever width is left.
@@ -16,9 +17,9 @@ const COLUMNS: Column[] = [
   { title: "status", width: 8, value: (c) => c.status },
   { title: "hold", width: 4, value: (c) => (c.staff_hold ? "hold" : "-") },
   { title: "handoff", width: 7, value: (c) => (c.handoff ? "handoff" : "-") },
-  { title: "age", width: 4, value: (c, now) => formatAge(c.created_at, now) },
+  { title: "age", width: 8, value: (c, now) => formatAge(c.created_at, now) },
   { title: "locale", width: 6, value: (c) => c.locale },
-  { title: "model", width: 16, value: (c) => c.model ?? "-" },
+  { title: "model", width: 16, value: (c) => modelName(c.model) },
 ];
 
 /** Room for the cursor marker in front of every row. */
