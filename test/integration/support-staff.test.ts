@@ -62,7 +62,7 @@ const staff = (path: string, method = "POST", body?: unknown) =>
   call(`/api/v1/assistant${path}`, { method, who: admin, body: body ?? (method === "POST" ? {} : undefined) });
 
 /** A dashboard case of the user's, on a request-log row of theirs (written directly: its content does not matter here). */
-async function openCase(): Promise<{ id: string; revision: number }> {
+async function openCase(question?: string): Promise<{ id: string; revision: number }> {
   const requestId = `req_${randomUUID().replaceAll("-", "")}`;
   await gw.db.pool.query(
     `insert into request_logs (request_id, user_id, key_id, route, client_protocol, public_model, upstream_model, provider, fallback_path,
@@ -72,7 +72,11 @@ async function openCase(): Promise<{ id: string; revision: number }> {
        0, 'none', 12.5, null, false, now(), now())`,
     [requestId, user.id],
   );
-  const res = await call("/api/v1/user/assistant/cases", { method: "POST", who: user, body: { request_id: requestId, locale: "en" } });
+  const res = await call("/api/v1/user/assistant/cases", {
+    method: "POST",
+    who: user,
+    body: { request_id: requestId, locale: "en", question },
+  });
   expect(res.status).toBe(201);
   return { id: res.body.case.id, revision: res.body.case.revision };
 }
@@ -101,13 +105,16 @@ describe("staff routes", () => {
 
   it("list every case with its owner, newest first, keyset-paginated", async () => {
     await openCase();
-    await openCase();
+    await openCase("Why did my request fail?");
     const first = await staff("/cases?limit=1", "GET");
     expect(first.status).toBe(200);
     expect(staffCasePageSchema.safeParse(first.body).success).toBe(true);
     expect(first.body.cases[0].owner_user_id).toBe(user.id);
+    // Who asked and what, for the queue's user and question columns (a case opened without a question has none).
+    expect(first.body.cases[0]).toMatchObject({ owner_email: "user@example.test", question: "Why did my request fail?" });
     const second = await staff(`/cases?limit=1&cursor=${first.body.next_cursor}`, "GET");
     expect(second.body.cases[0].id).not.toBe(first.body.cases[0].id);
+    expect(second.body.cases[0].question).toBeNull();
     expect((await staff("/cases?limit=0", "GET")).status).toBe(400);
   });
 

@@ -177,12 +177,17 @@ export interface CaseListRow extends CaseRow {
   source_ref: string | null;
   /** created_at as PostgreSQL's own text (microseconds), for the cursor. */
   cursor_t: string;
+  /** Read for the staff's list only: the owner's email and the case's first user message. */
+  owner_email?: string | null;
+  question?: string | null;
 }
 
-const LIST_SELECT = `select ${CASE_COLUMNS}, owner_user_id, source_ref,
-  to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_t
-from support_cases`;
+const LIST_COLUMNS = `${CASE_COLUMNS}, owner_user_id, source_ref,
+  to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_t`;
 const LIST_ORDER = "order by created_at desc, id desc";
+// What staff read a queue by: who asked and what. The first user message is found through (case_id, id).
+const STAFF_LIST_COLUMNS = `, (select u.email from users u where u.id = support_cases.owner_user_id) as owner_email,
+  (select m.content from support_messages m where m.case_id = support_cases.id and m.role = 'user' order by m.id limit 1) as question`;
 
 /**
  * Cases newest first, from after `cursor` when given: the user's own (`ownerUserId`), or every case for staff
@@ -200,7 +205,7 @@ export async function listCaseRows(
   if (after) where.push(`(created_at, id) < ($${values.push(after.t)}::timestamptz, $${values.push(after.id)}::uuid)`);
   const { rows } = await db.query<CaseListRow>({
     name: `support_list_cases_${ownerUserId === null ? "all" : "own"}_${after ? "next" : "first"}`,
-    text: `${LIST_SELECT} ${where.length > 0 ? `where ${where.join(" and ")}` : ""} ${LIST_ORDER} limit $1`,
+    text: `select ${LIST_COLUMNS}${ownerUserId === null ? STAFF_LIST_COLUMNS : ""} from support_cases ${where.length > 0 ? `where ${where.join(" and ")}` : ""} ${LIST_ORDER} limit $1`,
     values,
   });
   return rows;

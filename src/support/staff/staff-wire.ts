@@ -10,7 +10,10 @@ const privateParts = {
   source_ref: z.string().nullable().meta({ description: "The chat platform's channel; null for a dashboard case." }),
 };
 
-export const staffCaseSummarySchema = userCaseSummarySchema.extend(privateParts);
+export const staffCaseSummarySchema = userCaseSummarySchema.extend(privateParts).extend({
+  owner_email: z.string().nullable().meta({ description: "The owner's email; null for a chat-platform case." }),
+  question: z.string().nullable().meta({ description: "The case's first user message, or null when it has none." }),
+});
 export const staffCaseSchema = userCaseSchema.extend(privateParts).extend({
   staff_actor: z
     .string()

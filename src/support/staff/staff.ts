@@ -58,7 +58,7 @@ const toDraft = (d: DraftRow) => ({
 export async function listStaffCases(pool: Pool, page: { limit: number; cursor?: string | undefined }): Promise<StaffCasePage> {
   const after = page.cursor === undefined ? null : decodeCaseCursor(page.cursor);
   return casePage(await listCaseRows(pool, null, page.limit + 1, after), page.limit, (row) =>
-    Object.assign(toSummary(row), privateParts(row)),
+    Object.assign(toSummary(row), privateParts(row), { owner_email: row.owner_email ?? null, question: row.question ?? null }),
   );
 }
 
