@@ -4,7 +4,8 @@ import { describeError } from "../client/errors.js";
 import type { StaffClient } from "../client/staff-client.js";
 import type { WorkerClient } from "../client/worker-client.js";
 import type { CaseScreenProps } from "./case-screen.js";
-import { Header, HelpBar, MessageLine, type Message } from "./chrome.js";
+import type { QueueScreenProps } from "./queue-screen.js";
+import { Header, HelpBar, HelpOverlay, MessageLine, routeTitle, type Message } from "./chrome.js";
 import type { EditText } from "./editor.js";
 import { LoginScreen, type Credentials } from "./login-screen.js";
 import type { KeyHelp, Route, ScreenProps } from "./screen.js";
@@ -17,7 +18,7 @@ import { useKeys } from "./use-keys.js";
 // (run.tsx) decides which ones exist.
 
 export interface Screens {
-  queue: ComponentType<ScreenProps>;
+  queue: ComponentType<QueueScreenProps>;
   case: ComponentType<CaseScreenProps>;
   incidents: ComponentType<ScreenProps>;
   job: ComponentType<ScreenProps>;
@@ -32,14 +33,20 @@ export interface AppProps {
   editText: EditText;
   screens: Screens;
   now?: () => number;
+  /** How often the queue and the incidents refresh (REFRESH_MS unless given; tests make it short). */
+  refreshMs?: number;
   /** Called once when the user quits, with the session if one was opened (the caller logs it out). */
   onQuit?(staff: StaffClient | null): void;
 }
+
+/** How often the queue and the incidents read themselves again, unless told otherwise. */
+export const REFRESH_MS = 5000;
 
 const SHELL_KEYS: KeyHelp[] = [
   { key: "1", label: "queue" },
   { key: "2", label: "incidents" },
   { key: "3", label: "job" },
+  { key: "?", label: "help" },
   { key: "q", label: "quit" },
 ];
 
@@ -80,29 +87,46 @@ interface ShellProps extends AppProps {
   quit(): void;
 }
 
+/** The shell's one line of errors and notices, and the moves on it the screens get. */
+function useMessageLine() {
+  const [message, setMessage] = useState<Message>(null);
+  const showError = useCallback((err: unknown) => setMessage({ kind: "error", text: describeError(err) }), []);
+  const showNotice = useCallback((text: string | null) => setMessage(text === null ? null : { kind: "notice", text }), []);
+  const clearError = useCallback(() => setMessage((m) => (m?.kind === "error" ? null : m)), []);
+  return { message, setMessage, showError, showNotice, clearError };
+}
+
 function Shell(props: ShellProps) {
   const { staff, columns, rows, screens, quit } = props;
   const [route, setRoute] = useState<Route>({ screen: "queue" });
   const [screenKeys, setScreenKeys] = useState<KeyHelp[]>([]);
-  const [message, setMessage] = useState<Message>(null);
+  const [capturing, setCapturing] = useState(false);
+  const [helpOpen, setHelpOpen] = useState(false);
+  const { message, setMessage, showError, showNotice, clearError } = useMessageLine();
   const now = props.now ?? Date.now;
 
-  const go = useCallback((next: Route) => {
-    setScreenKeys([]);
-    setMessage(null);
-    setRoute(next);
-  }, []);
-  const showError = useCallback((err: unknown) => setMessage({ kind: "error", text: describeError(err) }), []);
-  const showNotice = useCallback((text: string | null) => setMessage(text === null ? null : { kind: "notice", text }), []);
+  const go = useCallback(
+    (next: Route) => {
+      setScreenKeys([]);
+      setMessage(null);
+      setCapturing(false);
+      setRoute(next);
+    },
+    [setMessage],
+  );
 
   useKeys((input) => {
+    if (helpOpen) return setHelpOpen(false);
+    if (capturing) return;
     if (input === "1") go({ screen: "queue" });
     else if (input === "2") go({ screen: "incidents" });
     else if (input === "3") go({ screen: "job" });
+    else if (input === "?") setHelpOpen(true);
     else if (input === "q") quit();
   });
 
-  const help = useMemo(() => helpLines([...SHELL_KEYS, ...screenKeys], columns), [screenKeys, columns]);
+  const keys = useMemo(() => [...SHELL_KEYS, ...screenKeys], [screenKeys]);
+  const help = useMemo(() => helpLines(keys, columns), [keys, columns]);
   const bodyRows = Math.max(1, rows - 2 - help.length);
   const screenProps: ScreenProps = {
     staff,
@@ -111,7 +135,12 @@ function Shell(props: ShellProps) {
     go,
     showError,
     showNotice,
+    clearError,
+    setCapturing,
     setHelp: setScreenKeys,
+    active: !helpOpen,
+    baseUrl: props.baseUrl,
+    refreshMs: props.refreshMs ?? REFRESH_MS,
     columns,
     rows: bodyRows,
     now,
@@ -120,7 +149,11 @@ function Shell(props: ShellProps) {
     <Box height={rows} width={columns} flexDirection="column">
       <Header baseUrl={props.baseUrl} who={staff.session.user.email} route={route} columns={columns} />
       <Box height={bodyRows} flexDirection="column" overflow="hidden">
-        <Body route={route} screens={screens} screenProps={screenProps} />
+        {helpOpen ? <HelpOverlay title={routeTitle(route)} keys={keys} columns={columns} /> : null}
+        {/* Hidden, not unmounted, under the help: the screen keeps its list, cursor and scroll. */}
+        <Box display={helpOpen ? "none" : "flex"} flexDirection="column">
+          <Body route={route} screens={screens} screenProps={screenProps} />
+        </Box>
       </Box>
       <MessageLine message={message} columns={columns} />
       <HelpBar lines={help} columns={columns} />
@@ -131,9 +164,9 @@ function Shell(props: ShellProps) {
 function Body({ route, screens, screenProps }: { route: Route; screens: Screens; screenProps: ScreenProps }) {
   switch (route.screen) {
     case "queue":
-      return <screens.queue {...screenProps} />;
+      return <screens.queue {...screenProps} focus={route.focus} stack={route.stack} filter={route.filter} />;
     case "case":
-      return <screens.case key={route.caseId} {...screenProps} caseId={route.caseId} />;
+      return <screens.case key={route.caseId} {...screenProps} caseId={route.caseId} back={route.back} />;
     case "incidents":
       return <screens.incidents {...screenProps} />;
     case "job":

@@ -1,5 +1,6 @@
 import { Box, Text } from "ink";
-import type { Route } from "./screen.js";
+import type { KeyHelp, Route } from "./screen.js";
+import { helpOverlayLines } from "./state/help.js";
 import { shortId } from "./state/short-id.js";
 import { oneLine, truncate } from "./state/text.js";
 
@@ -35,6 +36,18 @@ export function HelpBar(props: { lines: string[]; columns: number }) {
         <Text key={i} dimColor>
           {truncate(line, props.columns)}
         </Text>
+      ))}
+    </Box>
+  );
+}
+
+/** The `?` overlay: every key of the shell and the current screen, one per line, in place of the body. */
+export function HelpOverlay(props: { title: string; keys: KeyHelp[]; columns: number }) {
+  return (
+    <Box flexDirection="column">
+      <Text bold>{truncate(`Keys: ${props.title} (any key closes this help)`, props.columns)}</Text>
+      {helpOverlayLines(props.keys, props.columns).map((line, i) => (
+        <Text key={i}>{line}</Text>
       ))}
     </Box>
   );

@@ -1,14 +1,18 @@
-import { Text } from "ink";
+import { Box, Text } from "ink";
 import { useCallback, useEffect, useState } from "react";
 import type { Incident, IncidentUpdate } from "../../src/support/incidents/incident-wire.js";
 import { IncidentsView } from "./incidents-view.js";
 import type { KeyHelp, ScreenProps } from "./screen.js";
+import { staleLine } from "./state/stale.js";
+import { useConfirm } from "./use-confirm.js";
 import { useOneAction } from "./use-one-action.js";
 import { useKeys } from "./use-keys.js";
+import { useRefresh } from "./use-refresh.js";
 
-// The incidents view (docs/support.md, "Incidents"): candidate and confirmed incidents with both aggregates, and
-// the staff's moves on the selected one. The gateway judges every move (a publish without corroboration is its
-// 409); the screen only shows the answer, or the error on the shell's one line.
+// The incidents view (docs/support.md, "Incidents"): candidate and confirmed incidents with both aggregates, read
+// again every few seconds, and the staff's moves on the selected one. The moves that cannot be taken back
+// (confirm, resolve, publish: the public sees a published summary at once) ask y/n first. The gateway judges every
+// move (a publish without corroboration is its 409); the screen only shows the answer, or the error line.
 
 const HELP: KeyHelp[] = [
   { key: "↑/↓", label: "select" },
@@ -20,42 +24,46 @@ const HELP: KeyHelp[] = [
   { key: "r", label: "refresh" },
 ];
 
+const ASKED: Record<string, { body: IncidentUpdate; done: string; ask: string }> = {
+  c: { body: { status: "confirmed" }, done: "confirmed", ask: "confirm" },
+  x: { body: { status: "resolved" }, done: "resolved", ask: "resolve" },
+  p: { body: { publish: true }, done: "published", ask: "publish the summary of" },
+};
+
 export function IncidentsScreen(props: ScreenProps) {
-  const { staff, editText, showError, showNotice, setHelp } = props;
+  const { staff, editText, showError, showNotice, setHelp, setCapturing, active } = props;
   const [incidents, setIncidents] = useState<Incident[] | null>(null);
-  const [selected, setSelected] = useState(0);
-
+  const [selectedId, setSelectedId] = useState<string | null>(null);
   const run = useOneAction(showError);
+  const confirm = useConfirm(showNotice, setCapturing);
 
-  const refresh = useCallback(
-    () =>
-      run(async () => {
-        const { incidents: list } = await staff.listIncidents();
-        setIncidents(list);
-        setSelected((s) => Math.min(s, Math.max(0, list.length - 1)));
-      }),
-    [run, staff],
-  );
-
+  const load = useCallback(async () => setIncidents((await staff.listIncidents()).incidents), [staff]);
+  const { refresh, failure } = useRefresh(load, {
+    every: props.refreshMs,
+    paused: !active || confirm.pending !== null,
+    clearError: props.clearError,
+    now: props.now,
+  });
   useEffect(() => {
     setHelp(HELP);
-    void refresh();
-  }, [setHelp, refresh]);
+  }, [setHelp]);
 
-  const current = incidents?.[selected];
+  const list = incidents ?? [];
+  const found = list.findIndex((i) => i.id === selectedId);
+  const selected = found >= 0 ? found : 0;
+  const current = list[selected];
+  const select = (index: number) => setSelectedId(list[Math.max(0, Math.min(index, list.length - 1))]?.id ?? null);
 
   const apply = async (incident: Incident, body: IncidentUpdate, done: string) => {
     const { incident: changed } = await staff.updateIncident(incident.id, body);
     // The list holds candidate and confirmed incidents only, as the gateway lists them.
-    setIncidents((list) => (list ?? []).flatMap((i) => (i.id !== changed.id ? [i] : changed.status === "resolved" ? [] : [changed])));
-    if (changed.status === "resolved") setSelected((s) => Math.max(0, s - 1));
+    setIncidents((all) => (all ?? []).flatMap((i) => (i.id !== changed.id ? [i] : changed.status === "resolved" ? [] : [changed])));
+    if (changed.status === "resolved") setSelectedId(list[Math.max(0, selected - 1)]?.id ?? null);
     showNotice(`${done}: ${changed.title}`);
   };
-
-  const update = (incident: Incident, body: IncidentUpdate, done: string) => run(() => apply(incident, body, done));
-
+  const update = (incident: Incident, body: IncidentUpdate, done: string) => void run(() => apply(incident, body, done));
   const writeSummary = (incident: Incident) =>
-    run(async () => {
+    void run(async () => {
       const text = await editText(incident.public_summary ?? "", { suffix: ".md" });
       if (text === null) showNotice("summary unchanged");
       else
@@ -66,21 +74,35 @@ export function IncidentsScreen(props: ScreenProps) {
         );
     });
 
-  useKeys((input, key) => {
-    const count = incidents?.length ?? 0;
-    if (key.upArrow) setSelected((s) => Math.max(0, s - 1));
-    else if (key.downArrow) setSelected((s) => Math.min(Math.max(0, count - 1), s + 1));
-    else if (input === "r") void refresh();
-    else if (current === undefined) return;
-    else if (input === "c") void update(current, { status: "confirmed" }, "confirmed");
-    else if (input === "x") void update(current, { status: "resolved" }, "resolved");
-    else if (input === "w") void writeSummary(current);
-    else if (input === "p") void update(current, { publish: true }, "published");
-    else if (input === "u") void update(current, { publish: false }, "withdrawn");
-  });
+  useKeys(
+    (input, key) => {
+      if (confirm.pending !== null) return confirm.answer(input);
+      if (key.upArrow) select(selected - 1);
+      else if (key.downArrow) select(selected + 1);
+      else if (input === "r") void refresh();
+      else if (current === undefined) return;
+      else if (ASKED[input]) {
+        const { body, done, ask } = ASKED[input];
+        confirm.ask(`${ask} incident "${current.title}"?`, () => update(current, body, done));
+      } else if (input === "w") writeSummary(current);
+      else if (input === "u") update(current, { publish: false }, "withdrawn");
+    },
+    { isActive: active },
+  );
 
-  if (incidents === null) return <Text>Loading incidents…</Text>;
-  if (incidents.length === 0) return <Text>No candidate or confirmed incidents.</Text>;
-
-  return <IncidentsView incidents={incidents} selected={selected} columns={props.columns} rows={props.rows} />;
+  const stale = failure === null ? null : <Text color="yellow">{staleLine(failure, props.baseUrl).slice(0, props.columns)}</Text>;
+  if (incidents === null) return stale ?? <Text>Loading incidents…</Text>;
+  const body =
+    incidents.length === 0 ? (
+      <Text>No candidate or confirmed incidents.</Text>
+    ) : (
+      <IncidentsView incidents={incidents} selected={selected} columns={props.columns} rows={props.rows - (stale ? 1 : 0)} />
+    );
+  if (stale === null) return body;
+  return (
+    <Box flexDirection="column">
+      {stale}
+      {body}
+    </Box>
+  );
 }

@@ -1,86 +1,113 @@
-import { Box, Text } from "ink";
+import { Text } from "ink";
 import { useEffect, useState } from "react";
-import type { StaffCasePage } from "../../src/support/staff/staff-wire.js";
-import { LIST_LIMIT } from "../../src/support/wire.js";
 import type { KeyHelp, ScreenProps } from "./screen.js";
-import { currentCursor, firstPage, nextPage, pageNumber, previousPage } from "./state/page-stack.js";
-import { queueHeader, queueRow } from "./state/queue-rows.js";
+import { firstPage, nextPage, pageNumber, previousPage, type PageStack } from "./state/page-stack.js";
+import { matchesFilter, selectedIndex } from "./state/queue-filter.js";
+import { QueueTable } from "./queue-table.js";
+import { staleLine } from "./state/stale.js";
+import { TextField } from "./text-field.js";
 import { useKeys } from "./use-keys.js";
+import { useQueuePage } from "./use-queue-page.js";
 
-// The queue: the staff's case list, newest first, one page of as many cases as the body has rows for.
+// The queue: the staff's case list, newest first, read again every few seconds. The cursor follows a case, not a
+// row number, so a refresh or a round trip through the case (the route brings back the page, the filter and the
+// case) leaves it where it was.
+
+export interface QueueScreenProps extends ScreenProps {
+  /** The case to put the cursor on. */
+  focus?: string;
+  stack?: PageStack;
+  filter?: string;
+}
 
 const KEYS: KeyHelp[] = [
   { key: "↑/↓", label: "move" },
   { key: "enter", label: "open" },
+  { key: "/", label: "filter" },
+  { key: "esc", label: "clear filter" },
   { key: "n/p", label: "next/prev page" },
   { key: "r", label: "refresh" },
 ];
 
-/** The column titles and the page line take two of the body's rows. */
+/** The column titles and the page line take two of the body's rows; the filter field one more. */
 const CHROME_ROWS = 2;
 
-export function QueueScreen({ staff, go, showError, showNotice, setHelp, columns, rows, now }: ScreenProps) {
-  const [stack, setStack] = useState(firstPage);
-  const [page, setPage] = useState<StaffCasePage | null>(null);
-  const [selected, setSelected] = useState(0);
-  const [reloads, setReloads] = useState(0);
-  const limit = Math.max(LIST_LIMIT.min, Math.min(LIST_LIMIT.max, rows - CHROME_ROWS));
+export function QueueScreen(props: QueueScreenProps) {
+  const { go, showNotice, setHelp, setCapturing, columns, rows, now, active, baseUrl } = props;
+  const [stack, setStack] = useState(props.stack ?? firstPage);
+  const [filter, setFilter] = useState(props.filter ?? "");
+  const [editing, setEditing] = useState(false);
+  const [selectedId, setSelectedId] = useState<string | null>(props.focus ?? null);
+  const [fallback, setFallback] = useState(0);
+  const listRows = Math.max(1, rows - CHROME_ROWS - (editing || filter !== "" ? 1 : 0));
+  const { page, failure, refresh } = useQueuePage(props, stack, listRows, filter !== "", editing || !active);
 
   useEffect(() => {
     setHelp(KEYS);
   }, [setHelp]);
-  useEffect(() => {
-    let current = true;
-    staff.listCases({ limit, cursor: currentCursor(stack) }).then(
-      (answer) => {
-        if (!current) return;
-        setPage(answer);
-        setSelected((s) => Math.max(0, Math.min(s, answer.cases.length - 1)));
-      },
-      (err: unknown) => current && showError(err),
-    );
-    return () => {
-      current = false;
-    };
-  }, [staff, stack, limit, reloads, showError]);
 
-  const cases = page?.cases ?? [];
-  useKeys((input, key) => {
-    if (key.upArrow || input === "k") setSelected((s) => Math.max(0, s - 1));
-    else if (key.downArrow || input === "j") setSelected((s) => Math.min(cases.length - 1, s + 1));
-    else if (key.return && cases[selected]) go({ screen: "case", caseId: cases[selected].id });
-    else if (input === "n") {
-      if (page?.next_cursor === undefined) showNotice("this is the last page");
-      else turnTo(nextPage(stack, page.next_cursor));
-    } else if (input === "p") {
-      if (pageNumber(stack) === 1) showNotice("this is the first page");
-      else turnTo(previousPage(stack));
-    } else if (input === "r") {
-      showNotice(null);
-      setReloads((n) => n + 1);
-    }
-  });
-  const turnTo = (next: typeof stack) => {
+  const cases = (page?.cases ?? []).filter((c) => matchesFilter(c, filter));
+  const selected = selectedIndex(cases, selectedId, fallback);
+  const select = (index: number) => {
+    const target = cases[Math.max(0, Math.min(index, cases.length - 1))];
+    setFallback(Math.max(0, index));
+    if (target) setSelectedId(target.id);
+  };
+  const turnTo = (next: PageStack) => {
     showNotice(null);
-    setSelected(0);
+    setSelectedId(null);
+    setFallback(0);
     setStack(next);
   };
+  const editFilter = (on: boolean) => {
+    setEditing(on);
+    setCapturing(on);
+  };
 
-  if (page === null) return <Text dimColor>loading cases…</Text>;
-  const time = now();
-  const more = page.next_cursor === undefined ? "last page" : "n for more";
+  useKeys(
+    (input, key) => {
+      if (editing) {
+        if (key.escape) setFilter("");
+        if (key.escape || key.return) editFilter(false);
+        return;
+      }
+      if (key.upArrow || input === "k") select(selected - 1);
+      else if (key.downArrow || input === "j") select(selected + 1);
+      else if (key.return && cases[selected]) go({ screen: "case", caseId: cases[selected].id, back: { stack, filter } });
+      else if (input === "/") editFilter(true);
+      else if (key.escape) setFilter("");
+      else if (input === "n") {
+        if (page?.next_cursor === undefined) showNotice("this is the last page");
+        else turnTo(nextPage(stack, page.next_cursor));
+      } else if (input === "p") {
+        if (pageNumber(stack) === 1) showNotice("this is the first page");
+        else turnTo(previousPage(stack));
+      } else if (input === "r") {
+        showNotice(null);
+        void refresh();
+      }
+    },
+    { isActive: active },
+  );
+
+  const field =
+    editing || filter !== "" ? (
+      <TextField label="filter" value={filter} onChange={setFilter} onSubmit={() => editFilter(false)} focused={editing} width={columns} />
+    ) : null;
+  const stale = failure === null ? null : staleLine(failure, baseUrl);
+  if (page === null) return <Text color={stale ? "yellow" : undefined}>{stale ?? "loading cases…"}</Text>;
   return (
-    <Box flexDirection="column">
-      <Text bold>{queueHeader(columns)}</Text>
-      {cases.length === 0 ? <Text dimColor>no cases</Text> : null}
-      {cases.slice(0, limit).map((c, i) => (
-        <Text key={c.id} inverse={i === selected}>
-          {queueRow(c, time, columns, i === selected)}
-        </Text>
-      ))}
-      <Text dimColor>
-        {`page ${pageNumber(stack)} · ${cases.length} ${cases.length === 1 ? "case" : "cases"} · ${more}`.slice(0, columns)}
-      </Text>
-    </Box>
+    <QueueTable
+      page={page}
+      cases={cases}
+      selected={selected}
+      listRows={listRows}
+      pageNumber={pageNumber(stack)}
+      filtered={filter !== ""}
+      field={field}
+      stale={stale}
+      columns={columns}
+      now={now()}
+    />
   );
 }

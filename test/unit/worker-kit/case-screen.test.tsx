@@ -53,7 +53,8 @@ describe("CaseScreen", () => {
   it.each([
     ["t", "takeover"],
     ["u", "resume"],
-    ["x", "resolve"],
+    ["xy", "resolve"],
+    ["R", "reopen"],
   ])("%s calls change(%s), refreshes and shows a notice", async (key, change) => {
     const staff = fakeStaff();
     const { lastFrame, stdin, seen } = open(staff);
@@ -150,12 +151,69 @@ describe("CaseScreen", () => {
     expect(lastFrame()).toContain("Transcript");
   });
 
+  it("x asks first: any key but y resolves nothing", async () => {
+    const staff = fakeStaff();
+    const { lastFrame, stdin, seen } = open(staff);
+    await until(() => lastFrame()!.includes("Transcript"));
+    stdin.write("x");
+    await until(() => seen.notices.length > 0, "the question");
+    expect(seen.notices.at(-1)).toBe("resolve case 11111111? y confirms, any other key cancels");
+    expect(seen.capturing.at(-1)).toBe(true);
+    stdin.write("n");
+    await until(() => seen.notices.at(-1) === "cancelled: nothing changed", "the cancel");
+    expect(seen.capturing.at(-1)).toBe(false);
+    expect(callsOf(staff, "change")).toEqual([]);
+  });
+
+  it("m reads the case again first: a case resolved meanwhile is refused before the editor opens", async () => {
+    let reads = 0;
+    const staff = fakeStaff({ getCase: async () => (reads++ === 0 ? detail() : detail({ status: "resolved" })) });
+    let edited = false;
+    const { lastFrame, stdin, seen } = open(staff, {
+      editText: async () => {
+        edited = true;
+        return "typed for nothing";
+      },
+    });
+    await until(() => lastFrame()!.includes("Transcript"));
+    stdin.write("m");
+    await until(() => seen.errors.length > 0, "the refusal");
+    expect(seen.errors[0]).toBe("the case is resolved: R reopens it, then m replies");
+    expect(edited).toBe(false);
+    expect(callsOf(staff, "getCase")).toHaveLength(2);
+    expect(callsOf(staff, "reply")).toEqual([]);
+  });
+
+  it("a reply the gateway refuses is kept: the next m opens it again and sends it", async () => {
+    let replies = 0;
+    const staff = fakeStaff({
+      reply: async (_id, content) => {
+        if (replies++ === 0) throw new GatewayHttpError(503, "unavailable", "try again", null, "req_7", null);
+        return { case: detail().case, message: { role: "staff", content, author: "admin:u1", created_at: "2026-03-01T12:00:00Z" } };
+      },
+    });
+    const edits: string[] = [];
+    const editText = async (initial: string) => (edits.push(initial), initial === "" ? "A long careful reply." : `${initial} Edited.`);
+    const { lastFrame, stdin, seen } = open(staff, { editText });
+    await until(() => lastFrame()!.includes("Transcript"));
+    stdin.write("m");
+    await until(() => seen.errors.length > 0, "the failed send");
+    expect(seen.errors[0]).toBe("503 unavailable: try again (request req_7) · your reply is kept: m edits it and sends it again");
+    stdin.write("m");
+    await until(() => seen.notices.includes("reply sent"), "the second send");
+    expect(edits).toEqual(["", "A long careful reply."]);
+    expect(callsOf(staff, "reply")).toEqual([
+      [CASE_ID, "A long careful reply."],
+      [CASE_ID, "A long careful reply. Edited."],
+    ]);
+  });
+
   it("esc goes back to the queue", async () => {
     const staff = fakeStaff();
     const { lastFrame, stdin, seen } = open(staff);
     await until(() => lastFrame()!.includes("Transcript"));
     stdin.write(KEY.escape);
     await until(() => seen.routes.length > 0, "the route");
-    expect(seen.routes).toEqual([{ screen: "queue" }]);
+    expect(seen.routes).toEqual([{ screen: "queue", focus: CASE_ID }]);
   });
 });

@@ -38,6 +38,7 @@ export function fakeScreenProps(options: {
   edits?: (string | null)[];
   now?: () => number;
   rows?: number;
+  refreshMs?: number;
 }) {
   const recorded: Recorded = { calls: [], errors: [], notices: [], help: [], edits: [] };
   const edits = [...(options.edits ?? [])];
@@ -58,6 +59,11 @@ export function fakeScreenProps(options: {
     showError: (err) => recorded.errors.push(describeError(err)),
     showNotice: (message) => recorded.notices.push(message),
     setHelp: (keys) => (recorded.help = keys),
+    clearError: () => {},
+    setCapturing: () => {},
+    active: true,
+    baseUrl: "http://gateway.test",
+    refreshMs: options.refreshMs ?? 3_600_000,
     columns: 80,
     rows: options.rows ?? 20,
     now: options.now ?? (() => Date.now()),

@@ -66,8 +66,19 @@ describe("IncidentsScreen", () => {
     await settle();
     ui.stdin.write("c");
     await settle();
+    // A move that cannot be taken back asks first; any key but y cancels it.
+    expect(recorded.notices.at(-1)).toBe('confirm incident "demo-small failing with upstream_error"? y confirms, any other key cancels');
+    ui.stdin.write("n");
+    await settle();
+    expect(updates(recorded.calls)).toEqual([]);
+    ui.stdin.write("c");
+    await settle();
+    ui.stdin.write("y");
+    await settle();
     expect(ui.lastFrame()).toContain("> confirmed  demo-small");
     ui.stdin.write("p");
+    await settle();
+    ui.stdin.write("y");
     await settle();
     expect(ui.lastFrame()).toContain("published since 2025-03-01T12:10:00.000Z");
     ui.stdin.write("u");
@@ -75,6 +86,8 @@ describe("IncidentsScreen", () => {
     ui.stdin.write(KEYS.down);
     await settle();
     ui.stdin.write("x");
+    await settle();
+    ui.stdin.write("y");
     await settle();
     expect(ui.lastFrame()).toContain("Incidents (1)");
     expect(ui.lastFrame()).not.toContain("demo-large");
@@ -117,7 +130,7 @@ describe("IncidentsScreen", () => {
     });
     const ui = render(<IncidentsScreen {...props} />);
     await settle();
-    ui.stdin.write("p");
+    ui.stdin.write("py");
     await settle();
     expect(recorded.errors).toEqual(["409 conflict: Publishing needs technical corroboration. (request req_1)"]);
     expect(ui.lastFrame()).toContain("> candidate  demo-small");
@@ -132,5 +145,33 @@ describe("IncidentsScreen", () => {
     ui.stdin.write("r");
     await settle();
     expect(ui.lastFrame()).toBe("No candidate or confirmed incidents.");
+  });
+
+  it("reads itself again, keeps the selected incident by id, and marks the list stale while the gateway fails", async () => {
+    let list: Incident[] = [incident(), second];
+    let failing = false;
+    const { props } = fakeScreenProps({
+      refreshMs: 40,
+      now: () => Date.parse("2025-03-01T12:30:00.000Z"),
+      staff: {
+        listIncidents: async () => {
+          if (failing) throw new Error("fetch failed");
+          return { incidents: list };
+        },
+      },
+    });
+    const ui = render(<IncidentsScreen {...props} />);
+    await settle();
+    ui.stdin.write(KEYS.down);
+    await settle();
+    expect(ui.lastFrame()).toContain("> confirmed  demo-large");
+    const third = incident({ id: "33333333-3333-4333-8333-333333333333", title: "a new one", public_model: "demo-new" });
+    list = [third, incident(), second];
+    for (let i = 0; i < 50 && !ui.lastFrame()!.includes("Incidents (3)"); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(ui.lastFrame()).toContain("> confirmed  demo-large");
+    failing = true;
+    for (let i = 0; i < 50 && !ui.lastFrame()!.includes("stale since"); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(ui.lastFrame()).toContain("stale since 12:30:00 UTC · http://gateway.test: fetch failed");
+    expect(ui.lastFrame()).toContain("Incidents (3)");
   });
 });

@@ -130,7 +130,13 @@ describe("JobScreen", () => {
     expect(JSON.parse(recorded.edits[1]!.initial)).toMatchObject({ problem: "", facts: [] });
     expect(ui.lastFrame()).toContain("disposition: needs_staff · card: Upstream outage");
     expect(ui.lastFrame()).toContain("Sorry, the upstream failed.");
+    // Completing publishes the answer: it asks first, and any key but y leaves the job as it was.
     await press(ui, "s");
+    expect(recorded.notices.at(-1)).toBe("complete job 33333333 as needs_staff? y confirms, any other key cancels");
+    await press(ui, "n");
+    expect(completes).toEqual([]);
+    expect(recorded.notices.at(-1)).toBe("cancelled: nothing changed");
+    await press(ui, "s", "y");
     expect(completes).toEqual([
       {
         lease_token: "lease-token-1",
@@ -153,7 +159,7 @@ describe("JobScreen", () => {
     expect(recorded.errors).toEqual(["card.hypotheses: Invalid input: expected array, received undefined (k edits it again)"]);
     await press(ui, "k");
     expect(recorded.edits[1]!.initial).toBe(broken);
-    await press(ui, "s");
+    await press(ui, "s", "y");
     expect(completes[0]!.card).toBeNull();
   });
 
@@ -168,6 +174,8 @@ describe("JobScreen", () => {
     const second = setup();
     await settle();
     await press(second.ui, "c", "F");
+    expect(second.fails).toEqual([]);
+    await press(second.ui, "y");
     expect(second.fails[0]).toMatchObject({ error_code: "manual_fail", retryable: false });
     expect(second.ui.lastFrame()).toContain("failed for good (manual_fail)");
   });

@@ -5,27 +5,28 @@ import { fakeStaff, KEY, screenProps, summary, until } from "./tui-fakes.js";
 
 const ids = (n: number, prefix: string) =>
   Array.from({ length: n }, (_, i) =>
-    summary({ id: `${prefix}${i}`.padEnd(8, "0") + "-2222-4333-8444-555555555555", problem: `${prefix} problem ${i}` }),
+    summary({ id: `${prefix}${i}`.padEnd(8, "0") + "-2222-4333-8444-555555555555", question: `${prefix} problem ${i}` }),
   );
 
 afterEach(cleanup);
 
 describe("QueueScreen", () => {
-  it("shows one row per case with status, hold, handoff, age, locale, model and problem", async () => {
+  it("shows one row per case with id, state, user, age and question", async () => {
     const staff = fakeStaff({
       listCases: async () => ({
-        cases: [summary({ staff_hold: true, handoff: true, locale: "pt-BR" }), summary({ id: "x", status: "resolved" })],
+        cases: [summary({ staff_hold: true, handoff: true }), summary({ id: "22222222-2222-4333-8444-555555555555", status: "resolved" })],
       }),
     });
     const { props, seen } = screenProps(staff);
     const { lastFrame } = render(<QueueScreen {...props} />);
-    await until(() => lastFrame()!.includes("Upstream timed out"), "the rows");
+    await until(() => lastFrame()!.includes("22222222"), "the rows");
     const lines = lastFrame()!.split("\n");
-    expect(lines[0]).toMatch(/status\s+hold\s+handoff\s+age\s+locale\s+model\s+problem/);
-    expect(lines[1]).toMatch(/^> open\s+hold handoff 3h ago\s+pt-BR\s+gpt-4o-mini\s+Upstream timed out/);
-    expect(lines[2]).toMatch(/^ {2}resolved -\s+-\s+3h ago\s+en/);
+    expect(lines[0]).toMatch(/^ {2}id\s+state\s+user\s+age\s+question$/);
+    expect(lines[1]).toMatch(/^> 11111111 held\s+ann@example.test\s+3h ago\s+Why did my request fail\?$/);
+    expect(lines[2]).toMatch(/^ {2}22222222 resolved ann@example.test/);
     expect(staff.calls[0]).toEqual({ method: "listCases", args: [{ limit: 18, cursor: undefined }] });
     expect(seen.help.at(-1)).toContainEqual({ key: "enter", label: "open" });
+    expect(seen.help.at(-1)).toContainEqual({ key: "/", label: "filter" });
   });
 
   it("moves the cursor with arrows and j/k, and enter opens the selected case", async () => {
@@ -48,7 +49,7 @@ describe("QueueScreen", () => {
     }
     stdin.write(KEY.enter);
     await until(() => seen.routes.length > 0, "the route");
-    expect(seen.routes).toEqual([{ screen: "case", caseId: ids(3, "c")[1]!.id }]);
+    expect(seen.routes).toEqual([{ screen: "case", caseId: ids(3, "c")[1]!.id, back: { stack: { cursors: [undefined] }, filter: "" } }]);
   });
 
   it("pages forward with next_cursor and back through the remembered cursors", async () => {
@@ -88,15 +89,15 @@ describe("QueueScreen", () => {
     expect(staff.calls[1]!.args[0]).toEqual({ limit: 4, cursor: undefined });
   });
 
-  it("reports a failed load through showError", async () => {
+  it("shows a failed first load as the stale mark, naming the gateway and the error", async () => {
     const staff = fakeStaff({
       listCases: async () => {
         throw new Error("connection refused");
       },
     });
-    const { props, seen } = screenProps(staff);
-    render(<QueueScreen {...props} />);
-    await until(() => seen.errors.length > 0);
-    expect(seen.errors).toEqual(["connection refused"]);
+    const { props } = screenProps(staff);
+    const { lastFrame } = render(<QueueScreen {...props} />);
+    await until(() => lastFrame()!.includes("stale since"), "the stale mark");
+    expect(lastFrame()).toBe("stale since 12:00:00 UTC · http://gateway.test: connection refused");
   });
 });

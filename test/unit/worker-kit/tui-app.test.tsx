@@ -148,7 +148,7 @@ describe("App: shell", () => {
   it("lists the shell's keys and the screen's keys in the help bar", async () => {
     const { lastFrame } = await loggedIn();
     await until(() => lastFrame()!.includes("z queue action"), "the screen's keys");
-    expect(lastFrame()).toMatch(/1 queue {2}2 incidents {2}3 job {2}q quit {2}z queue action/);
+    expect(lastFrame()).toMatch(/1 queue {2}2 incidents {2}3 job {2}\? help {2}q quit {2}z queue action/);
   });
 
   it("switches screens with 1, 2 and 3", async () => {

@@ -26,6 +26,8 @@ export function summary(overrides: Partial<Summary> = {}): Summary {
     problem: "Upstream timed out",
     owner_user_id: "99999999-2222-4333-8444-555555555555",
     source_ref: null,
+    owner_email: "ann@example.test",
+    question: "Why did my request fail?",
     ...overrides,
   };
 }
@@ -168,7 +170,14 @@ export function fakeStaff(answers: Partial<StaffClient> = {}): StaffClient & { c
 
 /** The props the shell would give a screen, with its callbacks recorded. */
 export function screenProps(staff: StaffClient, overrides: Partial<ScreenProps> = {}) {
-  const seen = { routes: [] as unknown[], errors: [] as string[], notices: [] as Array<string | null>, help: [] as unknown[] };
+  const seen = {
+    routes: [] as unknown[],
+    errors: [] as string[],
+    notices: [] as Array<string | null>,
+    help: [] as unknown[],
+    cleared: 0,
+    capturing: [] as boolean[],
+  };
   const props: ScreenProps = {
     staff,
     worker: null,
@@ -177,6 +186,12 @@ export function screenProps(staff: StaffClient, overrides: Partial<ScreenProps> 
     showError: (err) => seen.errors.push(err instanceof Error ? err.message : String(err)),
     showNotice: (message) => seen.notices.push(message),
     setHelp: (keys) => seen.help.push(keys),
+    clearError: () => void (seen.cleared += 1),
+    setCapturing: (on) => seen.capturing.push(on),
+    active: true,
+    baseUrl: "http://gateway.test",
+    // Long enough that no test sees a refresh it did not ask for.
+    refreshMs: 3_600_000,
     columns: 80,
     rows: 20,
     now: () => NOW,

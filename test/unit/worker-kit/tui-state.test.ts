@@ -4,7 +4,9 @@ import { caseLines, caseStatusLine } from "../../../worker-kit/tui/state/case-li
 import { helpLines } from "../../../worker-kit/tui/state/help.js";
 import { currentCursor, firstPage, nextPage, pageNumber, previousPage } from "../../../worker-kit/tui/state/page-stack.js";
 import { queueHeader, queueRow } from "../../../worker-kit/tui/state/queue-rows.js";
+import { matchesFilter, selectedIndex } from "../../../worker-kit/tui/state/queue-filter.js";
 import { modelName, shortId } from "../../../worker-kit/tui/state/short-id.js";
+import { staleLine } from "../../../worker-kit/tui/state/stale.js";
 import { clampOffset, scrollBy, scrollPosition, visibleWindow } from "../../../worker-kit/tui/state/scroll.js";
 import { fit, oneLine, truncate, withRight, wrap } from "../../../worker-kit/tui/state/text.js";
 import { detail, NOW, summary } from "./tui-fakes.js";
@@ -111,13 +113,50 @@ describe("help lines", () => {
 });
 
 describe("queue rows", () => {
-  it("lines up the columns and gives the problem the rest of the width", () => {
-    expect(queueHeader(80)).toBe("  status   hold handoff age      locale model            problem");
-    const row = queueRow(summary({ staff_hold: true, problem: "line one\nline two" }), NOW, 80, true);
-    expect(row).toBe("> open     hold -       3h ago   en     gpt-4o-mini      line one line two");
-    const narrow = queueRow(summary({ problem: "x".repeat(100) }), NOW, 60, false);
+  it("lines up id, state, user and age, and gives the question the rest of the width", () => {
+    expect(queueHeader(80)).toBe("  id       state    user                 age      question");
+    const row = queueRow(summary({ staff_hold: true, question: "line one\nline two" }), NOW, 80, true);
+    expect(row).toBe("> 11111111 held     ann@example.test     3h ago   line one line two");
+    const narrow = queueRow(summary({ question: "x".repeat(100) }), NOW, 60, false);
     expect(narrow).toHaveLength(60);
     expect(narrow.endsWith("…")).toBe(true);
+  });
+  it("adds the model on a wide terminal and names who asked on a chat-platform case", () => {
+    expect(queueHeader(140)).toMatch(/age {6}model {12}question$/);
+    const chat = summary({ owner_email: null, owner_user_id: null, source_ref: "chan-7", question: null, model: "" });
+    expect(queueRow(chat, NOW, 140, false)).toMatch(/^ {2}11111111 open {5}chat chan-7 +3h ago {3}\(none\) +\(card\) Upstream timed out$/);
+  });
+});
+
+describe("queue filter", () => {
+  const rows = [
+    summary({ id: "aaaaaaaa-2222-4333-8444-555555555555", owner_email: "bob@example.test", question: "Refund please" }),
+    summary({ id: "bbbbbbbb-2222-4333-8444-555555555555", status: "resolved", question: "Why 502?" }),
+  ];
+  it.each([
+    ["", 2],
+    ["BOB", 1],
+    ["refund", 1],
+    ["bbbbbb", 1],
+    ["resolved", 1],
+    ["nothing like it", 0],
+  ])("%j matches %i", (filter, n) => {
+    expect(rows.filter((r) => matchesFilter(r, filter))).toHaveLength(n);
+  });
+  it("keeps the cursor on the same case, else on the nearest row", () => {
+    expect(selectedIndex(rows, rows[1]!.id, 0)).toBe(1);
+    expect(selectedIndex(rows, "gone", 5)).toBe(1);
+    expect(selectedIndex([], null, 3)).toBe(0);
+  });
+});
+
+describe("stale mark", () => {
+  it("says since when and why, naming the gateway once", () => {
+    const since = Date.parse("2026-03-01T12:04:05Z");
+    expect(staleLine({ since, error: "fetch failed" }, "http://gw:8080")).toBe("stale since 12:04:05 UTC · http://gw:8080: fetch failed");
+    expect(staleLine({ since, error: "gateway http://gw:8080 unreachable" }, "http://gw:8080")).toBe(
+      "stale since 12:04:05 UTC · gateway http://gw:8080 unreachable",
+    );
   });
 });
 
