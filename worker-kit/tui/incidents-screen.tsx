@@ -27,7 +27,7 @@ const HELP: KeyHelp[] = [
 const ASKED: Record<string, { body: IncidentUpdate; done: string; ask: string }> = {
   c: { body: { status: "confirmed" }, done: "confirmed", ask: "confirm" },
   x: { body: { status: "resolved" }, done: "resolved", ask: "resolve" },
-  p: { body: { publish: true }, done: "published", ask: "publish the summary of" },
+  p: { body: { publish: true }, done: "published", ask: "publish" },
 };
 
 export function IncidentsScreen(props: ScreenProps) {

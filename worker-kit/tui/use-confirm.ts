@@ -2,7 +2,7 @@ import { useCallback, useRef, useState } from "react";
 
 // A y/n question before an action that cannot be undone (resolving a case or an incident, publishing, completing
 // a job...). The question is the shell's notice line; while it waits the screen takes every key (setCapturing),
-// so the answer never reaches the shell's keys: `y` runs the action, any other key cancels it.
+// so the answer never reaches the shell's keys: `y` runs the action, any other key cancels it ([y/N]).
 
 export interface Confirm {
   /** The question waiting for its answer, or null. */
@@ -20,7 +20,7 @@ export function useConfirm(showNotice: (message: string | null) => void, setCapt
       action.current = run;
       setPending(question);
       setCapturing(true);
-      showNotice(`${question} y confirms, any other key cancels`);
+      showNotice(`${question} [y/N]`);
     },
     [showNotice, setCapturing],
   );

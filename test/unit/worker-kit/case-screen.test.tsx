@@ -157,7 +157,7 @@ describe("CaseScreen", () => {
     await until(() => lastFrame()!.includes("Transcript"));
     stdin.write("x");
     await until(() => seen.notices.length > 0, "the question");
-    expect(seen.notices.at(-1)).toBe("resolve case 11111111? y confirms, any other key cancels");
+    expect(seen.notices.at(-1)).toBe("resolve case 11111111? [y/N]");
     expect(seen.capturing.at(-1)).toBe(true);
     stdin.write("n");
     await until(() => seen.notices.at(-1) === "cancelled: nothing changed", "the cancel");

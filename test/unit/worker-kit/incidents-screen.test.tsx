@@ -67,7 +67,7 @@ describe("IncidentsScreen", () => {
     ui.stdin.write("c");
     await settle();
     // A move that cannot be taken back asks first; any key but y cancels it.
-    expect(recorded.notices.at(-1)).toBe('confirm incident "demo-small failing with upstream_error"? y confirms, any other key cancels');
+    expect(recorded.notices.at(-1)).toBe('confirm incident "demo-small failing with upstream_error"? [y/N]');
     ui.stdin.write("n");
     await settle();
     expect(updates(recorded.calls)).toEqual([]);

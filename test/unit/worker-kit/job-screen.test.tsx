@@ -132,7 +132,7 @@ describe("JobScreen", () => {
     expect(ui.lastFrame()).toContain("Sorry, the upstream failed.");
     // Completing publishes the answer: it asks first, and any key but y leaves the job as it was.
     await press(ui, "s");
-    expect(recorded.notices.at(-1)).toBe("complete job 33333333 as needs_staff? y confirms, any other key cancels");
+    expect(recorded.notices.at(-1)).toBe("complete job 33333333 as needs_staff? [y/N]");
     await press(ui, "n");
     expect(completes).toEqual([]);
     expect(recorded.notices.at(-1)).toBe("cancelled: nothing changed");

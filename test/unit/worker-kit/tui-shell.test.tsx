@@ -82,7 +82,7 @@ describe("App with its screens", () => {
     ui.stdin.write("2");
     await until(() => ui.lastFrame()!.includes("Incidents (1)"), "the incidents");
     ui.stdin.write("p");
-    await until(() => ui.lastFrame()!.includes("y confirms"), "the question");
+    await until(() => ui.lastFrame()!.includes("[y/N]"), "the question");
     ui.stdin.write("y");
     await until(() => ui.lastFrame()!.includes("409 conflict"), "the error line");
     await until(() => !ui.lastFrame()!.includes("409 conflict"), "the error cleared by a refresh");
