@@ -122,7 +122,8 @@ describe("queue rows", () => {
     expect(narrow.endsWith("…")).toBe(true);
   });
   it("adds the model on a wide terminal and names who asked on a chat-platform case", () => {
-    expect(queueHeader(140)).toMatch(/age {6}model {12}question$/);
+    expect(queueHeader(119)).not.toContain("model");
+    expect(queueHeader(120)).toMatch(/age {6}model {12}question$/);
     const chat = summary({ owner_email: null, owner_user_id: null, source_ref: "chan-7", question: null, model: "" });
     expect(queueRow(chat, NOW, 140, false)).toMatch(/^ {2}11111111 open {5}chat chan-7 +3h ago {3}\(none\) +\(card\) Upstream timed out$/);
   });

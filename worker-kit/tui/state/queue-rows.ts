@@ -4,7 +4,7 @@ import { modelName, shortId } from "./short-id.js";
 import { fit, oneLine, truncate } from "./text.js";
 
 // The queue's table: one line per case, fixed-width columns and the question in whatever width is left. The model
-// column only shows on a terminal wide enough to leave the question room.
+// column only shows on a terminal wide enough to leave the question room (120 columns).
 
 export type CaseSummary = StaffCasePage["cases"][number];
 
@@ -40,8 +40,8 @@ const BASE: Column[] = [
 ];
 const MODEL: Column = { title: "model", width: 16, value: (c) => modelName(c.model) };
 
-/** From this width on, the model column fits with a question column still 60 wide. */
-const MODEL_FROM = 2 + 8 + 8 + 20 + 8 + 16 + 5 + 60;
+/** From this width on (a wide terminal), the model column fits and the question keeps over 50 cells. */
+const MODEL_FROM = 120;
 
 const columnsFor = (width: number) => (width >= MODEL_FROM ? [...BASE, MODEL] : BASE);
 
