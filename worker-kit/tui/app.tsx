@@ -1,5 +1,5 @@
 import { Box, useApp } from "ink";
-import { useCallback, useMemo, useState, type ComponentType } from "react";
+import { useCallback, useMemo, useRef, useState, type ComponentType } from "react";
 import { describeError } from "../client/errors.js";
 import type { StaffClient } from "../client/staff-client.js";
 import type { WorkerClient } from "../client/worker-client.js";
@@ -103,6 +103,7 @@ function Shell(props: ShellProps) {
   const [capturing, setCapturing] = useState(false);
   const [helpOpen, setHelpOpen] = useState(false);
   const { message, setMessage, showError, showNotice, clearError } = useMessageLine();
+  const keptReplies = useRef(new Map<string, string>()).current;
   const now = props.now ?? Date.now;
 
   const go = useCallback(
@@ -152,7 +153,7 @@ function Shell(props: ShellProps) {
         {helpOpen ? <HelpOverlay title={routeTitle(route)} keys={keys} columns={columns} /> : null}
         {/* Hidden, not unmounted, under the help: the screen keeps its list, cursor and scroll. */}
         <Box display={helpOpen ? "none" : "flex"} flexDirection="column">
-          <Body route={route} screens={screens} screenProps={screenProps} />
+          <Body route={route} screens={screens} screenProps={screenProps} keptReplies={keptReplies} />
         </Box>
       </Box>
       <MessageLine message={message} columns={columns} />
@@ -161,12 +162,19 @@ function Shell(props: ShellProps) {
   );
 }
 
-function Body({ route, screens, screenProps }: { route: Route; screens: Screens; screenProps: ScreenProps }) {
+interface BodyProps {
+  route: Route;
+  screens: Screens;
+  screenProps: ScreenProps;
+  keptReplies: Map<string, string>;
+}
+
+function Body({ route, screens, screenProps, keptReplies }: BodyProps) {
   switch (route.screen) {
     case "queue":
       return <screens.queue {...screenProps} focus={route.focus} stack={route.stack} filter={route.filter} />;
     case "case":
-      return <screens.case key={route.caseId} {...screenProps} caseId={route.caseId} back={route.back} />;
+      return <screens.case key={route.caseId} {...screenProps} caseId={route.caseId} back={route.back} keptReplies={keptReplies} />;
     case "incidents":
       return <screens.incidents {...screenProps} />;
     case "job":

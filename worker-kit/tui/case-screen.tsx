@@ -15,6 +15,8 @@ export interface CaseScreenProps extends ScreenProps {
   caseId: string;
   /** The queue as it was when the case was opened, for esc. */
   back?: QueueView;
+  /** Replies the gateway refused, by case id, kept by the shell across screens for the next `m`. */
+  keptReplies?: Map<string, string>;
 }
 
 const KEYS: KeyHelp[] = [

@@ -28,12 +28,16 @@ export interface CaseActions {
   key(input: string, current: StaffCaseDetail): boolean;
 }
 
-export function useCaseActions(props: ScreenProps & { caseId: string }, load: () => Promise<StaffCaseDetail>): CaseActions {
+export function useCaseActions(
+  props: ScreenProps & { caseId: string; keptReplies?: Map<string, string> },
+  load: () => Promise<StaffCaseDetail>,
+): CaseActions {
   const { caseId, staff, editText, showError, showNotice, setCapturing } = props;
   const run = useOneAction(showError);
   const confirm = useConfirm(showNotice, setCapturing);
-  // A reply the gateway refused, offered again by the next `m`.
-  const unsent = useRef<string | null>(null);
+  // Replies the gateway refused, by case, offered again by the next `m` (the shell's map outlives this screen).
+  const local = useRef(new Map<string, string>());
+  const kept = props.keptReplies ?? local.current;
 
   const act = (action: () => Promise<string>) =>
     void run(async () => {
@@ -48,15 +52,15 @@ export function useCaseActions(props: ScreenProps & { caseId: string }, load: ()
       throw new Error(`case from the chat platform (${current.case.source_ref}): reply in its channel, not from here`);
     }
     if (current.case.status !== "open") throw new Error("the case is resolved: R reopens it, then m replies");
-    const text = await editText(unsent.current ?? "", { suffix: ".md" });
-    if (text === null) return unsent.current === null ? "no reply sent: the text was empty" : "no reply sent: m opens the kept one again";
+    const text = await editText(kept.get(caseId) ?? "", { suffix: ".md" });
+    if (text === null) return kept.has(caseId) ? "no reply sent: m opens the kept one again" : "no reply sent: the text was empty";
     try {
       await staff.reply(caseId, text);
     } catch (err) {
-      unsent.current = text;
+      kept.set(caseId, text);
       throw new Error(`${describeError(err)} · your reply is kept: m edits it and sends it again`, { cause: err });
     }
-    unsent.current = null;
+    kept.delete(caseId);
     return "reply sent";
   };
   const editDraft = async (current: StaffCaseDetail, kind: DraftKind): Promise<string> => {

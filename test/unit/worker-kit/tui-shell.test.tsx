@@ -18,7 +18,7 @@ afterEach(cleanup);
 const screens: Screens = { queue: QueueScreen, case: CaseScreen, incidents: IncidentsScreen, job: JobScreen };
 const ids = ["aaaaaaaa", "bbbbbbbb", "cccccccc"].map((p) => `${p}-2222-4333-8444-555555555555`);
 
-function start(staff: StaffClient, refreshMs = 3_600_000) {
+function start(staff: StaffClient, refreshMs = 3_600_000, editText: (initial: string) => Promise<string | null> = async () => null) {
   return render(
     <App
       baseUrl="http://gw.test"
@@ -26,7 +26,7 @@ function start(staff: StaffClient, refreshMs = 3_600_000) {
       password="pw"
       login={async () => staff}
       worker={null}
-      editText={async () => null}
+      editText={editText}
       screens={screens}
       now={() => NOW}
       refreshMs={refreshMs}
@@ -87,5 +87,31 @@ describe("App with its screens", () => {
     await until(() => ui.lastFrame()!.includes("409 conflict"), "the error line");
     await until(() => !ui.lastFrame()!.includes("409 conflict"), "the error cleared by a refresh");
     expect(ui.lastFrame()).toContain("Incidents (1)");
+  });
+
+  it("a refused reply outlives the case screen: back in the case, m opens it again", async () => {
+    let replies = 0;
+    const staff = fakeStaff({
+      listCases: async () => ({ cases }),
+      getCase: async (id) => detail({ id }),
+      reply: async () => {
+        replies += 1;
+        throw new GatewayHttpError(503, "unavailable", "try again", null, null, null);
+      },
+    });
+    const edits: string[] = [];
+    const ui = start(staff, 3_600_000, async (initial) => (edits.push(initial), initial || "My careful reply."));
+    await until(() => ui.lastFrame()!.includes("question 2"), "the queue");
+    ui.stdin.write(KEY.enter);
+    await until(() => ui.lastFrame()!.includes("Request"), "the case");
+    ui.stdin.write("m");
+    await until(() => ui.lastFrame()!.includes("your reply is kept"), "the failed send");
+    ui.stdin.write(KEY.escape);
+    await until(() => ui.lastFrame()!.includes("question 2"), "the queue again");
+    ui.stdin.write(KEY.enter);
+    await until(() => ui.lastFrame()!.includes("Request"), "the case again");
+    ui.stdin.write("m");
+    await until(() => replies === 2, "the second send");
+    expect(edits).toEqual(["", "My careful reply."]);
   });
 });
