@@ -10,8 +10,11 @@ type CaseSummary = StaffCasePage["cases"][number];
 type Job = StaffCaseDetail["jobs"][number];
 type Message = StaffCaseDetail["messages"][number];
 
-const origin = (c: Pick<CaseSummary, "owner_user_id" | "source_ref">, wide: boolean) =>
-  c.source_ref === null ? `user:${shortId(c.owner_user_id, wide) ?? "-"}` : `chat:${c.source_ref}`;
+// A user's case by its owner's email when the list has it (the id under --wide, for the commands that take it).
+const origin = (c: Pick<CaseSummary, "owner_user_id" | "owner_email" | "source_ref">, wide: boolean) => {
+  if (c.source_ref !== null) return `chat:${c.source_ref}`;
+  return !wide && c.owner_email ? c.owner_email : `user:${shortId(c.owner_user_id, wide) ?? "-"}`;
+};
 
 const CASE_COLUMNS: Column<CaseSummary>[] = [
   { header: "ID", cell: (c, wide) => shortId(c.id, wide) },
@@ -24,6 +27,7 @@ const CASE_COLUMNS: Column<CaseSummary>[] = [
   { header: "LOCALE", cell: (c) => c.locale, wideOnly: true },
   { header: "MODEL", cell: (c) => c.model, flex: true },
   { header: "PROBLEM", cell: (c) => c.problem, flex: true },
+  { header: "QUESTION", cell: (c) => c.question, flex: true },
   { header: "CREATED", cell: (c, wide) => shortTime(c.created_at, wide), wideOnly: true },
   { header: "UPDATED", cell: (c, wide) => shortTime(c.updated_at, wide) },
 ];

@@ -25,6 +25,8 @@ const summary: StaffCasePage["cases"][number] = {
   problem: "The upstream provider answered 502 to every request for twenty minutes, across all regions. ".repeat(3),
   owner_user_id: USER_ID,
   source_ref: null,
+  owner_email: "ana@example.com",
+  question: "Why did my request to the long model fail with 502 this morning?",
 };
 
 function job(status: StaffCaseDetail["jobs"][number]["status"], error: string | null) {
@@ -51,9 +53,9 @@ const incident: Incident = {
 describe("case views", () => {
   it("lists cases in 120 columns with a header and short ids; --wide shows every column in full", () => {
     const lines = caseListLines({ cases: [summary], next_cursor: "abc" });
-    expect(lines[0]).toMatch(/^ID\s+STATUS\s+HOLD\s+REV\s+ORIGIN\s+MODEL\s+PROBLEM\s+UPDATED$/);
+    expect(lines[0]).toMatch(/^ID\s+STATUS\s+HOLD\s+REV\s+ORIGIN\s+MODEL\s+PROBLEM\s+QUESTION\s+UPDATED$/);
     expect(lines[1]).toMatch(
-      /^8cf298db {2}open {4}held {2}12 {3}user:11111111 {2}a-rather-long-public-model-.*… {2}The upstream .*… {2}2026-11-29 12:30$/,
+      /^8cf298db {2}open {4}held {2}12 {3}ana@example\.com {2}a-rather-long-.*… {2}The upstream .*… {2}Why did .*… {2}2026-11-29 12:30$/,
     );
     expect(lines.every((l) => l.length <= 120)).toBe(true);
     expect(lines[2]).toBe("next page: --cursor abc");
@@ -63,6 +65,7 @@ describe("case views", () => {
     expect(wide[1]).toContain(CASE_ID);
     expect(wide[1]).toContain(`user:${USER_ID}`);
     expect(wide[1]).toContain(summary.problem!.trim());
+    expect(wide[1]).toContain(summary.question);
   });
 
   it("shows a job's error only when it failed or waits after a failure", () => {
