@@ -87,7 +87,7 @@ describe("gateway support (non-interactive)", () => {
     expect(human.stdout).toMatch(/^ID\s+STATUS\s+TITLE\s+USERS\s+FAILURES/);
     expect(human.stdout).toMatch(/^[0-9a-f]{8} {2}candidate {2}m1 is failing {2}- /m);
     const queue = await support(["queue"]);
-    expect(queue.stdout).toMatch(/^ID\s+STATUS\s+HOLD\s+REV\s+ORIGIN\s+MODEL\s+PROBLEM\s+UPDATED$/m);
+    expect(queue.stdout).toMatch(/^ID\s+STATUS\s+HOLD\s+REV\s+ORIGIN\s+MODEL\s+PROBLEM\s+QUESTION\s+UPDATED$/m);
     expect(queue.stdout).toContain(`${caseIds[0]!.slice(0, 8)}  open`);
 
     // Every twin logged out at the end: no session is left.
