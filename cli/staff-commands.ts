@@ -1,7 +1,7 @@
 import { Option, type Command } from "commander";
-import type { IncidentList, IncidentResult, IncidentScanResult, IncidentUpdate } from "../src/support/incidents/incident-wire.js";
-import type { StaffCaseDetail, StaffCasePage, StaffCaseResult } from "../src/support/staff/staff-wire.js";
-import { INCIDENT_STATUSES, LIST_LIMIT } from "../src/support/wire.js";
+import type { IncidentList, IncidentResult, IncidentScanResult, IncidentUpdate } from "@model-gateway/worker-kit/wire/incidents";
+import type { StaffCaseDetail, StaffCasePage, StaffCaseResult } from "@model-gateway/worker-kit/wire/staff";
+import { INCIDENT_STATUSES, LIST_LIMIT } from "@model-gateway/worker-kit/wire/support";
 import { intIn } from "./options.js";
 import { printJson } from "./output.js";
 import { caseChangeLine, caseDetailLines, caseListLines, incidentLine, incidentListLines, scanLines } from "./staff-views.js";

@@ -1,9 +1,9 @@
 import type { Pool } from "../src/db/pool.js";
 import { validate } from "../src/server/body.js";
-import { incidentUpdateBody } from "../src/support/incidents/incident-wire.js";
+import { incidentUpdateBody } from "@model-gateway/worker-kit/wire/incidents";
 import { listIncidents, scanIncidentsNow, updateIncident } from "../src/support/incidents/incidents.js";
 import { changeAsStaff, listStaffCases, staffCaseDetail } from "../src/support/staff/staff.js";
-import { LIST_LIMIT } from "../src/support/wire.js";
+import { LIST_LIMIT } from "@model-gateway/worker-kit/wire/support";
 import { withServices, type CommonOptions } from "./context.js";
 import { withCommonOptions } from "./options.js";
 import { fail } from "./output.js";

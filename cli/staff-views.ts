@@ -1,5 +1,5 @@
-import type { Incident, IncidentList, IncidentScanResult } from "../src/support/incidents/incident-wire.js";
-import type { StaffCaseDetail, StaffCasePage, StaffCaseResult } from "../src/support/staff/staff-wire.js";
+import type { Incident, IncidentList, IncidentScanResult } from "@model-gateway/worker-kit/wire/incidents";
+import type { StaffCaseDetail, StaffCasePage, StaffCaseResult } from "@model-gateway/worker-kit/wire/staff";
 import { formatTable, shortId, shortTime, type Column } from "./table.js";
 
 // What the staff commands print for people, the same for both families (`gateway cases` / `gateway incidents` on

@@ -1,7 +1,6 @@
 import type { Command } from "commander";
 import { readDemoCredentials, type DemoCredentials } from "../src/runtime/demo.js";
-import { login, type StaffClient } from "../worker-kit/client/staff-client.js";
-import { createWorkerClient, type WorkerClient } from "../worker-kit/client/worker-client.js";
+import { login, type StaffClient, createWorkerClient, type WorkerClient } from "@model-gateway/worker-kit";
 import { dataDirOf } from "./context.js";
 
 // How `gateway support` and its twins reach the gateway: over HTTP like any client (never its database), as a

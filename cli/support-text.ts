@@ -1,4 +1,4 @@
-import type { ClaimedJob, CompleteResponse, FailResponse } from "../src/support/wire.js";
+import type { ClaimedJob, CompleteResponse, FailResponse } from "@model-gateway/worker-kit/wire/support";
 
 // The short human text of `gateway support job`'s commands (`--json` is the scripting interface; the staff verbs'
 // text is cli/staff-views.ts). Pure: each function returns lines, so they are tested without a process.

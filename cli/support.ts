@@ -1,15 +1,15 @@
 import { readFile } from "node:fs/promises";
 import os from "node:os";
 import { Command, Option } from "commander";
-import { DISPOSITIONS, LEASE_SECONDS } from "../src/support/wire.js";
-import { describeError } from "../worker-kit/client/errors.js";
+import { DISPOSITIONS, LEASE_SECONDS } from "@model-gateway/worker-kit/wire/support";
 import {
+  describeError,
   MANUAL_LEASE_SECONDS,
   manualCompleteRequest,
   manualFailRequest,
   parseCardJson,
   type Disposition,
-} from "../worker-kit/tui/state/manual-job.js";
+} from "@model-gateway/worker-kit";
 import { intIn } from "./options.js";
 import { fail, printJson } from "./output.js";
 import {
@@ -172,7 +172,7 @@ export function supportCommand(): Command {
       try {
         const a = await access(opts);
         drawEveryFrame();
-        const { runTui } = await import("../worker-kit/tui/run.js");
+        const { runTui } = await import("@model-gateway/worker-kit/tui");
         await runTui({ baseUrl: a.baseUrl, email: a.email, password: a.password, botToken: a.botToken });
       } catch (err) {
         fail(new Error(describeError(err)));

@@ -29,3 +29,4 @@ export {
   type SignalSource,
   type StopOptions,
 } from "./runner/runner.js";
+export { MANUAL_LEASE_SECONDS, manualCompleteRequest, manualFailRequest, parseCardJson } from "./tui/state/manual-job.js";

@@ -5,7 +5,7 @@ import { ours } from "../openapi/operation.js";
 import { validate } from "../server/body.js";
 import { route } from "../server/route.js";
 import { listUserRequests, userRequestPageSchema } from "./queries.js";
-import { pageSizeQuery } from "../server/query-wire.js";
+import { pageSizeQuery } from "@model-gateway/worker-kit/wire/query";
 
 const listQuery = z.object({
   limit: pageSizeQuery({ min: 1, max: 100, fallback: 20 }, "Requests per page, 1 to 100 (default 20)."),

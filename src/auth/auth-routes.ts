@@ -19,8 +19,8 @@ import {
 } from "./types.js";
 import { extended } from "../objects.js";
 import type { RequestRead } from "../db/faults.js";
-import { loginBody } from "./wire.js";
-import { identifier, storedText } from "../text-wire.js";
+import { loginBody } from "@model-gateway/worker-kit/wire/auth";
+import { identifier, storedText } from "@model-gateway/worker-kit/wire/text";
 import { sessionCookieSecure } from "./cookie.js";
 
 // Bodies are checked for shape here; the services own the business rules (email format, password length,

@@ -1,9 +1,9 @@
 import { z } from "zod";
 import type { EmbedTokens } from "./embed-tokens.js";
 import type { ApiKeyPrincipal, SessionPrincipal } from "./principals.js";
-import { publicUserSchema, type LoginResult } from "./wire.js";
+import { publicUserSchema, type LoginResult } from "@model-gateway/worker-kit/wire/auth";
 
-export { loginResultSchema, publicUserSchema, type LoginResult, type PublicUser } from "./wire.js";
+export { loginResultSchema, publicUserSchema, type LoginResult, type PublicUser } from "@model-gateway/worker-kit/wire/auth";
 
 // The contracts the rest of the gateway sees of src/auth. Implementations live beside this file. What the HTTP
 // API answers is a zod schema, so the API description (GET /openapi.json) and the types are one.

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { validate } from "../server/body.js";
-import { IDENTIFIER_MAX_CHARS, identifier, isStorableText } from "../text-wire.js";
+import { IDENTIFIER_MAX_CHARS, identifier, isStorableText } from "@model-gateway/worker-kit/wire/text";
 
 // The chat completion request (spec "Chat completion request"). Only what the gateway acts on is typed;
 // every other field (tools, response_format, temperature, vendor extensions…) passes through untouched and

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { identifier } from "../text-wire.js";
+import { identifier } from "@model-gateway/worker-kit/wire/text";
 import { countTextTokens, estimateTextTokens } from "../metering/estimate.js";
 import { encodeEmbeddingBase64 } from "../providers/openai/embedding-base64.js";
 import type { JsonResult } from "../providers/types.js";

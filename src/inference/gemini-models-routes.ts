@@ -8,7 +8,7 @@ import { geminiKeyQuery } from "./gemini-query.js";
 import type { ModelRouteDeps } from "./models-routes.js";
 import { geminiModel, geminiModelListSchema, geminiModelSchema } from "./model-shapes.js";
 import { pageAfter } from "./model-pages.js";
-import { pageSizeQuery } from "../server/query-wire.js";
+import { pageSizeQuery } from "@model-gateway/worker-kit/wire/query";
 
 // GET /compatible/v1beta/models and /compatible/v1beta/models/{model}: what @google/genai's `models.list()` and
 // `models.get()` call. Only chat models: generateContent is the only method served under /compatible.

@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import { z } from "zod";
 import { errors } from "../errors.js";
-import { identifierProblem } from "../text-wire.js";
+import { identifierProblem } from "@model-gateway/worker-kit/wire/text";
 import { countPromptTokens, estimatePromptTokens } from "../metering/estimate.js";
 import { createChatToGenerateContentStream } from "../providers/gemini/chat-to-generate-content-stream.js";
 import { convertChatToGenerateContent } from "../providers/gemini/convert-chat-to-generate-content.js";

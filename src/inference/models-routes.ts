@@ -11,7 +11,7 @@ import { route } from "../server/route.js";
 import { requestHeader } from "../server/headers.js";
 import { anthropicModel, openAiModel } from "./model-shapes.js";
 import { pageAfter, pageBefore } from "./model-pages.js";
-import { pageSizeQuery } from "../server/query-wire.js";
+import { pageSizeQuery } from "@model-gateway/worker-kit/wire/query";
 
 // GET /v1/models and /v1/models/{model}: the models a key may use, in OpenAI's shape, or in Anthropic's when the
 // request carries `anthropic-version` (the Anthropic SDK sends it on every call, and shares these paths).

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { identifier } from "../text-wire.js";
+import { identifier } from "@model-gateway/worker-kit/wire/text";
 import { countTextTokens, estimateTextTokens } from "../metering/estimate.js";
 import { UpstreamError } from "../providers/types.js";
 import { validate } from "../server/body.js";

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Context } from "hono";
 import type { EmbedGrant } from "../auth/principals.js";
 import { errors } from "../errors.js";
-import { identifierProblem } from "../text-wire.js";
+import { identifierProblem } from "@model-gateway/worker-kit/wire/text";
 import { resolveModel } from "../catalog/model-access.js";
 import { clientGone } from "../metering/client-disconnect.js";
 import { withChargeHeaders } from "../metering/deliver.js";

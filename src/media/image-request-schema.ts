@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { identifier } from "../text-wire.js";
+import { identifier } from "@model-gateway/worker-kit/wire/text";
 
 // The image request bodies (spec "Image generation request", "Image edit request"; docs/api.md, "Images").
 // Only the fields the gateway knows are checked; any other field passes through to the provider, as for chat.

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { identifier } from "../text-wire.js";
+import { identifier } from "@model-gateway/worker-kit/wire/text";
 import { MAX_VIDEO_SECONDS } from "../config/catalog-schema.js";
 
 // The unified video request (spec "Video generation request"; docs/api.md, "Video"). Every field the spec names

@@ -3,7 +3,7 @@ import { formatUsd } from "../billing/usd.js";
 import { ERROR_CODES, type ErrorCode } from "../errors.js";
 import type { Target, UsageReport } from "../providers/types.js";
 import type { ApiKeyPrincipal } from "../auth/principals.js";
-import { identifierProblem } from "../text-wire.js";
+import { identifierProblem } from "@model-gateway/worker-kit/wire/text";
 import type { Pricing } from "./pricing.js";
 
 // The request-log row of a request, built in one place whether it was refused before metering, failed, or was

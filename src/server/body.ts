@@ -8,7 +8,7 @@ import type { BodyRules } from "./body-rules.js";
 import { sendContinue } from "./expect-continue.js";
 import { requestHeader } from "./headers.js";
 import { closeAfterAnswer, type LingerBounds } from "./lingering-close.js";
-import { INVALID_TEXT_MESSAGE, firstInvalidText } from "../text-wire.js";
+import { INVALID_TEXT_MESSAGE, firstInvalidText } from "@model-gateway/worker-kit/wire/text";
 
 // Bodies are read straight from Node's incoming stream (docs/architecture.md, "Rules": no WHATWG Request body per call) and the
 // size cap is enforced while reading, so an oversize body is refused before it is buffered or parsed.
@@ -259,7 +259,7 @@ export function validate<S extends z.ZodType>(schema: S, value: unknown, invalid
 
 /**
  * Reads and validates the body of a route that stores what it takes (auth, admin, support, reseller): text that
- * PostgreSQL cannot store is refused first, naming the field, whatever the schema says of it (src/text-wire.ts),
+ * PostgreSQL cannot store is refused first, naming the field, whatever the schema says of it (worker-kit/wire/text.ts),
  * except at the paths `scrubbed` matches, which the route cleans itself (the chat platform's message text).
  */
 export async function readValidJson<S extends z.ZodType>(

@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { bigint, boolean, check, index, integer, jsonb, numeric, pgTable, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 import { users } from "../auth/schema.js";
-import { INCIDENT_STATUSES, SUPPORT_JOB_KINDS } from "./wire.js";
+import { INCIDENT_STATUSES, SUPPORT_JOB_KINDS } from "@model-gateway/worker-kit/wire/support";
 
 // The support workspace's tables (docs/support.md). No language model runs in the gateway: cases gather a cited
 // request's facts from the request log, jobs are leased to external workers through the internal endpoints, and

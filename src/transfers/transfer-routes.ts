@@ -4,7 +4,7 @@ import { ours } from "../openapi/operation.js";
 import { readValidJson, validate } from "../server/body.js";
 import type { BodyCaps } from "../server/body-rules.js";
 import { route } from "../server/route.js";
-import { pageSizeQuery } from "../server/query-wire.js";
+import { pageSizeQuery } from "@model-gateway/worker-kit/wire/query";
 import { anyObject, strictly } from "../server/strict-body.js";
 import type { Transfers } from "./transfers.js";
 import {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { staffCasePageSchema, staffCaseResultSchema } from "../../src/support/staff/staff-wire.js";
+import { staffCasePageSchema, staffCaseResultSchema } from "../../worker-kit/wire/staff.js";
 import { errorLines, gateway, tempDir } from "../helpers/cli.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 

@@ -3,10 +3,10 @@ import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { incidentListSchema } from "../../src/support/incidents/incident-wire.js";
+import { incidentListSchema } from "../../worker-kit/wire/incidents.js";
 import { enqueueJob } from "../../src/support/worker-jobs/jobs-sql.js";
-import { staffCaseDetailSchema, staffCasePageSchema, staffCaseResultSchema } from "../../src/support/staff/staff-wire.js";
-import { claimResponseSchema, completeResponseSchema, failResponseSchema } from "../../src/support/wire.js";
+import { staffCaseDetailSchema, staffCasePageSchema, staffCaseResultSchema } from "../../worker-kit/wire/staff.js";
+import { claimResponseSchema, completeResponseSchema, failResponseSchema } from "../../worker-kit/wire/support.js";
 import { cleanEnv, gatewayBin, tempDir } from "../helpers/cli.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 

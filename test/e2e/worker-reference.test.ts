@@ -1,12 +1,8 @@
 import { execa, type ResultPromise } from "execa";
 import { afterAll, describe, expect, it } from "vitest";
 import { readDemoCredentials } from "../../src/runtime/demo.js";
-import { staffCaseDetailSchema } from "../../src/support/staff/staff-wire.js";
-import {
-  userCaseDetailSchema,
-  userCaseResultSchema,
-  type userCaseDetailSchema as DetailSchema,
-} from "../../src/support/cases/user-wire.js";
+import { staffCaseDetailSchema } from "../../worker-kit/wire/staff.js";
+import { userCaseDetailSchema, userCaseResultSchema, type userCaseDetailSchema as DetailSchema } from "../../worker-kit/wire/user-cases.js";
 import { cleanEnv, gatewayBin, endWork, startServe, tempDir, type ServeProcess } from "../helpers/cli.js";
 import { logIn } from "../helpers/login.js";
 import type { z } from "zod";

@@ -13,7 +13,7 @@ import {
   type UserCase,
   type UserCaseDetail,
   type UserCasePage,
-} from "../../src/support/cases/user-wire.js";
+} from "../../worker-kit/wire/user-cases.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { logIn } from "../helpers/login.js";
 

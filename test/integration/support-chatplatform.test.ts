@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { controlResponseSchema, snapshotResponseSchema } from "../../src/support/chat-platform/chatplatform-wire.js";
+import { controlResponseSchema, snapshotResponseSchema } from "../../worker-kit/wire/chat-platform.js";
 import { changeAsStaff } from "../../src/support/staff/staff.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { logIn } from "../helpers/login.js";

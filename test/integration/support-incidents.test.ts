@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { quickAddJob, runOnce } from "graphile-worker";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { incidentListSchema, incidentResultSchema, incidentScanResultSchema } from "../../src/support/incidents/incident-wire.js";
+import { incidentListSchema, incidentResultSchema, incidentScanResultSchema } from "../../worker-kit/wire/incidents.js";
 import { crontab } from "../../src/jobs/tasks.js";
 import { INCIDENT_THRESHOLDS, scanIncidents } from "../../src/support/incidents/incidents.js";
-import { userCaseDetailSchema } from "../../src/support/cases/user-wire.js";
+import { userCaseDetailSchema } from "../../worker-kit/wire/user-cases.js";
 import { gatewayTasks, startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { logIn } from "../helpers/login.js";
 

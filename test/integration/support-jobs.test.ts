@@ -10,7 +10,7 @@ import {
   LEASE_SECONDS,
   type ClaimedJob,
   type WorkerUsage,
-} from "../../src/support/wire.js";
+} from "../../worker-kit/wire/support.js";
 import { gatewayTasks, startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 
 // The support jobs' lease state machine through the internal worker endpoints, over real HTTP against a real

@@ -6,8 +6,8 @@ import {
   staffCaseResultSchema,
   draftResultSchema,
   staffReplyResultSchema,
-} from "../../src/support/staff/staff-wire.js";
-import { userCaseDetailSchema } from "../../src/support/cases/user-wire.js";
+} from "../../worker-kit/wire/staff.js";
+import { userCaseDetailSchema } from "../../worker-kit/wire/user-cases.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { logIn } from "../helpers/login.js";
 

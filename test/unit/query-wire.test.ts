@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { pageSizeQuery } from "../../src/server/query-wire.js";
+import { pageSizeQuery } from "../../worker-kit/wire/query.js";
 
 describe("pageSizeQuery", () => {
   const limit = pageSizeQuery({ min: 1, max: 100, fallback: 20 }, "per page");

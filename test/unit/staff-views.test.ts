@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { caseChangeLine, caseDetailLines, caseListLines, incidentListLines, jobError, scanLines } from "../../cli/staff-views.js";
-import type { Incident } from "../../src/support/incidents/incident-wire.js";
-import type { StaffCaseDetail, StaffCasePage } from "../../src/support/staff/staff-wire.js";
+import type { Incident } from "../../worker-kit/wire/incidents.js";
+import type { StaffCaseDetail, StaffCasePage } from "../../worker-kit/wire/staff.js";
 
 // What both staff command families print for people: tables with a header that fit 120 columns (all of it under
 // --wide), short ids every command accepts, and a job's error only while it explains the job's state.

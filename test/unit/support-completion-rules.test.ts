@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { checkCompletionBody, judgeCompletion } from "../../src/support/worker-jobs/completion-rules.js";
 import { hashLeaseToken, leaseTokenMatches, newLeaseToken } from "../../src/support/worker-jobs/lease-token.js";
-import type { CompleteRequest } from "../../src/support/wire.js";
+import type { CompleteRequest } from "../../worker-kit/wire/support.js";
 
 const open = { status: "open", staff_hold: false, revision: 3 } as const;
 const answer = { kind: "answer", revision: 3 } as const;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { requestFacts, type RequestLogFactsRow } from "../../src/support/cases/request-facts.js";
-import { requestFactsSchema } from "../../src/support/wire.js";
+import { requestFactsSchema } from "../../worker-kit/wire/support.js";
 
 // A full request_logs row as `select *` would return it: the private columns are there, so the test proves the
 // mapping leaves them out rather than never being offered them.

@@ -1,4 +1,4 @@
-import { loginResultSchema, type LoginResult } from "../../src/auth/wire.js";
+import { loginResultSchema, type LoginResult } from "../wire/auth.js";
 import {
   incidentListSchema,
   incidentResultSchema,
@@ -7,7 +7,7 @@ import {
   type IncidentResult,
   type IncidentScanResult,
   type IncidentUpdate,
-} from "../../src/support/incidents/incident-wire.js";
+} from "../wire/incidents.js";
 import {
   draftResultSchema,
   staffCaseDetailSchema,
@@ -19,7 +19,7 @@ import {
   type StaffCasePage,
   type StaffCaseResult,
   type StaffReplyResult,
-} from "../../src/support/staff/staff-wire.js";
+} from "../wire/staff.js";
 import { z } from "zod";
 import { createHttpCaller, type HttpCaller, type HttpOptions } from "./http.js";
 

@@ -5,7 +5,7 @@ import {
   type ControlResponse,
   type SnapshotRequest,
   type SnapshotResponse,
-} from "../../src/support/chat-platform/chatplatform-wire.js";
+} from "../wire/chat-platform.js";
 import {
   claimResponseSchema,
   completeResponseSchema,
@@ -16,11 +16,11 @@ import {
   type CompleteResponse,
   type FailRequest,
   type FailResponse,
-} from "../../src/support/wire.js";
+} from "../wire/support.js";
 import { createHttpCaller, type HttpOptions } from "./http.js";
 
 // The support workers' endpoints (docs/support.md, "Jobs"): the bot token on every call, the lease token in the
-// bodies of complete and fail. Types and answer checks come from src/support/wire.ts, the module the routes
+// bodies of complete and fail. Types and answer checks come from worker-kit/wire/support.ts, the module the routes
 // validate with.
 
 export interface WorkerClientOptions extends HttpOptions {

@@ -1,4 +1,4 @@
-import type { Card, Evidence, RequestFacts } from "../../src/support/wire.js";
+import type { Card, Evidence, RequestFacts } from "../wire/support.js";
 
 // The card and evidence of a completion, built from the job's request facts alone (never from the model's
 // words): what the card states is then exactly what the gateway's own log says, each fact citing the one

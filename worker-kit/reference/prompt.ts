@@ -1,4 +1,4 @@
-import type { Card, ClaimedJob, RequestFacts } from "../../src/support/wire.js";
+import type { Card, ClaimedJob, RequestFacts } from "../wire/support.js";
 import type { JobKind } from "../runner/task.js";
 
 // The chat messages the reference worker sends for a job: one system message that says who speaks, to whom, in

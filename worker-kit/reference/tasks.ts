@@ -1,4 +1,4 @@
-import { SUPPORT_JOB_KINDS } from "../../src/support/wire.js";
+import { SUPPORT_JOB_KINDS } from "../wire/support.js";
 import {
   defineTask,
   type Disposition,

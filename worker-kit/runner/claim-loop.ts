@@ -1,5 +1,5 @@
 import { isRetryable } from "../client/errors.js";
-import type { ClaimedJob } from "../../src/support/wire.js";
+import type { ClaimedJob } from "../wire/support.js";
 import { backoffDelay, pollDelay } from "./backoff.js";
 import type { InFlightJobs } from "./in-flight.js";
 import { ClaimOutage } from "./outage.js";

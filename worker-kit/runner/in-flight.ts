@@ -1,5 +1,5 @@
 import { describeError } from "../client/errors.js";
-import type { ClaimedJob } from "../../src/support/wire.js";
+import type { ClaimedJob } from "../wire/support.js";
 import { runJob } from "./job.js";
 import { leaseTimes } from "./lease-deadline.js";
 import type { ResolvedOptions } from "./options.js";

@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { ClaimedJob, CompleteResponse, FailResponse, WorkerUsage } from "../../src/support/wire.js";
+import type { ClaimedJob, CompleteResponse, FailResponse, WorkerUsage } from "../wire/support.js";
 import { describeError, GatewayHttpError } from "../client/errors.js";
 import type { WorkerClient } from "../client/worker-client.js";
 import type { LeaseTimes } from "./lease-deadline.js";

@@ -1,5 +1,5 @@
 import pino, { type Logger } from "pino";
-import { CLAIM_LIMIT, LEASE_SECONDS } from "../../src/support/wire.js";
+import { CLAIM_LIMIT, LEASE_SECONDS } from "../wire/support.js";
 import type { WorkerClient } from "../client/worker-client.js";
 import type { AnyTaskDefinition } from "./task.js";
 

@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { Card, ClaimedJob, DISPOSITIONS, Evidence, SUPPORT_JOB_KINDS, WorkerUsage } from "../../src/support/wire.js";
+import type { Card, ClaimedJob, DISPOSITIONS, Evidence, SUPPORT_JOB_KINDS, WorkerUsage } from "../wire/support.js";
 
 // A task in graphile-worker's style: one async function per job kind, `(job, helpers) => result`. The runner
 // (./runner.ts) claims, keeps the lease honest, completes or fails, and reports usage; the task only thinks.

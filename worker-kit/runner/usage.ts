@@ -1,4 +1,4 @@
-import type { WorkerUsage } from "../../src/support/wire.js";
+import type { WorkerUsage } from "../wire/support.js";
 import type { UsageReport } from "./task.js";
 
 // A job's usage summed from its task's reports. Costs are decimal strings added exactly, as integers of 10^-9 USD

@@ -1,6 +1,6 @@
 import { Box, Text } from "ink";
 import { useCallback, useEffect, useMemo, useState } from "react";
-import type { StaffCaseDetail } from "../../src/support/staff/staff-wire.js";
+import type { StaffCaseDetail } from "../wire/staff.js";
 import type { KeyHelp, QueueView, ScreenProps } from "./screen.js";
 import { caseLines, caseStatusLine } from "./state/case-lines.js";
 import { scrollBy, scrollPosition, visibleWindow } from "./state/scroll.js";

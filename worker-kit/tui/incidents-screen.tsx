@@ -1,6 +1,6 @@
 import { Box, Text } from "ink";
 import { useCallback, useEffect, useState } from "react";
-import type { Incident, IncidentUpdate } from "../../src/support/incidents/incident-wire.js";
+import type { Incident, IncidentUpdate } from "../wire/incidents.js";
 import { IncidentsView } from "./incidents-view.js";
 import type { KeyHelp, ScreenProps } from "./screen.js";
 import { staleLine } from "./state/stale.js";

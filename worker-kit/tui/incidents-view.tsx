@@ -1,5 +1,5 @@
 import { Box, Text } from "ink";
-import type { Incident } from "../../src/support/incidents/incident-wire.js";
+import type { Incident } from "../wire/incidents.js";
 import { incidentLines, incidentRow } from "./state/incident-text.js";
 
 // What the incidents screen shows: the rows that fit, the selected one marked, and its detail below. Presentational

@@ -1,5 +1,5 @@
 import { Box, Text } from "ink";
-import { MAX_ATTEMPTS, type Card, type ClaimedJob, type RequestFacts } from "../../src/support/wire.js";
+import { MAX_ATTEMPTS, type Card, type ClaimedJob, type RequestFacts } from "../wire/support.js";
 import { leaseCountdown } from "./state/lease-countdown.js";
 import { modelName } from "./state/short-id.js";
 import type { Disposition } from "./state/manual-job.js";

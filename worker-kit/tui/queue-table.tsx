@@ -1,6 +1,6 @@
 import { Box, Text } from "ink";
 import type { ReactNode } from "react";
-import type { StaffCasePage } from "../../src/support/staff/staff-wire.js";
+import type { StaffCasePage } from "../wire/staff.js";
 import { windowStart } from "./state/queue-filter.js";
 import { queueHeader, queueRow, type CaseSummary } from "./state/queue-rows.js";
 

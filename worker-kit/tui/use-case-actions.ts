@@ -1,5 +1,5 @@
 import { useRef } from "react";
-import type { StaffCaseDetail } from "../../src/support/staff/staff-wire.js";
+import type { StaffCaseDetail } from "../wire/staff.js";
 import { describeError } from "../client/errors.js";
 import type { CaseChange, DraftKind } from "../client/staff-client.js";
 import type { ScreenProps } from "./screen.js";

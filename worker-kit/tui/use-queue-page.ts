@@ -1,6 +1,6 @@
 import { useCallback, useRef, useState } from "react";
-import type { StaffCasePage } from "../../src/support/staff/staff-wire.js";
-import { LIST_LIMIT } from "../../src/support/wire.js";
+import type { StaffCasePage } from "../wire/staff.js";
+import { LIST_LIMIT } from "../wire/support.js";
 import type { ScreenProps } from "./screen.js";
 import { currentCursor, type PageStack } from "./state/page-stack.js";
 import { useRefresh, type Refresh } from "./use-refresh.js";

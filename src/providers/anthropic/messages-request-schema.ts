@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { identifier } from "../../text-wire.js";
+import { identifier } from "@model-gateway/worker-kit/wire/text";
 import { openUnion, stringOrArray } from "../schema-helpers.js";
 
 // The Anthropic Messages request as the gateway accepts it (reference: CreateMessageParams of the Anthropic

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { identifier } from "../../text-wire.js";
+import { identifier } from "@model-gateway/worker-kit/wire/text";
 import { jsonSchemaOf } from "../../openapi/json-schema.js";
 
 // The evaluation request (spec "the service request"): `model`, one shared `state`, and a non-empty map of

@@ -1,6 +1,6 @@
 import type { Queryable } from "../../db/pool.js";
 import type { RequestLogFactsRow } from "./request-facts.js";
-import type { Card, RequestFacts } from "../wire.js";
+import type { Card, RequestFacts } from "@model-gateway/worker-kit/wire/support";
 
 // The user side's statements on support_cases and its messages (./schema.ts, docs/support.md). Every statement
 // that reads or changes one case names its owner too, so another user's case id finds nothing (404, never 403).

@@ -33,7 +33,7 @@ import type {
   UserCaseResult,
   UserCaseSummary,
   UserMessageResult,
-} from "./user-wire.js";
+} from "@model-gateway/worker-kit/wire/user-cases";
 
 // The user side of support cases (docs/support.md, "Cases (user side)"): a user opens a case about one of their
 // own requests, writes to it, resolves, reopens, hands it to staff and retries a failed answer. Each change and

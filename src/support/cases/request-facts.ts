@@ -1,4 +1,4 @@
-import type { RequestFacts } from "../wire.js";
+import type { RequestFacts } from "@model-gateway/worker-kit/wire/support";
 
 // A request-log row → the facts a support case snapshots (docs/support.md, "Request facts"). Pure. The log holds
 // no payloads, IPs, keys or upstream bodies to begin with; this mapping also leaves out what the log does hold

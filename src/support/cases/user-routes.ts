@@ -14,7 +14,7 @@ import {
   userCasePageSchema,
   userCaseResultSchema,
   userMessageResultSchema,
-} from "./user-wire.js";
+} from "@model-gateway/worker-kit/wire/user-cases";
 
 // The user side of the support workspace, under /api/v1/user/assistant (session auth:
 // src/runtime/credential-checks.ts). Thin: validate, call ./cases.ts, answer. The caller owns the case or gets 404.

@@ -1,7 +1,7 @@
 import { CASE_COLUMNS } from "../cases/cases-sql.js";
 import type { Queryable } from "../../db/pool.js";
 import type { StaffCaseRow } from "../staff/staff-sql.js";
-import type { Card } from "../wire.js";
+import type { Card } from "@model-gateway/worker-kit/wire/support";
 
 // The chat platform's statements (docs/support.md, "Chat platform"): one case per channel (`source_ref`, a
 // unique partial index), never an owner; its messages deduplicated by the platform's message ids (a unique

@@ -1,7 +1,7 @@
 import type { Pool } from "../../db/pool.js";
 import { inTransaction } from "../../db/transaction.js";
 import { changeChannelCase, findChannelCase, insertSourceMessages, upsertChannelCase, type NewSourceMessage } from "./chatplatform-sql.js";
-import type { ControlResponse, SnapshotRequest, SnapshotResponse } from "./chatplatform-wire.js";
+import type { ControlResponse, SnapshotRequest, SnapshotResponse } from "@model-gateway/worker-kit/wire/chat-platform";
 import { enqueueJob } from "../worker-jobs/jobs-sql.js";
 import { scrubText } from "./scrub.js";
 

@@ -4,7 +4,12 @@ import { ours } from "../../openapi/operation.js";
 import { readValidJson } from "../../server/body.js";
 import type { BodyCaps } from "../../server/body-rules.js";
 import { route } from "../../server/route.js";
-import { incidentListSchema, incidentResultSchema, incidentScanResultSchema, incidentUpdateBody } from "./incident-wire.js";
+import {
+  incidentListSchema,
+  incidentResultSchema,
+  incidentScanResultSchema,
+  incidentUpdateBody,
+} from "@model-gateway/worker-kit/wire/incidents";
 import { listIncidents, scanIncidentsNow, updateIncident } from "./incidents.js";
 
 // The staff's incident routes, under /api/v1/assistant beside the case routes (an admin session, and its

@@ -1,5 +1,5 @@
 import type { Queryable } from "../../db/pool.js";
-import type { INCIDENT_STATUSES } from "../wire.js";
+import type { INCIDENT_STATUSES } from "@model-gateway/worker-kit/wire/support";
 
 // The incidents' statements (docs/support.md, "Incidents"). The scans are upserts on the one-unresolved-incident-
 // per-signature index, so running them twice, or on two processes at once, updates the same row. Each signal

@@ -1,7 +1,7 @@
 import type { Pool } from "../../db/pool.js";
 import { inTransaction } from "../../db/transaction.js";
 import { errors } from "../../errors.js";
-import type { Incident, IncidentList, IncidentResult, IncidentScanResult, IncidentUpdate } from "./incident-wire.js";
+import type { Incident, IncidentList, IncidentResult, IncidentScanResult, IncidentUpdate } from "@model-gateway/worker-kit/wire/incidents";
 import {
   incidentRowsByIds,
   linkCases,
@@ -15,7 +15,7 @@ import {
 } from "./incidents-sql.js";
 import type { Queryable } from "../../db/pool.js";
 import { resolveId } from "../resolve-id.js";
-import { INCIDENT_STATUSES } from "../wire.js";
+import { INCIDENT_STATUSES } from "@model-gateway/worker-kit/wire/support";
 
 // Incidents (docs/support.md, "Incidents"): the support_incidents task raises candidates from two independent
 // signals, staff confirm, resolve and publish. `actor` is `admin:<user id>` from the routes, `cli` from the CLI.

@@ -14,8 +14,8 @@ import {
   staffCaseResultSchema,
   staffReplyBody,
   staffReplyResultSchema,
-} from "./staff-wire.js";
-import { listQuery } from "../cases/user-wire.js";
+} from "@model-gateway/worker-kit/wire/staff";
+import { listQuery } from "@model-gateway/worker-kit/wire/user-cases";
 
 // The staff side of the support workspace, under /api/v1/assistant (an admin session, and its CSRF token on
 // every POST: src/runtime/credential-checks.ts). Thin: validate, call ./staff.ts, answer. The actor is the

@@ -27,7 +27,7 @@ import {
   type StaffCaseRow,
   type StaffChange,
 } from "./staff-sql.js";
-import type { DraftResult, StaffCaseDetail, StaffCasePage, StaffCaseResult, StaffReplyResult } from "./staff-wire.js";
+import type { DraftResult, StaffCaseDetail, StaffCasePage, StaffCaseResult, StaffReplyResult } from "@model-gateway/worker-kit/wire/staff";
 
 // The staff side of the support workspace (docs/support.md, "Staff"): any case, with what only staff see; the
 // hold (takeover / resume), resolve, reviewed replies on dashboard cases, and private operator and bug drafts.

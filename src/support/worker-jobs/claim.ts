@@ -1,7 +1,7 @@
 import { leaseClaimableJobs, lastMessages, type TranscriptRow } from "./claim-sql.js";
 import type { Queryable } from "../../db/pool.js";
 import { hashLeaseToken, newLeaseToken } from "./lease-token.js";
-import { MAX_ATTEMPTS, type Card, type ClaimedJob, type ClaimRequest, type RequestFacts } from "../wire.js";
+import { MAX_ATTEMPTS, type Card, type ClaimedJob, type ClaimRequest, type RequestFacts } from "@model-gateway/worker-kit/wire/support";
 
 /** How many of a case's latest messages a claimed job carries; older ones are summed up by `history_truncated`. */
 export const CLAIM_TRANSCRIPT_MESSAGES = 50;

@@ -1,5 +1,5 @@
 import type { Queryable } from "../../db/pool.js";
-import type { Card, Evidence } from "../wire.js";
+import type { Card, Evidence } from "@model-gateway/worker-kit/wire/support";
 
 // What a completion writes (docs/support.md, "Completing"), inside the transaction holding the job and case locks.
 

@@ -5,7 +5,7 @@ import { checkCompletionBody, judgeCompletion } from "./completion-rules.js";
 import { inTransaction } from "../../db/transaction.js";
 import { checkLeaseToken, leaseEnded } from "./lease.js";
 import { addUsage, lockCase, lockJob, type LockedJob } from "./lease-sql.js";
-import { completeResponseSchema, type CompleteRequest, type CompleteResponse } from "../wire.js";
+import { completeResponseSchema, type CompleteRequest, type CompleteResponse } from "@model-gateway/worker-kit/wire/support";
 
 const DRAFT_KIND = { staff_draft: "staff", operator_draft: "operator", bug_draft: "bug" } as const;
 

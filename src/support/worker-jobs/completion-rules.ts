@@ -1,6 +1,6 @@
 import { errors } from "../../errors.js";
 import type { LockedCase } from "./lease-sql.js";
-import type { COMPLETION_OUTCOMES, CompleteRequest, SUPPORT_JOB_KINDS } from "../wire.js";
+import type { COMPLETION_OUTCOMES, CompleteRequest, SUPPORT_JOB_KINDS } from "@model-gateway/worker-kit/wire/support";
 
 // The pure rules of a completion (docs/support.md, "Completing"): what a body must hold, and what becomes of it.
 

@@ -4,7 +4,7 @@ import { failJobForGood, requeueJob } from "./fail-sql.js";
 import { inTransaction } from "../../db/transaction.js";
 import { checkLeaseToken, leaseEnded } from "./lease.js";
 import { addUsage, lockJob } from "./lease-sql.js";
-import { MAX_ATTEMPTS, type FailRequest, type failResponseSchema } from "../wire.js";
+import { MAX_ATTEMPTS, type FailRequest, type failResponseSchema } from "@model-gateway/worker-kit/wire/support";
 import type { z } from "zod";
 
 /**

@@ -1,5 +1,5 @@
 import type { Queryable } from "../../db/pool.js";
-import type { SUPPORT_JOB_KINDS } from "../wire.js";
+import type { SUPPORT_JOB_KINDS } from "@model-gateway/worker-kit/wire/support";
 
 // The support jobs' statements (./schema.ts, docs/support.md). A job is queued in the transaction of the case
 // event that asks for it (a user message, a draft request), so a case never waits for a job nobody queued.

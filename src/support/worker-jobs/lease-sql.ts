@@ -1,5 +1,5 @@
 import type { Queryable } from "../../db/pool.js";
-import type { WorkerUsage } from "../wire.js";
+import type { WorkerUsage } from "@model-gateway/worker-kit/wire/support";
 
 // What complete and fail share (docs/support.md, "Leases"): the job row and then its case row locked, in that
 // order in every transaction that locks both, and usage added to both.

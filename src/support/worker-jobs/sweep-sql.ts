@@ -1,5 +1,5 @@
 import type { Queryable } from "../../db/pool.js";
-import { MAX_ATTEMPTS } from "../wire.js";
+import { MAX_ATTEMPTS } from "@model-gateway/worker-kit/wire/support";
 
 // The sweep's statements (docs/support.md, "The sweep"). Each is idempotent: a second run finds nothing to do.
 // SKIP LOCKED leaves a job a completion holds right now to that completion.

@@ -10,7 +10,7 @@ import {
   controlResponseSchema,
   snapshotRequestSchema,
   snapshotResponseSchema,
-} from "../chat-platform/chatplatform-wire.js";
+} from "@model-gateway/worker-kit/wire/chat-platform";
 import {
   claimRequestSchema,
   claimResponseSchema,
@@ -18,7 +18,7 @@ import {
   completeResponseSchema,
   failRequestSchema,
   failResponseSchema,
-} from "../wire.js";
+} from "@model-gateway/worker-kit/wire/support";
 import { claimJobs } from "../worker-jobs/claim.js";
 import { completeJob, jobNotFound } from "../worker-jobs/complete.js";
 import { failJob } from "../worker-jobs/fail.js";

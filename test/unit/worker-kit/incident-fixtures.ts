@@ -1,4 +1,4 @@
-import type { Incident } from "../../../src/support/incidents/incident-wire.js";
+import type { Incident } from "../../../worker-kit/wire/incidents.js";
 
 export function incident(fields: Partial<Incident> = {}): Incident {
   return {

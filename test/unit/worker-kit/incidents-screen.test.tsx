@@ -1,7 +1,7 @@
 import { render } from "ink-testing-library";
 import { afterEach, describe, expect, it } from "vitest";
 import { cleanup } from "ink-testing-library";
-import type { Incident, IncidentUpdate } from "../../../src/support/incidents/incident-wire.js";
+import type { Incident, IncidentUpdate } from "../../../worker-kit/wire/incidents.js";
 import { GatewayHttpError } from "../../../worker-kit/client/errors.js";
 import { IncidentsScreen } from "../../../worker-kit/tui/incidents-screen.js";
 import { fakeScreenProps, KEYS, settle } from "./fake-screen-props.js";

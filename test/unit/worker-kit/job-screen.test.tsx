@@ -1,6 +1,6 @@
 import { cleanup, render } from "ink-testing-library";
 import { afterEach, describe, expect, it } from "vitest";
-import type { ClaimedJob, CompleteRequest, FailRequest } from "../../../src/support/wire.js";
+import type { ClaimedJob, CompleteRequest, FailRequest } from "../../../worker-kit/wire/support.js";
 import { JobScreen } from "../../../worker-kit/tui/job-screen.js";
 import { fakeScreenProps, settle } from "./fake-screen-props.js";
 

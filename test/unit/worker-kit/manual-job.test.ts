@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { completeRequestSchema, failRequestSchema } from "../../../src/support/wire.js";
+import { completeRequestSchema, failRequestSchema } from "../../../worker-kit/wire/support.js";
 import {
   cardJson,
   EMPTY_CARD,

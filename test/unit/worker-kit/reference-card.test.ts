@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { cardSchema, completeRequestSchema, evidenceSchema } from "../../../src/support/wire.js";
+import { cardSchema, completeRequestSchema, evidenceSchema } from "../../../worker-kit/wire/support.js";
 import { buildCard, REQUEST_EVIDENCE_ID } from "../../../worker-kit/reference/card.js";
 import { facts } from "./reference-fixtures.js";
 

@@ -1,4 +1,4 @@
-import type { ClaimedJob, RequestFacts } from "../../../src/support/wire.js";
+import type { ClaimedJob, RequestFacts } from "../../../worker-kit/wire/support.js";
 
 /** Request facts as a case snapshots them; a failure by default. */
 export function facts(overrides: Partial<RequestFacts> = {}): RequestFacts {

@@ -1,7 +1,7 @@
 import { Writable } from "node:stream";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
-import type { ClaimedJob, ClaimRequest, FailRequest } from "../../../src/support/wire.js";
+import type { ClaimedJob, ClaimRequest, FailRequest } from "../../../worker-kit/wire/support.js";
 import { GatewayConnectionError } from "../../../worker-kit/client/errors.js";
 import type { WorkerClient } from "../../../worker-kit/client/worker-client.js";
 import { createRunner, type RunnerOptions } from "../../../worker-kit/runner/runner.js";

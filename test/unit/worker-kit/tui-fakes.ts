@@ -1,5 +1,5 @@
 import type { StaffClient } from "../../../worker-kit/client/staff-client.js";
-import type { StaffCaseDetail, StaffCasePage } from "../../../src/support/staff/staff-wire.js";
+import type { StaffCaseDetail, StaffCasePage } from "../../../worker-kit/wire/staff.js";
 import type { ScreenProps } from "../../../worker-kit/tui/screen.js";
 
 // Plain objects standing in for the staff client and the shell in the TUI's component tests: every call is

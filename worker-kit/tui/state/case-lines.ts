@@ -1,4 +1,4 @@
-import type { StaffCaseDetail } from "../../../src/support/staff/staff-wire.js";
+import type { StaffCaseDetail } from "../../wire/staff.js";
 import { formatAge } from "./age.js";
 import { modelName, shortId } from "./short-id.js";
 import { oneLine, truncate, wrap } from "./text.js";

@@ -1,4 +1,4 @@
-import type { Incident } from "../../../src/support/incidents/incident-wire.js";
+import type { Incident } from "../../wire/incidents.js";
 
 // An incident in a few short lines (docs/support.md, "Incidents"): the incidents screen and
 // `gateway support incidents` say it the same way. Pure: no UI import, so the CLI twin may use it without Ink.

@@ -7,7 +7,7 @@ import {
   type CompleteRequest,
   type FailRequest,
   type WorkerUsage,
-} from "../../../src/support/wire.js";
+} from "../../wire/support.js";
 
 // A job worked by hand (the TUI's job screen and `gateway support job ...`): what a support engineer claims,
 // completes and fails with. Pure: no UI, no I/O, so the screen and the CLI twins build the same requests.

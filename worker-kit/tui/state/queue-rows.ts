@@ -1,4 +1,4 @@
-import type { StaffCasePage } from "../../../src/support/staff/staff-wire.js";
+import type { StaffCasePage } from "../../wire/staff.js";
 import { formatAge } from "./age.js";
 import { modelName, shortId } from "./short-id.js";
 import { fit, oneLine, truncate } from "./text.js";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { storedText } from "../text-wire.js";
+import { storedText } from "./text.js";
 
 // The support workspace's wire shapes (spec "Support case structures"; docs/support.md): one pure module of zod
 // schemas that the gateway's routes validate with and that worker-kit's typed client reads its types from

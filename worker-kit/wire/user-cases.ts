@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { cardSchema, evidenceSchema, LIST_LIMIT, MAX_CONTENT_CHARS, requestFactsSchema, transcriptMessageSchema } from "../wire.js";
-import { pageSizeQuery } from "../../server/query-wire.js";
+import { cardSchema, evidenceSchema, LIST_LIMIT, MAX_CONTENT_CHARS, requestFactsSchema, transcriptMessageSchema } from "./support.js";
+import { pageSizeQuery } from "./query.js";
 
 // What the user side of the support workspace takes and answers (docs/support.md, "Cases (user side)"). Every
 // answer schema is strict and has no private field: no owner or account id, no source_ref, no private draft, no

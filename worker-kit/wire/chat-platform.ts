@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { LOCALE } from "../cases/user-wire.js";
-import { cardSchema, MAX_CONTENT_CHARS, MESSAGE_ROLES } from "../wire.js";
+import { LOCALE } from "./user-cases.js";
+import { cardSchema, MAX_CONTENT_CHARS, MESSAGE_ROLES } from "./support.js";
 
 // The chat platform's wire shapes (docs/support.md, "Chat platform"): its control check before a delivery and
 // its snapshot upsert. Pure zod, like ./wire.ts, so the platform's worker can read its types from here. The

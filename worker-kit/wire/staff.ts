@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { caseUsageSchema, userCaseSchema, userCaseSummarySchema, userEvidenceSchema } from "../cases/user-wire.js";
-import { MAX_CONTENT_CHARS, MESSAGE_ROLES, SUPPORT_JOB_KINDS } from "../wire.js";
+import { caseUsageSchema, userCaseSchema, userCaseSummarySchema, userEvidenceSchema } from "./user-cases.js";
+import { MAX_CONTENT_CHARS, MESSAGE_ROLES, SUPPORT_JOB_KINDS } from "./support.js";
 
 // What the staff side takes and answers (docs/support.md, "Staff"): the user's view of a case plus what only
 // staff see: the owner, the chat channel, message authors, private drafts and the jobs.

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { INCIDENT_STATUSES } from "../wire.js";
+import { INCIDENT_STATUSES } from "./support.js";
 
 // What the staff's incident routes and the CLI take and answer (docs/support.md, "Incidents"). Staff only: the
 // two aggregates are private; a user sees nothing of an incident but its published summary, in the detail of a

@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { storedText } from "../text-wire.js";
+import { storedText } from "./text.js";
 
-// The session's wire shapes: what login takes and answers. Pure zod, like src/support/wire.ts, so worker-kit's staff client
+// The session's wire shapes: what login takes and answers. Pure zod, like worker-kit/wire/support.ts, so worker-kit's staff client
 // reads its types from the same source as the route (eslint.config.js lets worker-kit import wire modules only).
 
 export const loginBody = z.object({ email: storedText().min(1), password: storedText().min(1) });
