@@ -1,10 +1,13 @@
 // Lint config. Besides the usual checks it enforces the one-way import direction (docs/architecture.md, "Layout"):
 //   pure (errors, billing, config) <- openapi <- metrics <- providers <- db/quota <- server (the HTTP toolkit) <- services, in serviceOrder
 //   <- runtime (composition root, app assembly) <- {cli, worker-kit}
-// worker-kit speaks to the gateway over HTTP only: of src/ it may import the wire modules (`wire.ts`, `*-wire.ts`:
-// pure zod schemas of what the routes take and answer), and a wire module imports nothing but zod and other wire
-// modules, so nothing else of src/ is reachable from worker-kit (test/unit/import-layers.test.ts walks the graph).
-// and, by scripts/check-cycles.mjs (also in `npm run lint`), no import cycle between files or folders.
+// worker-kit is a package of its own (@model-gateway/worker-kit, docs/worker-kit.md): no relative import leaves its
+// folder, it imports only its own dependencies, and it speaks to the gateway over HTTP. The wire modules the two
+// share (worker-kit/wire/: pure zod schemas of what the routes take and answer) live in it; src/ imports them as
+// `@model-gateway/worker-kit/wire/<name>` and nothing else of it, cli/ imports the package's exports only, and a
+// wire module imports nothing but zod and other wire modules (test/unit/import-layers.test.ts walks the graph).
+// And, by scripts/check-cycles.mjs (also in `npm run lint`), no import cycle between files or folders.
+import path from "node:path";
 import js from "@eslint/js";
 import globals from "globals";
 import tseslint from "typescript-eslint";
@@ -15,11 +18,14 @@ const anyOf = (folders, rest = "") => `(^|/)(${folders.join("|")})/${rest}`;
 /** One block of the rule: these files may import none of these patterns. */
 const restrict = (files, ...patterns) => ({ files, rules: { "no-restricted-imports": ["error", { patterns }] } });
 
-const notCli = layer("(^|/)(cli|worker-kit)(/|$)", "src/ never imports cli/ or worker-kit/ (they depend on src/, not the reverse).");
-/** A relative import of src/ that is not a wire module. */
-const srcNotWire = layer(
-  "^(\\.\\./)+src/(?!(?:[a-z0-9-]+/)*(?:[a-z0-9-]+-)?wire\\.js$)",
-  "worker-kit imports only the wire modules of src/ (wire.ts, *-wire.ts): it speaks to the gateway over HTTP.",
+const notCli = layer(
+  "^(?:\\.{1,2}/(?:.*/)?(?:cli|worker-kit)(?:/|$)|@model-gateway/worker-kit(?!/wire/[a-z0-9-]+$))",
+  "src/ never imports cli/ or worker-kit/ (they depend on src/, not the reverse); of worker-kit only its wire modules, as @model-gateway/worker-kit/wire/<name>.",
+);
+/** worker-kit is installed on its own: what it imports must be in its own package.json. */
+const notOwnDependency = layer(
+  "^(?!node:|zod$|pino$|ink$|react$|\\.)",
+  "worker-kit imports only its own dependencies (worker-kit/package.json: zod, pino; ink and react in tui/) and node: built-ins.",
 );
 const notRuntime = layer("(^|/)runtime/", "Only cli/ and the runtime itself use src/runtime (the composition root).");
 /**
@@ -51,13 +57,43 @@ export const serviceOrder = [
 /** Everything above the database and the ledger: the HTTP toolkit, the services, the composition root. */
 const aboveLedger = ["server", ...serviceOrder, "runtime"];
 
-/** The wire module files, and what they may import. */
+/** The gateway's own wire module files, and what they may import. */
 export const WIRE_FILES = ["src/**/wire.ts", "src/**/*-wire.ts"];
+
+/**
+ * A relative import that resolves outside the folder given as the option: worker-kit is packed and installed on
+ * its own, and a file outside its folder is not in the package.
+ */
+const packageBoundary = {
+  meta: {
+    type: "problem",
+    schema: [{ type: "string" }],
+    messages: { outside: '"{{spec}}" leaves {{folder}}/: a package imports its own files and its dependencies only.' },
+  },
+  create(context) {
+    const folder = context.options[0];
+    const root = path.resolve(context.cwd, folder);
+    const check = (node) => {
+      const spec = node.source?.value;
+      if (typeof spec !== "string" || !spec.startsWith(".")) return;
+      const target = path.resolve(path.dirname(context.filename), spec);
+      if (!target.startsWith(root + path.sep)) context.report({ node: node.source, messageId: "outside", data: { spec, folder } });
+    };
+    return { ImportDeclaration: check, ExportNamedDeclaration: check, ExportAllDeclaration: check, ImportExpression: check };
+  },
+};
 
 export const importLayers = [
   restrict(["src/**/*.ts"], notCli, notRuntime, notQuotaStatements),
   restrict(["src/runtime/**/*.ts"], notCli, notQuotaStatements),
-  restrict(["cli/**/*.ts"], notQuotaStatements),
+  restrict(
+    ["cli/**/*.ts"],
+    notQuotaStatements,
+    layer(
+      "^(?:\\.{1,2}/(?:.*/)?worker-kit(?:/|$)|@model-gateway/worker-kit/(?!tui$|reference$|wire/[a-z0-9-]+$))",
+      "cli/ imports worker-kit through the package's exports only: @model-gateway/worker-kit, /tui, /reference, /wire/<name>.",
+    ),
+  ),
   restrict(
     ["src/errors.ts", "src/billing/**/*.ts", "src/config/**/*.ts", "src/time/**/*.ts"],
     notCli,
@@ -113,13 +149,13 @@ export const importLayers = [
   ),
   restrict(
     WIRE_FILES,
-    layer("^(?!zod$|\\.)", "A wire module imports no package but zod."),
+    layer("^(?!zod$|\\.|@model-gateway/worker-kit/wire/)", "A wire module imports no package but zod (and worker-kit's wire modules)."),
     layer("^\\.{1,2}/(?!(?:\\.\\./)*(?:[a-z0-9-]+/)*(?:[a-z0-9-]+-)?wire\\.js$)", "A wire module imports only other wire modules."),
   ),
+  restrict(["worker-kit/**/*.{ts,tsx}"], notOwnDependency),
   restrict(
-    ["worker-kit/**/*.{ts,tsx}"],
-    srcNotWire,
-    layer("(^|/)cli/", "worker-kit does not import cli/ (the gateway CLI imports worker-kit, not the reverse)."),
+    ["worker-kit/wire/**/*.ts"],
+    layer("^(?!zod$|\\./[a-z0-9-]+\\.js$)", "A wire module imports nothing but zod and the other wire modules beside it."),
   ),
   // The core (client, runner, reference worker, the TUI's state) has no UI: the CLI's --json twins load it
   // without ever loading Ink or React.
@@ -129,8 +165,7 @@ export const importLayers = [
   ].map(([files, components]) =>
     restrict(
       [files],
-      srcNotWire,
-      layer("(^|/)cli/", "worker-kit does not import cli/ (the gateway CLI imports worker-kit, not the reverse)."),
+      notOwnDependency,
       layer(
         "^(ink|react|ink-testing-library)(/|$)",
         "worker-kit's core has no UI import: only worker-kit/tui components use Ink and React.",
@@ -141,7 +176,7 @@ export const importLayers = [
 ];
 
 export default tseslint.config(
-  { ignores: ["dist/", "node_modules/", "migrations/", "coverage/", ".gateway/"] },
+  { ignores: ["**/dist/", "**/node_modules/", "migrations/", "coverage/", ".gateway/"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -151,6 +186,11 @@ export default tseslint.config(
     },
   },
   ...importLayers,
+  {
+    files: ["worker-kit/**/*.{ts,tsx}"],
+    plugins: { "model-gateway": { rules: { "package-boundary": packageBoundary } } },
+    rules: { "model-gateway/package-boundary": ["error", "worker-kit"] },
+  },
   {
     // One concern a file, one step a function (docs/architecture.md, "Rules"): a file past 400 lines or a function
     // past 80 (its nested functions counted, as a factory's methods are) is split by concern, not trimmed.

@@ -9,8 +9,12 @@ import { fileURLToPath } from "node:url";
 // Relative imports and re-exports, type-only ones included (they tie the modules together just the same).
 const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^;]*?\sfrom\s+["'](\.[^"']+)["']|import\(\s*["'](\.[^"']+)["']\s*\)/g;
 
+// A package's build output and installed dependencies are not its sources (worker-kit/dist holds .d.ts files).
+const NOT_SOURCES = new Set(["dist", "node_modules"]);
+
 function sourceFiles(dir) {
   return readdirSync(dir).flatMap((entry) => {
+    if (NOT_SOURCES.has(entry)) return [];
     const full = path.join(dir, entry);
     if (statSync(full).isDirectory()) return sourceFiles(full);
     return /\.tsx?$/.test(full) ? [full] : [];

@@ -3,7 +3,7 @@
 
 export { describeError, GatewayConnectionError, GatewayHttpError, isRetryable, type GatewayCallError } from "./client/errors.js";
 export type { HttpOptions } from "./client/http.js";
-export { createWorkerClient, type WorkerClient, type WorkerClientOptions } from "./client/worker-client.js";
+export { createWorkerClient, DEFAULT_GATEWAY_URL, type WorkerClient, type WorkerClientOptions } from "./client/worker-client.js";
 export { login, type CaseChange, type DraftKind, type LoginOptions, type StaffClient } from "./client/staff-client.js";
 export {
   defineTask,

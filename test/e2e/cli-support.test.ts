@@ -212,7 +212,7 @@ describe("gateway support (non-interactive)", () => {
     }
 
     // The hook bites: the UI's own modules cannot load under it, and the TUI path fails.
-    const screen = path.resolve("dist/worker-kit/tui/job-screen.js");
+    const screen = path.resolve("worker-kit/dist/tui/job-screen.js");
     const direct = await execa("node", ["--import", blockInk, "--input-type=module", "-e", `await import(${JSON.stringify(screen)})`], {
       reject: false,
     });

@@ -13,7 +13,7 @@ const PATH =
 function filesUnder(entry: string, out: string[] = []): string[] {
   if (!existsSync(entry)) return out;
   if (statSync(entry).isDirectory()) {
-    for (const name of readdirSync(entry)) if (name !== "node_modules") filesUnder(path.join(entry, name), out);
+    for (const name of readdirSync(entry)) if (name !== "node_modules" && name !== "dist") filesUnder(path.join(entry, name), out);
   } else if (/\.(md|ts|tsx|mjs|js|sql|yaml)$/.test(entry) && !SYNTHETIC.has(entry)) out.push(entry);
   return out;
 }

@@ -11,7 +11,8 @@ const eslint = new ESLint({ cwd: process.cwd() });
 
 async function violations(filePath: string, code: string): Promise<string[]> {
   const [result] = await eslint.lintText(code, { filePath });
-  return result!.messages.filter((m) => m.ruleId === "no-restricted-imports").map((m) => m.message);
+  const rules = ["no-restricted-imports", "model-gateway/package-boundary"];
+  return result!.messages.filter((m) => rules.includes(m.ruleId ?? "")).map((m) => m.message);
 }
 
 describe("import direction lint rule", () => {
@@ -33,14 +34,26 @@ describe("import direction lint rule", () => {
     ["src/metrics/prometheus.ts", 'import { x } from "../quota/ledger.js";\nexport const y = x;\n'],
     ["src/metrics/labels.ts", 'import type { X } from "../server/context.js";\nexport type Y = X;\n'],
     ["src/config/schema.ts", 'import { x } from "../metrics/labels.js";\nexport const y = x;\n'],
-    // worker-kit reaches src/ only through the wire modules, and a wire module only through zod and other wire modules.
+    // worker-kit is a package: no relative import leaves its folder, and it imports only its own dependencies.
     ["worker-kit/client/x.ts", 'import { x } from "../../src/db/pool.js";\nexport const y = x;\n'],
     ["worker-kit/tui/x.tsx", 'import { x } from "../../src/support/cases/cases.js";\nexport const y = x;\n'],
-    ["worker-kit/runner/x.ts", 'import type { X } from "../../src/support/wire-helpers.js";\nexport type Y = X;\n'],
+    ["worker-kit/runner/x.ts", 'import type { X } from "../../src/transfers/wire.js";\nexport type Y = X;\n'],
     ["worker-kit/runner/x.ts", 'import { x } from "../../cli/output.js";\nexport const y = x;\n'],
-    ["worker-kit/wire/support.ts", 'import { x } from "./cases.js";\nexport const y = x;\n'],
+    ["worker-kit/index.ts", 'export { x } from "../src/errors.js";\n'],
+    ["worker-kit/tui/state/x.ts", 'export const y = () => import("../../../src/errors.js");\n'],
+    ["worker-kit/client/x.ts", 'import { x } from "hono";\nexport const y = x;\n'],
+    // A wire module imports only zod and other wire modules.
+    ["worker-kit/wire/support.ts", 'import { x } from "../runner/task.js";\nexport const y = x;\n'],
     ["worker-kit/wire/staff.ts", 'import { x } from "pg";\nexport const y = x;\n'],
     ["worker-kit/wire/auth.ts", 'import type { X } from "../errors.js";\nexport type Y = X;\n'],
+    ["src/transfers/wire.ts", 'import { x } from "./transfers.js";\nexport const y = x;\n'],
+    ["src/transfers/wire.ts", 'import { x } from "@model-gateway/worker-kit";\nexport const y = x;\n'],
+    // The gateway reaches worker-kit through the package: src/ its wire modules only, cli/ its exports only.
+    ["src/support/cases/cases.ts", 'import { x } from "@model-gateway/worker-kit";\nexport const y = x;\n'],
+    ["src/support/cases/cases.ts", 'import { x } from "@model-gateway/worker-kit/reference";\nexport const y = x;\n'],
+    ["src/support/cases/cases.ts", 'import { x } from "../../../worker-kit/wire/support.js";\nexport const y = x;\n'],
+    ["cli/support.ts", 'import { x } from "../worker-kit/client/errors.js";\nexport const y = x;\n'],
+    ["cli/support.ts", 'import { x } from "@model-gateway/worker-kit/tui/state/text.js";\nexport const y = x;\n'],
     // worker-kit's core has no UI: the --json twins load it without Ink.
     ["worker-kit/runner/runner.ts", 'import { render } from "ink";\nexport const y = render;\n'],
     ["worker-kit/tui/state/text.ts", 'import { useState } from "react";\nexport const y = useState;\n'],
@@ -71,11 +84,16 @@ describe("import direction lint rule", () => {
     ["src/server/request-metrics.ts", 'import type { X } from "../metrics/recorders.js";\nexport type Y = X;\n'],
     ["src/metering/meter.ts", 'import type { X } from "../metrics/recorders.js";\nexport type Y = X;\n'],
     ["src/metrics/labels.ts", 'import type { Config } from "../config/schema.js";\nexport type Y = Config;\n'],
-    ["worker-kit/client/x.ts", 'import { x } from "../../worker-kit/wire/support.js";\nexport const y = x;\n'],
-    ["worker-kit/client/x.ts", 'import { x } from "../../worker-kit/wire/auth.js";\nexport const y = x;\n'],
-    ["worker-kit/tui/x.tsx", 'import type { X } from "../../worker-kit/wire/staff.js";\nexport type Y = X;\n'],
-    ["worker-kit/wire/staff.ts", 'import { x } from "./user-wire.js";\nimport { z } from "zod";\nexport const y = [x, z];\n'],
-    ["cli/support.ts", 'import { x } from "../worker-kit/index.js";\nexport const y = x;\n'],
+    ["worker-kit/client/x.ts", 'import { x } from "../wire/support.js";\nexport const y = x;\n'],
+    ["worker-kit/client/x.ts", 'import { x } from "pino";\nimport os from "node:os";\nexport const y = [x, os];\n'],
+    ["worker-kit/tui/x.tsx", 'import type { X } from "../wire/staff.js";\nexport type Y = X;\n'],
+    ["worker-kit/tui/state/x.ts", 'import type { X } from "../../wire/staff.js";\nexport type Y = X;\n'],
+    ["worker-kit/wire/staff.ts", 'import { x } from "./user-cases.js";\nimport { z } from "zod";\nexport const y = [x, z];\n'],
+    ["src/transfers/wire.ts", 'import { x } from "@model-gateway/worker-kit/wire/text";\nexport const y = x;\n'],
+    ["src/support/cases/cases.ts", 'import { x } from "@model-gateway/worker-kit/wire/support";\nexport const y = x;\n'],
+    ["cli/support.ts", 'import { x } from "@model-gateway/worker-kit";\nexport const y = x;\n'],
+    ["cli/support.ts", 'import { x } from "@model-gateway/worker-kit/tui";\nexport const y = x;\n'],
+    ["cli/worker.ts", 'import { x } from "@model-gateway/worker-kit/reference";\nexport const y = x;\n'],
     ["worker-kit/tui/job-screen.tsx", 'import { Text } from "ink";\nexport const y = Text;\n'],
     ["worker-kit/tui/state/manual-job.ts", 'import { x } from "./text.js";\nexport const y = x;\n'],
     ["src/transfers/transfers-sql.ts", 'import { x } from "../quota/in-transaction.js";\nexport const y = x;\n'],
@@ -86,15 +104,14 @@ describe("import direction lint rule", () => {
   });
 });
 
-describe("what worker-kit can reach of src/", () => {
+describe("what worker-kit's files reach", () => {
   const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^;]*?\sfrom\s+["'](\.[^"']+)["']|import\(\s*["'](\.[^"']+)["']\s*\)/g;
-  const WIRE = /(^|\/)([a-z0-9-]+-)?wire\.ts$/;
 
-  /** Every file of src/ reached from worker-kit's files by relative imports, followed transitively. */
+  /** Every file reached from worker-kit's sources (not its dist/) by relative imports, followed transitively. */
   function reachedFromWorkerKit(): string[] {
     const root = path.resolve("worker-kit");
     const start = readdirSync(root, { recursive: true, encoding: "utf8" })
-      .filter((f) => /\.tsx?$/.test(f))
+      .filter((f) => /\.tsx?$/.test(f) && !/^(dist|node_modules)\//.test(f))
       .map((f) => path.join(root, f));
     const seen = new Set<string>();
     const queue = [...start];
@@ -105,16 +122,16 @@ describe("what worker-kit can reach of src/", () => {
       for (const match of readFileSync(file, "utf8").matchAll(IMPORT)) {
         const target = path.resolve(path.dirname(file), (match[1] ?? match[2])!);
         const source = [target.replace(/\.js$/, ".ts"), target.replace(/\.js$/, ".tsx")].find((f) => existsSync(f));
-        if (source) queue.push(source);
+        queue.push(source ?? target);
       }
     }
-    return [...seen].filter((f) => f.startsWith(path.resolve("src") + path.sep)).map((f) => path.relative(process.cwd(), f));
+    return [...seen].map((f) => path.relative(process.cwd(), f));
   }
 
-  it("is the wire modules and nothing else", () => {
+  it("is worker-kit's own files and nothing else: the package stands alone", () => {
     const reached = reachedFromWorkerKit();
-    expect(reached.length).toBeGreaterThan(0);
-    expect(reached.filter((f) => !WIRE.test(f))).toEqual([]);
+    expect(reached.filter((f) => f.startsWith(`worker-kit${path.sep}wire${path.sep}`)).length).toBeGreaterThan(0);
+    expect(reached.filter((f) => !f.startsWith(`worker-kit${path.sep}`))).toEqual([]);
   });
 });
 

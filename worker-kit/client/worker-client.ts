@@ -23,10 +23,15 @@ import { createHttpCaller, type HttpOptions } from "./http.js";
 // bodies of complete and fail. Types and answer checks come from worker-kit/wire/support.ts, the module the routes
 // validate with.
 
-export interface WorkerClientOptions extends HttpOptions {
-  /** SUPPORT_BOT_TOKEN of the gateway. */
-  botToken: string;
+export interface WorkerClientOptions extends Omit<HttpOptions, "baseUrl"> {
+  /** The gateway's root; default `$GATEWAY_URL`, else http://127.0.0.1:8080. */
+  baseUrl?: string | undefined;
+  /** SUPPORT_BOT_TOKEN of the gateway; default `$SUPPORT_BOT_TOKEN`. */
+  botToken?: string | undefined;
 }
+
+/** Where a worker reaches the gateway when neither the options nor `$GATEWAY_URL` say. */
+export const DEFAULT_GATEWAY_URL = "http://127.0.0.1:8080";
 
 export interface WorkerClient {
   claim(request: ClaimRequest, signal?: AbortSignal): Promise<ClaimedJob[]>;
@@ -40,9 +45,13 @@ export interface WorkerClient {
 
 const ROOT = "/api/v1/internal/support/assistant";
 
-export function createWorkerClient(options: WorkerClientOptions): WorkerClient {
-  const call = createHttpCaller(options);
-  const headers = { authorization: `Bearer ${options.botToken}` };
+// The two settings fall back to the environment here, in the package, so that a worker compiled without Node's
+// types (a default `tsc --init` has `types: []`, no `process`) needs no settings in its own code.
+export function createWorkerClient(options: WorkerClientOptions = {}): WorkerClient {
+  const botToken = options.botToken ?? process.env.SUPPORT_BOT_TOKEN;
+  if (!botToken) throw new RangeError("botToken: not given, and SUPPORT_BOT_TOKEN is not set");
+  const call = createHttpCaller({ ...options, baseUrl: options.baseUrl ?? process.env.GATEWAY_URL ?? DEFAULT_GATEWAY_URL });
+  const headers = { authorization: `Bearer ${botToken}` };
   const job = (id: string, action: string) => `${ROOT}/jobs/${encodeURIComponent(id)}/${action}`;
   return {
     async claim(body, signal) {
