@@ -2,7 +2,7 @@ import type { z } from "zod";
 import { GatewayConnectionError, GatewayHttpError } from "./errors.js";
 
 // The one place worker-kit speaks HTTP: a JSON call to the gateway, its answer checked against the wire schema the
-// gateway's own route uses (src/**/wire.ts), its error envelope turned into a GatewayHttpError. Node's fetch (undici)
+// gateway's own route uses (../wire/), its error envelope turned into a GatewayHttpError. Node's fetch (undici)
 // keeps connections alive between calls.
 
 export interface HttpOptions {

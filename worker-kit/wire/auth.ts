@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { storedText } from "./text.js";
 
-// The session's wire shapes: what login takes and answers. Pure zod, like worker-kit/wire/support.ts, so worker-kit's staff client
-// reads its types from the same source as the route (eslint.config.js lets worker-kit import wire modules only).
+// The session's wire shapes: what login takes and answers. Pure zod, like ./support.ts, so worker-kit's staff client
+// reads its types from the same source as the gateway's login route (which imports it from the package).
 
 export const loginBody = z.object({ email: storedText().min(1), password: storedText().min(1) });
 export type LoginBody = z.infer<typeof loginBody>;

@@ -3,7 +3,7 @@ import { LOCALE } from "./user-cases.js";
 import { cardSchema, MAX_CONTENT_CHARS, MESSAGE_ROLES } from "./support.js";
 
 // The chat platform's wire shapes (docs/support.md, "Chat platform"): its control check before a delivery and
-// its snapshot upsert. Pure zod, like ./wire.ts, so the platform's worker can read its types from here. The
+// its snapshot upsert. Pure zod, like ./support.ts, so the platform's worker can read its types from here. The
 // schemas are strict: a field the gateway does not know (an owner, an account) is a 400, never ignored.
 
 /** The most messages one snapshot carries: the platform sends its recent window, not the whole history. */

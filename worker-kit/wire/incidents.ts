@@ -3,7 +3,7 @@ import { INCIDENT_STATUSES } from "./support.js";
 
 // What the staff's incident routes and the CLI take and answer (docs/support.md, "Incidents"). Staff only: the
 // two aggregates are private; a user sees nothing of an incident but its published summary, in the detail of a
-// case it covers (user-wire.ts `incident_summary`).
+// case it covers (user-cases.ts `incident_summary`).
 
 export const MAX_PUBLIC_SUMMARY_CHARS = 2000;
 
