@@ -58,7 +58,12 @@ describe("the worker-kit package, from outside", () => {
   }
 
   /** Runs `node <script>` in the project until the case shows an assistant answer; returns the staff detail. */
-  async function answeredBy(script: string, project: string, env: Record<string, string>, check: () => Promise<unknown>) {
+  async function answeredBy<T>(
+    script: string,
+    project: string,
+    env: Record<string, string>,
+    check: () => Promise<T | undefined>,
+  ): Promise<T> {
     let err = "";
     worker = execa("node", [script], { cwd: project, env: cleanEnv(env), extendEnv: true, reject: false, buffer: false });
     worker.stderr!.on("data", (chunk: Buffer) => (err += chunk.toString()));
