@@ -4,7 +4,7 @@
 // same commit reuse it (its embedded PostgreSQL is the working tree's binaries). Remove the directories under
 // os.tmpdir()/gateway-bench-refs to rebuild.
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
@@ -25,6 +25,25 @@ export function resolveRef(root, ref) {
 }
 
 /**
+ * The working tree's installed packages for the ref at `dir`, linked one by one, except its workspaces: the working
+ * tree's `node_modules/@model-gateway/worker-kit` links to the working tree's worker-kit/, and the ref must build
+ * and run its own (its wire modules are on the request path).
+ */
+function linkDependencies(root, dir) {
+  const modules = path.join(dir, "node_modules");
+  mkdirSync(modules);
+  for (const entry of readdirSync(path.join(root, "node_modules"))) {
+    if (entry !== "@model-gateway") symlinkSync(path.join(root, "node_modules", entry), path.join(modules, entry));
+  }
+  const { workspaces = [] } = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8"));
+  for (const folder of workspaces) {
+    const { name } = JSON.parse(readFileSync(path.join(dir, folder, "package.json"), "utf8"));
+    mkdirSync(path.dirname(path.join(modules, name)), { recursive: true });
+    symlinkSync(path.join(dir, folder), path.join(modules, name), "dir");
+  }
+}
+
+/**
  * A built copy of `ref` (its `bin/gateway` runnable), prepared once per commit. `log` reports the slow steps.
  * Returns the directory, the full commit and a short label.
  */
@@ -42,7 +61,7 @@ export function prepareRef(root, ref, log) {
   const sameLock =
     existsSync(path.join(dir, "package-lock.json")) &&
     readFileSync(path.join(dir, "package-lock.json"), "utf8") === readFileSync(path.join(root, "package-lock.json"), "utf8");
-  if (sameLock) symlinkSync(path.join(root, "node_modules"), path.join(dir, "node_modules"), "dir");
+  if (sameLock) linkDependencies(root, dir);
   else {
     log(`--against ${label}: its lockfile differs; npm ci (a minute or two)…`);
     // Scripts off: the ref's `prepare` would build again; the embedded database ships in a package of its own.
