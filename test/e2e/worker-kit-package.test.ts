@@ -7,23 +7,13 @@ import { staffCaseDetailSchema } from "../../worker-kit/wire/staff.js";
 import { userCaseResultSchema } from "../../worker-kit/wire/user-cases.js";
 import { cleanEnv, endWork, startServe, tempDir, type ServeProcess } from "../helpers/cli.js";
 import { logIn, type Session } from "../helpers/login.js";
+import { until } from "../helpers/poll.js";
 
 // Issue 32: worker-kit proved from outside, as a newcomer uses it (docs/worker-kit.md, "Package", runs these very
 // steps). The package is packed, installed from the tarball into a fresh project that has only Node and TypeScript
 // and a `tsc --init` config left as it is, and a worker compiled there with tsc (examples/worker-kit/worker.ts) runs
 // with plain `node` against a live `gateway serve --demo` until the case it answers shows the answer; then the
 // same in plain JavaScript (examples/worker-kit/worker.mjs), with no compiler at all.
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-/** Polls `probe` until it returns a value (not undefined); fails after `tries` × 100 ms. */
-async function until<T>(what: string, probe: () => Promise<T | undefined>, tries = 900): Promise<T> {
-  for (let i = 0; i < tries; i++) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    await sleep(100);
-  }
-  throw new Error(`gave up waiting for ${what}`);
-}
 
 // The registry is reachable but the cache is preferred: the packages are the repository's own, already installed.
 const NPM_FLAGS = ["--prefer-offline", "--no-audit", "--no-fund"];
@@ -68,10 +58,14 @@ describe("the worker-kit package, from outside", () => {
     worker = execa("node", [script], { cwd: project, env: cleanEnv(env), extendEnv: true, reject: false, buffer: false });
     worker.stderr!.on("data", (chunk: Buffer) => (err += chunk.toString()));
     worker.stdout!.on("data", (chunk: Buffer) => (err += chunk.toString()));
-    const detail = await until(`${script} to answer`, async () => {
-      if (worker!.exitCode !== null) throw new Error(`${script} exited (${worker!.exitCode}): ${err}`);
-      return check();
-    });
+    const detail = await until(
+      `${script} to answer`,
+      async () => {
+        if (worker!.exitCode !== null) throw new Error(`${script} exited (${worker!.exitCode}): ${err}`);
+        return check();
+      },
+      900,
+    );
     worker.kill("SIGTERM");
     const result = await worker;
     expect(result.exitCode, err).toBe(0);

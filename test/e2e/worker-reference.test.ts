@@ -6,6 +6,7 @@ import { userCaseDetailSchema, userCaseResultSchema, type userCaseDetailSchema a
 import { cleanEnv, gatewayBin, endWork, startServe, tempDir, type ServeProcess } from "../helpers/cli.js";
 import { logIn } from "../helpers/login.js";
 import type { z } from "zod";
+import { until } from "../helpers/poll.js";
 
 // The issue's path end to end with the real binaries: `gateway serve --demo` opens the worker endpoints with a bot
 // token of its own, `gateway worker run --demo` reads it, and a user's case on a failed request gets an answer
@@ -13,18 +14,6 @@ import type { z } from "zod";
 // answers publish again once they resume.
 
 type Detail = z.infer<typeof DetailSchema>;
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls `probe` until it returns a value (not undefined); fails after `tries` × 100 ms with the last state. */
-async function until<T>(what: string, probe: () => Promise<T | undefined>, tries = 600): Promise<T> {
-  for (let i = 0; i < tries; i++) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    await sleep(100);
-  }
-  throw new Error(`gave up waiting for ${what}`);
-}
 
 describe("gateway worker run --demo", () => {
   let work: Awaited<ReturnType<typeof tempDir>>;

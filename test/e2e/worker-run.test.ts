@@ -1,8 +1,8 @@
 import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanEnv, gateway, gatewayBin, tempDir } from "../helpers/cli.js";
+import { closedPort } from "../helpers/poll.js";
 
 // `gateway worker run` as an operator meets it before any job arrives: its help shows the defaults, and a worker
 // started with no gateway at its URL says so once, naming the URL and what to check, then says when it is back.
@@ -13,15 +13,6 @@ beforeAll(async () => {
   work = await tempDir("gateway-e2e-worker-run-");
 });
 afterAll(() => work?.remove());
-
-/** A port nothing listens on (one just released). */
-async function closedPort(): Promise<number> {
-  const server = http.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 async function until(what: string, check: () => boolean, timeoutMs = 60_000): Promise<void> {
   const end = Date.now() + timeoutMs;

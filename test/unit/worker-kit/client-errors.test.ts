@@ -4,19 +4,12 @@ import { z } from "zod";
 import { describe, expect, it } from "vitest";
 import { describeError, GatewayConnectionError, isRetryable } from "../../../worker-kit/client/errors.js";
 import { createHttpCaller } from "../../../worker-kit/client/http.js";
+import { closedPort } from "../../helpers/poll.js";
 
 // A gateway that cannot be reached is named with its URL and what to check, in the one line the worker, the CLI and
 // the TUI all show (describeError).
 
 const call = { method: "GET", path: "/health", headers: {}, answer: z.unknown() } as const;
-
-async function closedPort(): Promise<number> {
-  const server = http.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 describe("an unreachable gateway", () => {
   it("is named with its URL, the socket's code and the hint", async () => {
