@@ -50,11 +50,13 @@ export interface IdMatches {
 }
 
 /**
- * The one id an input names: 404 `not_found` for none (and for an input that names nothing), 400 `ambiguous_id`
+ * The one id an input names: 404 `not_found` for none (and for an input that names nothing, saying what would), 400 `ambiguous_id`
  * naming how many matched for several.
  */
 export function oneId(input: string, matches: IdMatches | null, noun: IdNoun): string {
-  if (matches === null || matches.count === 0 || matches.id === null) throw errors.notFound(`No such ${noun}.`);
+  // An input too short to be a prefix (the `7c04` a person typed from memory) says what would do.
+  if (matches === null) throw errors.notFound(`No such ${noun}: name it by its id or its first ${MIN_ID_PREFIX}+ hex digits.`);
+  if (matches.count === 0 || matches.id === null) throw errors.notFound(`No such ${noun}.`);
   if (matches.count > 1) {
     throw errors.badRequest(`The id prefix ${input} matches ${matches.count} ${noun}s; give more of the id.`, "id", "ambiguous_id");
   }

@@ -2,7 +2,7 @@ import { createRunner, createWorkerClient, defineTask, stopOnSignals } from "@mo
 
 // Answers every user question with the same short text; the gateway publishes it to the case.
 const answer = defineTask("answer", async (job, { addUsage, logger }) => {
-  logger.info({ case_id: job.case_id }, "answering");
+  logger.info({ locale: job.context.locale }, "answering"); // the job, kind, case and attempt are on every line already
   addUsage({ model_calls: 0, cost_usd: "0" }); // no model was called: the answer cost nothing
   return {
     content: `Thanks: case ${job.case_id} is with us, and we answer in ${job.context.locale}.`,

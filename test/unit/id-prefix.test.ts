@@ -52,7 +52,11 @@ describe("oneId", () => {
       code: "not_found",
       message: "No such case.",
     });
-    expect(refusal(() => oneId("nope", null, "incident"))).toMatchObject({ status: 404, message: "No such incident." });
+    expect(refusal(() => oneId("7c04", null, "incident"))).toMatchObject({
+      status: 404,
+      code: "not_found",
+      message: "No such incident: name it by its id or its first 8+ hex digits.",
+    });
   });
 
   it("is 400 ambiguous_id naming how many matched for several", () => {
