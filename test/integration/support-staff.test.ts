@@ -10,6 +10,7 @@ import {
 import { userCaseDetailSchema } from "../../worker-kit/wire/user-cases.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { logIn } from "../helpers/login.js";
+import { QUESTION_PREVIEW_CHARS } from "../../src/support/cases/cases-sql.js";
 
 // The staff side of the support workspace over real HTTP and a real database (docs/support.md, "Staff"): the
 // admin session and its CSRF token, the hold against a running answer (through the workers' own endpoints),
@@ -116,6 +117,15 @@ describe("staff routes", () => {
     expect(second.body.cases[0].id).not.toBe(first.body.cases[0].id);
     expect(second.body.cases[0].question).toBeNull();
     expect((await staff("/cases?limit=0", "GET")).status).toBe(400);
+
+    // A long question is its opening in the list (a page stays small), whole in the case's detail.
+    const long = `${"Why ".repeat(100)}did it fail?`;
+    const c = await openCase(long);
+    const listed = await staff("/cases?limit=1", "GET");
+    expect(listed.body.cases[0]).toMatchObject({ id: c.id, question: long.slice(0, QUESTION_PREVIEW_CHARS) });
+    expect(QUESTION_PREVIEW_CHARS).toBeLessThan(long.length);
+    const detail = await staff(`/cases/${c.id}`, "GET");
+    expect(detail.body.messages.find((m: { role: string }) => m.role === "user").content).toBe(long);
   });
 
   it("a takeover during a running answer keeps it from publishing; the hold lasts until resume", async () => {

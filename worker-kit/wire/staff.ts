@@ -12,7 +12,10 @@ const privateParts = {
 
 export const staffCaseSummarySchema = userCaseSummarySchema.extend(privateParts).extend({
   owner_email: z.string().nullable().meta({ description: "The owner's email; null for a chat-platform case." }),
-  question: z.string().nullable().meta({ description: "The case's first user message, or null when it has none." }),
+  question: z
+    .string()
+    .nullable()
+    .meta({ description: "The case's first user message (its first 280 characters), or null when it has none." }),
 });
 export const staffCaseSchema = userCaseSchema.extend(privateParts).extend({
   staff_actor: z

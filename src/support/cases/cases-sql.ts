@@ -185,9 +185,11 @@ export interface CaseListRow extends CaseRow {
 const LIST_COLUMNS = `${CASE_COLUMNS}, owner_user_id, source_ref,
   to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_t`;
 const LIST_ORDER = "order by created_at desc, id desc";
-// What staff read a queue by: who asked and what. The first user message is found through (case_id, id).
+// What staff read a queue by: who asked and what. The first user message is found through (case_id, id), and cut to
+// its opening (QUESTION_PREVIEW_CHARS) so a page of long questions stays small: the case's detail has it whole.
+export const QUESTION_PREVIEW_CHARS = 280;
 const STAFF_LIST_COLUMNS = `, (select u.email from users u where u.id = support_cases.owner_user_id) as owner_email,
-  (select m.content from support_messages m where m.case_id = support_cases.id and m.role = 'user' order by m.id limit 1) as question`;
+  (select left(m.content, ${QUESTION_PREVIEW_CHARS}) from support_messages m where m.case_id = support_cases.id and m.role = 'user' order by m.id limit 1) as question`;
 
 /**
  * Cases newest first, from after `cursor` when given: the user's own (`ownerUserId`), or every case for staff
