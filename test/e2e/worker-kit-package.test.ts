@@ -4,9 +4,9 @@ import { execa, type ResultPromise } from "execa";
 import { afterAll, describe, expect, it } from "vitest";
 import { readDemoCredentials } from "../../src/runtime/demo.js";
 import { staffCaseDetailSchema } from "../../worker-kit/wire/staff.js";
-import { userCaseResultSchema } from "../../worker-kit/wire/user-cases.js";
 import { cleanEnv, endWork, startServe, tempDir, type ServeProcess } from "../helpers/cli.js";
 import { logIn, type Session } from "../helpers/login.js";
+import { openCaseOnFailedRequest } from "../helpers/demo-case.js";
 import { until } from "../helpers/poll.js";
 
 // Issue 32: worker-kit proved from outside, as a newcomer uses it (docs/worker-kit.md, "Package", runs these very
@@ -28,23 +28,7 @@ describe("the worker-kit package, from outside", () => {
 
   /** Opens a user's case about a failed request: the gateway queues an `answer` job for it. */
   async function openCase(url: string, key: string, user: Session): Promise<string> {
-    const failed = await fetch(`${url}/v1/chat/completions`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "x-upstream-api-key": "not-the-mock-key" },
-      body: JSON.stringify({ model: "demo-small", messages: [{ role: "user", content: "hello" }] }),
-    });
-    expect(failed.status).toBe(400);
-    const requestId = failed.headers.get("x-request-id")!;
-    // The request log is written in batches: the case opens once the row is there.
-    const opened = await until("the case to open", async () => {
-      const res = await fetch(`${url}/api/v1/user/assistant/cases`, {
-        method: "POST",
-        headers: { ...user.headers, "content-type": "application/json" },
-        body: JSON.stringify({ request_id: requestId, locale: "en", question: "Why did my request fail?" }),
-      });
-      return res.status === 201 ? userCaseResultSchema.parse(await res.json()).case.id : undefined;
-    });
-    return opened;
+    return (await openCaseOnFailedRequest(url, key, user.headers, { locale: "en", question: "Why did my request fail?" })).id;
   }
 
   /** Runs `node <script>` in the project until the case shows an assistant answer; returns the staff detail. */

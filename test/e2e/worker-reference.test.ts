@@ -2,10 +2,11 @@ import { execa, type ResultPromise } from "execa";
 import { afterAll, describe, expect, it } from "vitest";
 import { readDemoCredentials } from "../../src/runtime/demo.js";
 import { staffCaseDetailSchema } from "../../worker-kit/wire/staff.js";
-import { userCaseDetailSchema, userCaseResultSchema, type userCaseDetailSchema as DetailSchema } from "../../worker-kit/wire/user-cases.js";
+import { userCaseDetailSchema, type userCaseDetailSchema as DetailSchema } from "../../worker-kit/wire/user-cases.js";
 import { cleanEnv, gatewayBin, endWork, startServe, tempDir, type ServeProcess } from "../helpers/cli.js";
 import { logIn } from "../helpers/login.js";
 import type { z } from "zod";
+import { openCaseOnFailedRequest } from "../helpers/demo-case.js";
 import { until } from "../helpers/poll.js";
 
 // The issue's path end to end with the real binaries: `gateway serve --demo` opens the worker endpoints with a bot
@@ -57,23 +58,8 @@ describe("gateway worker run --demo", () => {
     const session = await logIn(url!, saved.email, saved.password!);
     const user = { authorization: `Bearer ${session.token}`, "content-type": "application/json" };
     const staff = { ...user, "x-csrf-token": session.csrfToken };
-    const failed = await fetch(`${url}/v1/chat/completions`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${saved.key}`, "content-type": "application/json", "x-upstream-api-key": "not-the-mock-key" },
-      body: JSON.stringify({ model: "demo-small", messages: [{ role: "user", content: "hello" }] }),
-    });
-    expect(failed.status).toBe(400);
-    const requestId = failed.headers.get("x-request-id")!;
-
-    // The request log is written in batches: the case opens once the row is there.
-    const opened = await until("the case to open", async () => {
-      const res = await fetch(`${url}/api/v1/user/assistant/cases`, {
-        method: "POST",
-        headers: user,
-        body: JSON.stringify({ request_id: requestId, locale: "de", question: "Warum schlägt meine Anfrage fehl?" }),
-      });
-      return res.status === 201 ? userCaseResultSchema.parse(await res.json()).case : undefined;
-    });
+    const opened = await openCaseOnFailedRequest(url!, saved.key, user, { locale: "de", question: "Warum schlägt meine Anfrage fehl?" });
+    const requestId = opened.request_id!;
     const casePath = `${url}/api/v1/user/assistant/cases/${opened.id}`;
     const detail = async () => userCaseDetailSchema.parse(await (await fetch(casePath, { headers: user })).json());
     const assistantMessages = (d: Detail) => d.messages.filter((m) => m.role === "assistant");
