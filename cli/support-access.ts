@@ -1,14 +1,12 @@
 import type { Command } from "commander";
 import { readDemoCredentials, type DemoCredentials } from "../src/runtime/demo.js";
-import { login, type StaffClient, createWorkerClient, type WorkerClient } from "@model-gateway/worker-kit";
+import { DEFAULT_GATEWAY_URL, login, type StaffClient, createWorkerClient, type WorkerClient } from "@model-gateway/worker-kit";
 import { dataDirOf } from "./context.js";
 
 // How `gateway support` and its twins reach the gateway: over HTTP like any client (never its database), as a
 // staff member (email and password through the login route, whose throttle applies) and, for jobs, with the
 // gateway's bot token. Each setting comes from its flag, else the demo's saved credentials (--demo), else the
 // environment. No UI import here: the twins load this and never Ink.
-
-export const DEFAULT_GATEWAY_URL = "http://127.0.0.1:8080";
 
 export interface AccessOptions {
   url?: string;

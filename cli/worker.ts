@@ -3,11 +3,10 @@ import pino from "pino";
 import { readDemoCredentials } from "../src/runtime/demo.js";
 import { chooseLogFormat, createLogger, logDestination, logFormats, type LogFormat } from "../src/logger.js";
 import { LEASE_SECONDS } from "@model-gateway/worker-kit/wire/support";
-import { createRunner, createWorkerClient, RUNNER_DEFAULTS, stopOnSignals } from "@model-gateway/worker-kit";
+import { createRunner, createWorkerClient, DEFAULT_GATEWAY_URL, RUNNER_DEFAULTS, stopOnSignals } from "@model-gateway/worker-kit";
 import { referenceTasks } from "@model-gateway/worker-kit/reference";
 import { dataDirOf } from "./context.js";
 import { action } from "./output.js";
-import { DEFAULT_GATEWAY_URL } from "./support-access.js";
 import { defaultWorkerId, workerSettings, type WorkerRunOptions } from "./worker-settings.js";
 
 // `gateway worker run`: the reference worker (worker-kit/reference) on the worker-kit runner. It answers support
