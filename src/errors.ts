@@ -76,6 +76,8 @@ export const ERROR_CODES = {
   user_not_found: missing,
   key_not_found: missing,
   job_not_found: missing,
+  // A completed video job's file, which the provider no longer keeps (docs/api.md, "Video").
+  video_expired: { status: 410, type: "invalid_request_error", class: "not_found" },
   method_not_allowed: invalid(405),
   conflict: { status: 409, type: "conflict_error", class: "invalid_request" },
   email_taken: { status: 409, type: "conflict_error", class: "invalid_request" },

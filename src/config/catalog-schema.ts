@@ -31,6 +31,12 @@ export const providerSchema = z.strictObject({
 
 export const MiB = 1024 * 1024;
 
+/**
+ * The clip lengths OpenAI's video API makes (`VideoSeconds` in its API description: "4", "8", "12"): a video
+ * model with an `openai` target must default to one of them (./findings.ts).
+ */
+export const OPENAI_VIDEO_SECONDS = [4, 8, 12] as const;
+
 /** The longest video a request may ask for on any model (docs/api.md, "Video"). */
 export const MAX_VIDEO_SECONDS = 600;
 

@@ -1,3 +1,4 @@
+import { OPENAI_VIDEO_SECONDS } from "./catalog-schema.js";
 import { ConfigError } from "./load.js";
 import type { Config, ModelConfig, ProviderConfig } from "./schema.js";
 
@@ -23,14 +24,14 @@ export const SERVED_PROTOCOLS: Readonly<Record<ModelConfig["kind"], readonly Pro
   chat: ["openai", "anthropic", "gemini"],
   embedding: ["openai"],
   image: ["openai"],
-  video: ["video"],
+  video: ["video", "openai"],
   systemone: ["systemone"],
 };
 
 /** Path endings the gateway appends itself, per protocol: a base URL ending in one doubles it. */
 const APPENDED: Readonly<Record<Protocol, { suffixes: readonly string[]; root: string; example: string }>> = {
   openai: {
-    suffixes: ["/chat/completions", "/responses", "/embeddings", "/images/generations", "/images/edits"],
+    suffixes: ["/chat/completions", "/responses", "/embeddings", "/images/generations", "/images/edits", "/videos"],
     root: "the API root including /v1",
     example: "https://api.openai.com/v1",
   },
@@ -71,6 +72,32 @@ function baseUrlFindings(providerId: string, provider: ProviderConfig): ConfigFi
   return findings;
 }
 
+/**
+ * OpenAI makes clips of 4, 8 or 12 seconds only: a video model with an `openai` target must default to one of
+ * them, and allow at least the shortest (else every request without a `duration` would be refused).
+ */
+function openaiVideoFindings(modelId: string, model: ModelConfig, protocols: readonly Protocol[]): ConfigFinding[] {
+  const price = model.video_price;
+  if (model.kind !== "video" || !price || !protocols.includes("openai")) return [];
+  const allowed = OPENAI_VIDEO_SECONDS.join(", ");
+  const findings: ConfigFinding[] = [];
+  if (!(OPENAI_VIDEO_SECONDS as readonly number[]).includes(price.default_seconds)) {
+    findings.push({
+      level: "error",
+      path: `models.${modelId}.video_price.default_seconds`,
+      message: `is ${price.default_seconds}: OpenAI makes videos of ${allowed} seconds only, so a model with an openai target defaults to one of them`,
+    });
+  }
+  if (price.max_seconds < OPENAI_VIDEO_SECONDS[0]) {
+    findings.push({
+      level: "error",
+      path: `models.${modelId}.video_price.max_seconds`,
+      message: `is ${price.max_seconds}: OpenAI makes videos of ${allowed} seconds only, so a model with an openai target allows at least ${OPENAI_VIDEO_SECONDS[0]}`,
+    });
+  }
+  return findings;
+}
+
 function modelFindings(modelId: string, model: ModelConfig, config: Config): ConfigFinding[] {
   const served = SERVED_PROTOCOLS[model.kind];
   const protocols = model.targets.map((target) => config.providers[typeof target === "string" ? target : target.provider]!.protocol);
@@ -83,7 +110,7 @@ function modelFindings(modelId: string, model: ModelConfig, config: Config): Con
       },
     ];
   }
-  return protocols.flatMap((protocol, i) =>
+  const unserved = protocols.flatMap((protocol, i) =>
     served.includes(protocol)
       ? []
       : [
@@ -94,6 +121,7 @@ function modelFindings(modelId: string, model: ModelConfig, config: Config): Con
           },
         ],
   );
+  return [...openaiVideoFindings(modelId, model, protocols), ...unserved];
 }
 
 /** Every finding of a config the schema accepted, errors first, each group in the file's order. */

@@ -1,15 +1,21 @@
 import type { ProviderConfig } from "../config/schema.js";
 import { errors } from "../errors.js";
+import { openaiOneVideo, openaiPrompt, openaiReference, openaiSeconds, openaiSize } from "./video-openai-fields.js";
 import type { VideoRequest } from "./video-request-schema.js";
 
 // How the unified video fields reach each provider protocol (docs/api.md, "Video", the capability table). A
-// field is passed (under the provider's own name), dropped (the provider has no such setting; the request still
-// runs) or refused (400 naming it: the request cannot be honoured without it). `provider_options` is merged last
-// into the upstream body, but can never replace the model or the prompt the gateway sends.
+// field is passed (under the provider's own name), mapped (into the provider's own fields and shapes, by a
+// function that reads the whole request and may refuse a value with a 400 naming the field), dropped (the
+// provider has no such setting; the request still runs) or refused (400 naming it: the request cannot be
+// honoured without it). `provider_options` is merged last into the upstream body, but can never replace the
+// model or the prompt the gateway sends.
 
 type Field = Exclude<keyof VideoRequest, "model" | "provider_options">;
 
-type Handling = { pass: string } | "drop" | "refuse";
+/** The upstream fields a mapped field becomes; `seconds` is the duration held (the model's default filled in). */
+type Mapping = (request: VideoRequest, seconds: number) => Record<string, unknown>;
+
+type Handling = { pass: string } | { map: Mapping } | "drop" | "refuse";
 
 export type VideoCapabilities = Record<Field, Handling>;
 
@@ -36,8 +42,36 @@ const videoProtocol: VideoCapabilities = {
   voice_list: same("voice_list"),
 };
 
+/**
+ * OpenAI's video API (`CreateVideoJsonBody`, ./video-openai-fields.ts): one video per job, of 4, 8 or 12
+ * seconds, at one of four sizes, with at most one reference image; no video or audio inputs, no voices.
+ */
+const openaiProtocol: VideoCapabilities = {
+  prompt: { map: openaiPrompt },
+  duration: { map: openaiSeconds },
+  resolution: { map: openaiSize },
+  aspect_ratio: { map: openaiSize },
+  input_image: { map: openaiReference },
+  image_url: { map: openaiReference },
+  input_video: "refuse",
+  video_url: "refuse",
+  input_audio: "refuse",
+  audio_url: "refuse",
+  n: { map: openaiOneVideo },
+  // Sora makes its own soundtrack, and its model (sora-2, sora-2-pro) is the operator's choice, not a request's.
+  audio: "drop",
+  sound: "drop",
+  tier: "drop",
+  quality: "drop",
+  mode: "drop",
+  voice_list: "refuse",
+};
+
 /** The protocols that serve video, each with its table; a model on another protocol is not served here. */
-export const VIDEO_CAPABILITIES: Partial<Record<ProviderConfig["protocol"], VideoCapabilities>> = { video: videoProtocol };
+export const VIDEO_CAPABILITIES: Partial<Record<ProviderConfig["protocol"], VideoCapabilities>> = {
+  video: videoProtocol,
+  openai: openaiProtocol,
+};
 
 export const VIDEO_PROTOCOLS = Object.keys(VIDEO_CAPABILITIES) as ProviderConfig["protocol"][];
 
@@ -62,7 +96,8 @@ export function videoUpstreamBody(
     if (handling === "refuse") {
       throw errors.badRequest(`Invalid ${field}: this model's provider does not support it.`, field, "invalid_value");
     }
-    body[handling.pass] = value;
+    if ("map" in handling) Object.assign(body, handling.map(request, seconds));
+    else body[handling.pass] = value;
   }
   for (const [name, value] of Object.entries(request.provider_options ?? {})) {
     if (RESERVED.has(name)) {

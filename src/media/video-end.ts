@@ -6,7 +6,7 @@ import type { Pool } from "../db/pool.js";
 import { inTransaction } from "../db/transaction.js";
 import type { ErrorCode } from "../errors.js";
 import { ledgerInTransaction, type DurableRow } from "../quota/in-transaction.js";
-import { endVideoJob, lockVideoJob, type VideoJobRow } from "./video-jobs.js";
+import { endVideoJob, lockVideoJob, type StoredVideo, type VideoJobRow } from "./video-jobs.js";
 import { videoRequestRow } from "./video-request-row.js";
 
 // How a video job ends (docs/billing.md, "Video quota"): ONE transaction locks the job row, resolves its durable
@@ -15,13 +15,12 @@ import { videoRequestRow } from "./video-request-row.js";
 // left as it is, and since only this transaction resolves a job's hold, after finding its job running under the
 // row's lock, the hold is never resolved twice.
 
-export type VideoVerdict =
-  { status: "completed"; charge: bigint; videos: { url: string; duration: number | null }[] } | { status: "failed"; code: ErrorCode };
+export type VideoVerdict = { status: "completed"; charge: bigint; videos: StoredVideo[] } | { status: "failed"; code: ErrorCode };
 
 export interface VideoEnding {
   status: "completed" | "failed";
   charged: bigint;
-  videos: { url: string; duration: number | null }[] | null;
+  videos: StoredVideo[] | null;
   code: ErrorCode | null;
 }
 

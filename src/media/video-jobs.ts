@@ -1,11 +1,14 @@
 import { insertRows } from "../analytics/row-json.js";
 import type { Pool, Queryable } from "../db/pool.js";
-import type { VideoJobStatus } from "../providers/types.js";
+import type { VideoJobStatus, VideoLocation } from "../providers/types.js";
 
 // The video_jobs table's statements (./schema.ts). A job row is created due for its first poll; a poll claims it
 // (next_poll_at moved to the claim's end, FOR UPDATE SKIP LOCKED: one process at a time), then either schedules the
 // next poll or ends the job in the transaction that resolves its hold (./video-end.ts). Poll times are the
 // database's clock, so processes never disagree about when a job is due or a claim has lapsed.
+
+/** A completed job's video as its row keeps it: where it is fetched from, and the seconds the provider reported. */
+export type StoredVideo = VideoLocation & { duration: number | null };
 
 export interface VideoJobRow {
   id: string;
@@ -24,7 +27,7 @@ export interface VideoJobRow {
   n: number;
   rate: { num: bigint; den: bigint };
   charged: bigint | null;
-  videos: { url: string; duration: number | null }[] | null;
+  videos: StoredVideo[] | null;
   errorCode: string | null;
   receivedAt: Date;
   createdAt: Date;
@@ -55,7 +58,7 @@ interface Row {
   rate_num: string;
   rate_den: string;
   charged: string | null;
-  videos: { url: string; duration: number | null }[] | null;
+  videos: StoredVideo[] | null;
   error_code: string | null;
   received_at: Date;
   created_at: Date;
@@ -187,7 +190,7 @@ export async function lockVideoJob(client: Queryable, id: string): Promise<Video
 export interface VideoJobEnd {
   status: "completed" | "failed";
   charged: bigint;
-  videos: { url: string; duration: number | null }[] | null;
+  videos: StoredVideo[] | null;
   errorCode: string | null;
   now: Date;
   /** The submission's request-log row, encoded (src/analytics/row-json.ts); null when it cannot be stored. */

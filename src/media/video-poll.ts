@@ -82,7 +82,8 @@ async function ask(
       job.seconds,
       job.rate,
     );
-    return { status: "completed", charge, videos: report.videos.map((v) => ({ url: v.url, duration: v.durationSeconds })) };
+    const videos = report.videos.map(({ durationSeconds, ...location }) => ({ ...location, duration: durationSeconds }));
+    return { status: "completed", charge, videos };
   }
   if (report.status === "failed") return { status: "failed", code: "upstream_error" };
   return report.status;

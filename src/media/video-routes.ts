@@ -1,13 +1,15 @@
 import { isUuid } from "../ids.js";
-import { GatewayError, errors } from "../errors.js";
-import { SafeDownloadError, type Download, type SafeDownloader } from "../providers/safe-download.js";
+import { errors } from "../errors.js";
+import type { SafeDownloader } from "../providers/safe-download.js";
 import { readUpstreamKey } from "../metering/upstream-key.js";
 import { readJsonBody, validate } from "../server/body.js";
 import type { DatabaseHealth } from "../db/health.js";
 import { METERED_ERROR_CODES } from "../metering/metered-errors.js";
 import { bodyModel, namedModel } from "../metering/request-row.js";
 import { ours } from "../openapi/operation.js";
+import { standardHeaders } from "../server/request-context.js";
 import { route } from "../server/route.js";
+import { openVideo } from "./video-content.js";
 import { videoJobObjectSchema } from "./video-job-object.js";
 import { videoJobObject } from "./video-job-object.js";
 import { findVideoJob } from "./video-jobs.js";
@@ -33,14 +35,11 @@ export function parseVideoRequest(value: unknown): VideoRequest {
 
 export interface VideoRouteDeps extends Omit<VideoDeps, "onFault"> {
   bodyLimit: number;
-  /** Fetches the upstream's video for the content route (SSRF-checked, capped by media.download.max_bytes). */
+  /** Fetches a `video`-protocol job's link for the content route (SSRF-checked, capped by media.download.max_bytes). */
   download: SafeDownloader;
   /** Hears of the database faults a submission met. */
   health: DatabaseHealth;
 }
-
-/** What a served video is sent as unless the upstream says another video type. */
-const VIDEO_TYPE = /^video\/[\w.+-]+$/;
 
 const jobRef = ours("VideoGeneration", videoJobObjectSchema);
 const idParam = { id: "The gateway's job id (from the submission's answer)." };
@@ -126,8 +125,8 @@ const read = route<VideoRouteDeps>(
 );
 
 /**
- * The video itself, fetched from the upstream's URL (never shown to the client) through the SSRF-checked
- * downloader: whole, under media.download.max_bytes, then sent (docs/api.md, "Video").
+ * The video itself, streamed from its upstream as it arrives (./video-content.ts): a link (never shown to the
+ * client) through the SSRF-checked downloader, or the provider's own content endpoint with its key.
  */
 const content = route<VideoRouteDeps>(
   {
@@ -140,10 +139,10 @@ const content = route<VideoRouteDeps>(
     pathParams: Object.assign({ index: "The video's position in the job's `videos` (0 for the first)." }, idParam),
     ok: {
       status: 200,
-      description: "The video's bytes (`video/mp4` unless the provider says another video type).",
+      description: "The video's bytes, typed by what they are (`video/mp4`, `video/webm` or `video/quicktime`).",
       contentType: "video/mp4",
     },
-    errors: ["not_found", "upstream_error"],
+    errors: ["not_found", "video_expired", "upstream_error", "upstream_answer_too_large"],
   },
   (deps) => async (c) => {
     const id = c.req.param("id")!;
@@ -152,16 +151,11 @@ const content = route<VideoRouteDeps>(
     const video = /^\d{1,2}$/.test(index) ? job.videos?.[Number(index)] : undefined;
     if (!video)
       throw errors.notFound(`The job '${id}' has no video ${index}${job.status === "completed" ? "" : " (it has not completed)"}.`);
-    let download: Download;
-    try {
-      download = await deps.download(video.url);
-    } catch (err) {
-      if (!(err instanceof SafeDownloadError)) throw err;
-      c.get("logger").warn({ job_id: id, reason: err.reason, status: err.status }, "VIDEO_DOWNLOAD_FAILED");
-      throw new GatewayError({ code: "upstream_error", message: "The provider's video could not be fetched; retry later." });
-    }
-    const type = download.contentType !== null && VIDEO_TYPE.test(download.contentType) ? download.contentType : "video/mp4";
-    return c.body(new Uint8Array(download.bytes), 200, { "content-type": type });
+    const { contentType, body } = await openVideo(deps, job, video, c.get("logger"));
+    return new Response(body, {
+      status: 200,
+      headers: Object.assign(standardHeaders(c.get("requestId")), { "content-type": contentType }),
+    });
   },
 );
 

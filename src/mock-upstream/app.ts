@@ -10,6 +10,7 @@ import { openaiImagesRoute } from "./openai-images.js";
 import { MOCK_IMAGES_PATH } from "./openai-images-output.js";
 import { openaiModelsRoute } from "./openai-models.js";
 import { openaiResponsesRoute } from "./openai-responses.js";
+import { openaiVideosRoute } from "./openai-videos.js";
 import { systemoneRoute } from "./systemone.js";
 import { MOCK_VIDEOS_PATH, videoRoute } from "./video.js";
 
@@ -20,6 +21,7 @@ const routes: Hono<MockUpstreamEnv>[] = [
   openaiResponsesRoute,
   openaiEmbeddingsRoute,
   openaiImagesRoute,
+  openaiVideosRoute,
   anthropicMessagesRoute,
   geminiGenerateRoute,
   systemoneRoute,

@@ -117,10 +117,19 @@ export interface ProviderAdapter {
    * is: the client's own bytes with the model replaced, so nested JSON reaches the evaluator exactly.
    */
   evaluate?: (body: string, options: CallOptions) => Promise<JsonResult>;
-  /** The `video` protocol's `POST {base_url}/video/generations`: starts an upstream job (docs/mock-upstream.md, "Video"). */
+  /**
+   * Starts an upstream video job: the `video` protocol's `POST {base_url}/video/generations` (docs/mock-upstream.md,
+   * "Video protocol"), OpenAI's `POST {base_url}/videos`.
+   */
   videoSubmit?: (body: Record<string, unknown>, options: CallOptions) => Promise<VideoJobReport>;
-  /** `GET {base_url}/video/generations/{upstream id}`: the job's status, and its videos once completed. */
+  /** The job's status, and its videos once completed: `GET {base_url}/video/generations/{id}`, `GET {base_url}/videos/{id}`. */
   videoStatus?: (upstreamId: string, options: CallOptions) => Promise<VideoJobReport>;
+  /**
+   * The video of a completed job whose report said `{content: "provider"}`, handed over as it arrives, with the
+   * provider's key (OpenAI `GET {base_url}/videos/{id}/content`). A declared length over `maxBytes` is refused
+   * before the body is read, and the chunks stop with UpstreamAnswerTooLargeError once they pass it.
+   */
+  videoContent?: (upstreamId: string, options: CallOptions, maxBytes: number) => Promise<ByteStream>;
   close(): Promise<void>;
 }
 
@@ -128,13 +137,28 @@ export const VIDEO_JOB_STATUSES = ["queued", "in_progress", "completed", "failed
 
 export type VideoJobStatus = (typeof VIDEO_JOB_STATUSES)[number];
 
+/**
+ * Where a completed job's video is fetched from: a link the upstream answered with (the `video` protocol), fetched
+ * through the SSRF-checked downloader (./safe-download.ts); or the provider itself, by the job's upstream id, with
+ * its key (its `videoContent` capability: OpenAI). Stored as it is in the job's row (`video_jobs.videos`).
+ */
+export type VideoLocation = { url: string } | { content: "provider" };
+
 /** An upstream video job as the adapter read it: never its error text, only what the gateway acts on. */
 export interface VideoJobReport {
   /** The upstream's job id (kept by the gateway, never shown to a client). */
   id: string;
   status: VideoJobStatus;
   /** A completed job's videos (at least one); empty otherwise. */
-  videos: { url: string; durationSeconds: number | null }[];
+  videos: (VideoLocation & { durationSeconds: number | null })[];
+}
+
+/** A body handed over as it arrives (a video's bytes); a failure is thrown from the loop as an UpstreamError. */
+export interface ByteStream {
+  /** The answer's Content-Type as sent, unchecked. */
+  contentType: string | null;
+  /** Leaving the loop early closes the connection: nothing more is read. */
+  chunks: AsyncIterable<Buffer>;
 }
 
 /**
