@@ -22,6 +22,8 @@ const ROOTS = [
   "CreateChatCompletionRequest",
   "CreateResponse",
   "CreateEmbeddingRequest",
+  "VideoResource",
+  "CreateVideoJsonBody",
 ];
 
 const source = path.resolve(process.argv[2] ?? "../shared/reference/openai/openapi.yaml");

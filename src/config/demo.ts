@@ -47,6 +47,14 @@ export function demoConfig(mockUrl: string, mockApiKey: string): ConfigInput {
         owned_by: "demo",
         video_price: { units_per_second: 100, default_seconds: 5, max_seconds: 20 },
       },
+      // The same route on OpenAI's video API (the mock's /v1/videos): clips of 4, 8 or 12 seconds, one per job.
+      "demo-sora": {
+        kind: "video",
+        upstream: "sora-2",
+        targets: ["mock"],
+        owned_by: "demo",
+        video_price: { units_per_second: 100, default_seconds: 4, max_seconds: 12 },
+      },
     },
     plans: {
       free: { daily_tokens: 200_000, weekly_resets: 1, context_limit: 128_000 },

@@ -50,6 +50,7 @@ describe("gateway serve --demo", () => {
       "demo-gemini",
       "demo-judge",
       "demo-video",
+      "demo-sora",
     ];
     expect(body.data.map((m) => m.id)).toEqual(demoModels);
 
