@@ -79,6 +79,27 @@ describe("configFindings", () => {
     ]);
   });
 
+  it("refuses a video model on an openai target whose durations OpenAI cannot make", () => {
+    const video = { protocol: "video", base_url: "https://video.example.com/v1" } as const;
+    const sora = (targets: string[], default_seconds: number, max_seconds: number) =>
+      ({ kind: "video", upstream: "sora-2", targets, video_price: { units_per_second: 1, default_seconds, max_seconds } }) as const;
+    const findings = configFindings(
+      config({
+        providers: { main: openai, vid: video },
+        models: { fits: sora(["main"], 8, 10), odd: sora(["vid", "main"], 5, 20), short: sora(["main"], 2, 3), own: sora(["vid"], 5, 20) },
+      }),
+    );
+    expect(findings).toEqual([
+      {
+        level: "error",
+        path: "models.odd.video_price.default_seconds",
+        message: expect.stringMatching(/is 5: OpenAI makes videos of 4, 8, 12 seconds only/),
+      },
+      { level: "error", path: "models.short.video_price.default_seconds", message: expect.stringMatching(/is 2/) },
+      { level: "error", path: "models.short.video_price.max_seconds", message: expect.stringMatching(/is 3: .* allows at least 4/) },
+    ]);
+  });
+
   it("warns about a provider no model uses", () => {
     const findings = configFindings(config({ providers: { main: openai, spare: openai }, models: { m: chat("main") } }));
     expect(findings).toEqual([{ level: "warning", path: "providers.spare", message: "no model uses this provider" }]);
