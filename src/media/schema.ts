@@ -33,7 +33,8 @@ export const videoJobs = pgTable(
     // reprices a job already running.
     rateNum: numeric("rate_num").notNull(),
     rateDen: numeric("rate_den").notNull(),
-    // Set when the job ends: what the ledger posted, the videos ([{url, duration}]), the gateway's error code.
+    // Set when the job ends: what the ledger posted, the videos ([{url, duration}], or [{content: "provider",
+    // duration}] for a provider that serves them by the job's id), the gateway's error code.
     charged: bigint("charged", { mode: "bigint" }),
     videos: jsonb("videos"),
     errorCode: text("error_code"),

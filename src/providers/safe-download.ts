@@ -57,9 +57,12 @@ export interface DownloadStream {
 }
 
 export interface SafeDownloader {
-  /** The whole body, read under max_bytes (the video content route sends it as it is). */
+  /** The whole body, read under max_bytes. */
   (url: string, signal?: AbortSignal): Promise<Download>;
-  /** The same download with its body handed over as it arrives (image delivery encodes it as it comes). */
+  /**
+   * The same download with its body handed over as it arrives (image delivery encodes it as it comes; the video
+   * content route streams it to the client).
+   */
   stream(url: string, signal?: AbortSignal): Promise<DownloadStream>;
 }
 
