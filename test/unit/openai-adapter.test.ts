@@ -123,3 +123,59 @@ describe("OpenAI adapter: images", () => {
     await expect(drain(cut.batches)).rejects.toMatchObject({ name: "UpstreamError" });
   });
 });
+
+describe("OpenAI adapter: videos", () => {
+  const job = (fields: object) => ({ id: "video_1", object: "video", model: "sora-2", progress: 0, created_at: 1, ...fields });
+
+  it("posts a job to {base_url}/videos and reads its status at /videos/{id}", async () => {
+    upstream.answers = [jsonAnswer(job({ status: "queued", seconds: "8" }))];
+    const body = { model: "sora-2", prompt: "a cat", seconds: "8" };
+    expect(await adapter.videoSubmit!(body, options())).toEqual({ id: "video_1", status: "queued", videos: [] });
+    expect(upstream.requests[0]).toMatchObject({ method: "POST", path: "/v1/videos" });
+    expect(upstream.requests[0]!.headers).toMatchObject({ authorization: "Bearer provider-key", "content-type": "application/json" });
+    expect(JSON.parse(upstream.requests[0]!.body)).toEqual(body);
+
+    upstream.answers = [jsonAnswer(job({ status: "completed", seconds: "8", error: null }))];
+    expect(await adapter.videoStatus!("video_1", options())).toEqual({
+      id: "video_1",
+      status: "completed",
+      videos: [{ content: "provider", durationSeconds: 8 }],
+    });
+    expect(upstream.requests[1]).toMatchObject({ method: "GET", path: "/v1/videos/video_1" });
+  });
+
+  it("keeps nothing of a failed job's error, counts an odd `seconds` as not reported, and refuses a job that is not one", async () => {
+    upstream.answers = [jsonAnswer(job({ status: "failed", error: { code: "moderation", message: "secret" } }))];
+    expect(await adapter.videoStatus!("video_1", options())).toEqual({ id: "video_1", status: "failed", videos: [] });
+    upstream.answers = [jsonAnswer(job({ status: "completed", seconds: "eight" }))];
+    expect((await adapter.videoStatus!("video_1", options())).videos).toEqual([{ content: "provider", durationSeconds: null }]);
+    upstream.answers = [jsonAnswer(job({ status: "done" }))];
+    await expect(adapter.videoStatus!("video_1", options())).rejects.toMatchObject({ name: "UpstreamError", failure: "protocol" });
+  });
+
+  it("streams a job's content with the key, refuses it over the cap, and reports a 404 by its status", async () => {
+    const bytes = Buffer.alloc(5000, 7).toString("latin1");
+    upstream.answers = [{ status: 200, headers: { "content-type": "video/mp4", "content-length": "5000" }, body: bytes }];
+    const content = await adapter.videoContent!("video_1", options(), 10_000);
+    expect(content.contentType).toBe("video/mp4");
+    const parts: Buffer[] = [];
+    for await (const chunk of content.chunks) parts.push(chunk);
+    expect(Buffer.concat(parts).length).toBe(5000);
+    expect(upstream.requests[0]).toMatchObject({ method: "GET", path: "/v1/videos/video_1/content" });
+    expect(upstream.requests[0]!.headers).toMatchObject({ authorization: "Bearer provider-key", accept: "application/binary" });
+
+    // Declared over the cap: refused before the body is read.
+    await expect(adapter.videoContent!("video_1", options(), 100)).rejects.toMatchObject({ failure: "too_large" });
+    // Undeclared (chunked): refused once the bytes pass the cap.
+    upstream.answers = [{ status: 200, headers: { "content-type": "video/mp4", "transfer-encoding": "chunked" }, body: bytes }];
+    const chunked = await adapter.videoContent!("video_1", options(), 100);
+    await expect(
+      (async () => {
+        for await (const chunk of chunked.chunks) void chunk;
+      })(),
+    ).rejects.toMatchObject({ failure: "too_large" });
+
+    upstream.answers = [jsonAnswer({ error: { message: "expired", type: "invalid_request_error", param: null, code: null } }, 404)];
+    await expect(adapter.videoContent!("video_1", options(), 100)).rejects.toMatchObject({ name: "UpstreamError", status: 404 });
+  });
+});

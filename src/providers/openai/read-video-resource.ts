@@ -8,7 +8,7 @@ import { UpstreamError, VIDEO_JOB_STATUSES, type VideoJobReport } from "../types
 const resourceSchema = z.looseObject({
   id: z.string().min(1).max(512),
   status: z.enum(VIDEO_JOB_STATUSES),
-  seconds: z.unknown(),
+  seconds: z.unknown().optional(),
 });
 
 /** The clip's length as `seconds` says it (a string of a number); anything else counts as not reported. */
