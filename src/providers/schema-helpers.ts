@@ -23,11 +23,22 @@ export function openUnion<T extends Record<string, z.ZodType>>(known: T, default
   const base = z.looseObject({ type: defaultKind === undefined ? z.string() : z.string().optional() });
   return base.transform((value, ctx): KnownKinds<T> | UnknownKind => {
     const kind = value.type ?? defaultKind ?? "";
-    const schema = Object.hasOwn(known, kind) ? known[kind] : undefined;
-    if (!schema) return value as UnknownKind;
-    const result = schema.safeParse(value);
-    return result.success ? (result.data as KnownKinds<T>) : forward(ctx, result.error);
+    return knownKind(known, kind, value, ctx) as KnownKinds<T> | UnknownKind;
   });
+}
+
+/** As openUnion, told apart by another field (OpenAI chat messages by `role`); the field is required. */
+export function openUnionOn<T extends Record<string, z.ZodType>>(field: string, known: T) {
+  return z.looseObject({ [field]: z.string() }).transform((value, ctx): KnownKinds<T> | Record<string, unknown> => {
+    return knownKind(known, value[field] as string, value, ctx) as KnownKinds<T> | Record<string, unknown>;
+  });
+}
+
+function knownKind(known: Record<string, z.ZodType>, kind: string, value: Record<string, unknown>, ctx: z.RefinementCtx): unknown {
+  const schema = Object.hasOwn(known, kind) ? known[kind] : undefined;
+  if (!schema) return value;
+  const result = schema.safeParse(value);
+  return result.success ? result.data : forward(ctx, result.error);
 }
 
 /** A string, or an array of `item`; `message` names both when the value is neither. */
