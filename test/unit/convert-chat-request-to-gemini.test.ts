@@ -157,7 +157,10 @@ describe("convertChatRequestToGemini", () => {
   it.each([
     ["none", { mode: "NONE" }],
     ["required", { mode: "ANY" }],
-    [{ type: "function", function: { name: "f" } }, { mode: "ANY", allowedFunctionNames: ["f"] }],
+    [
+      { type: "function", function: { name: "f" } },
+      { mode: "ANY", allowedFunctionNames: ["f"] },
+    ],
     [
       { type: "allowed_tools", allowed_tools: { mode: "auto", tools: [{ type: "function", function: { name: "f" } }] } },
       { mode: "VALIDATED", allowedFunctionNames: ["f"] },
@@ -250,16 +253,32 @@ describe("chatTranslationSchema refuses what cannot be translated, naming the fi
   it.each([
     [{ messages: [user(5)] }, "messages[0].content", /string or an array/],
     [{ messages: [user([{ type: "text", text: 1 }])] }, "messages[0].content[0].text", /string/],
-    [{ messages: [user([{ type: "image_url", image_url: { url: "ftp://x/y.png" } }])] }, "messages[0].content[0].image_url.url", /data: URI/],
-    [{ messages: [user([{ type: "image_url", image_url: { url: "data:image/png,abc" } }])] }, "messages[0].content[0].image_url.url", /base64/],
-    [{ messages: [user([{ type: "file", file: { file_data: "https://x/a.pdf" } }])] }, "messages[0].content[0].file.file_data", /data: URI/],
+    [
+      { messages: [user([{ type: "image_url", image_url: { url: "ftp://x/y.png" } }])] },
+      "messages[0].content[0].image_url.url",
+      /data: URI/,
+    ],
+    [
+      { messages: [user([{ type: "image_url", image_url: { url: "data:image/png,abc" } }])] },
+      "messages[0].content[0].image_url.url",
+      /base64/,
+    ],
+    [
+      { messages: [user([{ type: "file", file: { file_data: "https://x/a.pdf" } }])] },
+      "messages[0].content[0].file.file_data",
+      /data: URI/,
+    ],
     [{ messages: [user("x"), { role: "tool", tool_call_id: "call_9", content: "r" }] }, "messages[1].tool_call_id", /earlier assistant/],
     [{ messages: [{ role: "system", content: "only" }] }, "messages", /user, assistant or tool/],
     [{ messages: [user("x")], tools: [{ type: "function", function: { description: "no name" } }] }, "tools[0].function.name", /string/],
     [{ messages: [user("x")], tool_choice: "sometimes" }, "tool_choice", /./],
     [{ messages: [user("x")], temperature: 3 }, "temperature", /2/],
     [{ messages: [user("x")], stop: 5 }, "stop", /./],
-    [{ messages: [user("x")], response_format: { type: "json_schema", json_schema: { schema: {} } } }, "response_format.json_schema.name", /./],
+    [
+      { messages: [user("x")], response_format: { type: "json_schema", json_schema: { schema: {} } } },
+      "response_format.json_schema.name",
+      /./,
+    ],
   ])("%j → 400 on %s", (body, param, message) => {
     const r = refusal(body);
     expect(r.status).toBe(400);
