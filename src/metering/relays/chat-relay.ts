@@ -36,6 +36,21 @@ export interface ChatStreamOptions extends RelayOptions {
   choices: number;
 }
 
+/** Chat's in-band error: a stream that cannot go on after it began ends with it, without `[DONE]`. */
+export function chatErrorFrame(requestId: string, code: StreamFailure): string {
+  return sse(
+    JSON.stringify({
+      error: {
+        message: STREAM_FAILURE_MESSAGES[code],
+        type: "api_error",
+        code,
+        param: null,
+        request_id: requestId,
+      },
+    }),
+  );
+}
+
 /** Chat's end: the usage chunk (no choices, a usage) and `[DONE]`. */
 export function isChatStreamEnd(event: StreamEvent): boolean {
   if ("done" in event) return true;
@@ -88,17 +103,7 @@ class ChatRelay implements RelayProtocol {
   }
 
   errorFrame(requestId: string, code: StreamFailure): string {
-    return sse(
-      JSON.stringify({
-        error: {
-          message: STREAM_FAILURE_MESSAGES[code],
-          type: "api_error",
-          code,
-          param: null,
-          request_id: requestId,
-        },
-      }),
-    );
+    return chatErrorFrame(requestId, code);
   }
 
   private lengthEnd(ctx: RelayContext): string | Promise<string> {

@@ -45,6 +45,12 @@ export interface RelayProtocol {
   errorFrame(requestId: string, code: StreamFailure): string;
   /** Whether an upstream event can be the stream's end: from it on, the client's text waits for the charge. */
   closing?(event: StreamEvent): boolean;
+  /**
+   * The client's closing text for an upstream stream that ended as it should, written after what was held. For a
+   * client protocol with an end of its own that the upstream's does not have (chat's usage chunk and `[DONE]`
+   * after a Gemini stream, whose body simply ends).
+   */
+  end?(ctx: RelayContext): string | Promise<string>;
 }
 
 export interface CappedOutput {
@@ -316,7 +322,9 @@ class StreamRelay implements PushedBody {
     if (error === null) {
       this.over = true;
       // The end goes out once the charge is committed; shutdown waits for the settlement (drain()).
-      this.close(this.settle(200, null), this.releaseHeld());
+      const held = this.releaseHeld();
+      const end = this.protocol.end?.(this.ctx);
+      this.close(this.settle(200, null), end === undefined ? held : typeof end === "string" ? held + end : end.then((text) => held + text));
     } else if (error.failure === "aborted" || this.upstream.aborted) {
       this.cancel();
     } else {
