@@ -7,7 +7,7 @@ import { toChatRequest, type ChatRequest } from "./chat-schema.js";
 import { relayChatStream } from "../metering/relays/chat-relay.js";
 import { chatCharge } from "../metering/relays/charge-frames.js";
 import { chatCompletionText } from "../providers/openai/chat-text.js";
-import { deliverJson, deliverStream } from "../metering/deliver.js";
+import { answeredIn, deliverJson, deliverRelayed, deliverStream } from "../metering/deliver.js";
 import { localUsage } from "../metering/estimate.js";
 import { withPublicModel } from "../metering/public-model.js";
 import { meteredHandler, type Delivery, type InferenceDeps, type RouteSpec } from "../metering/metered-handler.js";
@@ -16,15 +16,39 @@ import { chatImageSlots, deliverChatImages, type ImageSlot } from "../providers/
 import type { ImageDownload } from "../providers/upstream-images/image-delivery.js";
 import { clientDisconnect } from "../metering/client-disconnect.js";
 import type { JsonResult } from "../providers/types.js";
+import { validate } from "../server/body.js";
+import type { CatalogModel } from "../catalog/catalog.js";
+import { chatTranslationSchema } from "../providers/openai/chat-translation-schema.js";
+import { convertChatRequestToGemini, type GeminiRequest } from "../providers/gemini/convert-chat-request-to-gemini.js";
+import { convertGeminiAnswerToChat, toChatUsage } from "../providers/gemini/convert-gemini-answer-to-chat.js";
+import { geminiChatRelay } from "../metering/relays/gemini-chat-relay.js";
 
-const sendJson = (answer: JsonResult, delivery: Delivery<ChatRequest>, text: string) =>
+// POST /v1/chat/completions. A target speaking `openai` gets the request as the client wrote it (model
+// rewritten); a target speaking `gemini` gets it translated to generateContent, and its answer translated back
+// (src/providers/gemini, docs/translation.md). The choice is per target, so fallback may cross protocols. Billed
+// with the chat rule on the normalised usage (docs/billing.md).
+
+interface ChatBody {
+  chat: ChatRequest;
+  /** The generateContent translation, made at admission when the model has a `gemini` target. */
+  gemini: GeminiRequest | null;
+}
+
+/** The translation for a model with a `gemini` target: its checks refuse (400) what cannot be translated, before anything is held. */
+function admitTranslation(body: ChatBody, model: CatalogModel): Promise<void> {
+  if (model.targets.some((t) => t.provider.protocol === "gemini"))
+    body.gemini = convertChatRequestToGemini(validate(chatTranslationSchema, body.chat));
+  return Promise.resolve();
+}
+
+const sendJson = (answer: JsonResult, delivery: Delivery<ChatBody>, text: string) =>
   deliverJson(delivery, text, answer.usage, () => localUsage(delivery.request.countPrompt, chatCompletionText(answer.body)));
 
 /**
  * An answer with images: each delivered as a data: URI (src/providers/upstream-images/chat-images.ts), then the answer serialised
  * again. One that cannot be delivered throws `invalid_output`: 502 `upstream_invalid_output`, the hold voided.
  */
-async function withImages(answer: JsonResult, delivery: Delivery<ChatRequest>, slots: ImageSlot[], download: ImageDownload) {
+async function withImages(answer: JsonResult, delivery: Delivery<ChatBody>, slots: ImageSlot[], download: ImageDownload) {
   // The runner stopped watching the client once the upstream answered; a download is worth cancelling too.
   const stopWatching = clientDisconnect(delivery.c, delivery.upstream);
   try {
@@ -32,17 +56,31 @@ async function withImages(answer: JsonResult, delivery: Delivery<ChatRequest>, s
   } finally {
     stopWatching();
   }
-  answer.body.model = delivery.body.model;
+  answer.body.model = delivery.body.chat.model;
   return sendJson(answer, delivery, JSON.stringify(answer.body));
 }
 
-const chatSpec = (download: ImageDownload): RouteSpec<ChatRequest> => ({
+/**
+ * A Gemini answer as a chat completion: usage from its usageMetadata, else the local count billed, and its images
+ * delivered by the same validated path as a chat upstream's.
+ */
+async function fromGemini(answer: JsonResult, delivery: Delivery<ChatBody>, download: ImageDownload) {
+  const completion = convertGeminiAnswerToChat(answer.body, { publicModel: delivery.body.chat.model });
+  const body = completion as unknown as Record<string, unknown>;
+  completion.usage ??= toChatUsage(answer.usage ?? (await localUsage(delivery.request.countPrompt, chatCompletionText(body))));
+  const translated: JsonResult = { kind: "json", status: answer.status, body, raw: "", usage: answer.usage };
+  const images = chatImageSlots(completion.choices, "message");
+  if (images) return withImages(translated, delivery, images, download);
+  return sendJson(translated, delivery, JSON.stringify(completion));
+}
+
+const chatSpec = (download: ImageDownload): RouteSpec<ChatBody> => ({
   route: "/v1/chat/completions",
   clientProtocol: "openai",
-  protocols: ["openai"],
+  protocols: ["openai", "gemini"],
   kind: "chat",
-  parse: toChatRequest,
-  describe(body, config) {
+  parse: (raw) => ({ chat: toChatRequest(raw), gemini: null }),
+  describe({ chat: body }, config) {
     const extra = [body.tools, body.response_format];
     const completionCap = body.max_completion_tokens ?? body.max_tokens ?? config.quota.default_completion_reserve;
     return {
@@ -54,31 +92,49 @@ const chatSpec = (download: ImageDownload): RouteSpec<ChatRequest> => ({
       choices: body.n ?? 1,
     };
   },
-  call(adapter, target, body, options) {
+  admit: admitTranslation,
+  call(adapter, target, { chat, gemini }, options) {
+    if (target.provider.protocol === "gemini") {
+      const capability = chat.stream === true ? adapter.streamGenerateContent : adapter.generateContent;
+      if (!capability || !gemini) throw new UpstreamError("connect", null);
+      return capability(gemini, options);
+    }
     if (!adapter.chatCompletions) throw new UpstreamError("connect", null);
-    return adapter.chatCompletions(extended(body, { model: target.upstreamModel }), options);
+    return adapter.chatCompletions(extended(chat, { model: target.upstreamModel }), options);
   },
   json(answer, delivery) {
+    if (answeredIn(delivery) === "gemini") return fromGemini(answer, delivery, download);
     const images = chatImageSlots(answer.body.choices, "message");
     if (images) return withImages(answer, delivery, images, download);
-    return sendJson(answer, delivery, withPublicModel(answer, delivery.body.model));
+    return sendJson(answer, delivery, withPublicModel(answer, delivery.body.chat.model));
   },
   stream(opened, delivery) {
     const { c, body, request, meter, upstream } = delivery;
+    const clientWantsUsage = body.chat.stream_options?.include_usage === true;
+    if (answeredIn(delivery) === "gemini") {
+      const protocol = geminiChatRelay({
+        publicModel: body.chat.model,
+        clientWantsUsage,
+        countPrompt: request.countPrompt,
+        download,
+        upstream,
+      });
+      return deliverRelayed(delivery, opened, protocol, chatCharge);
+    }
     return deliverStream(
       delivery,
       relayChatStream({
         meter,
-        publicModel: body.model,
+        publicModel: body.chat.model,
         requestId: c.get("requestId"),
-        clientWantsUsage: body.stream_options?.include_usage === true,
+        clientWantsUsage,
         first: opened.first,
         batches: opened.batches,
         countPrompt: request.countPrompt,
         upstream,
         download,
         outputCap: delivery.outputCap,
-        choices: body.n ?? 1,
+        choices: body.chat.n ?? 1,
         carrier: chatCharge,
       }),
     );
