@@ -4,7 +4,7 @@ import type { ConfigInput } from "./schema.js";
  * The built-in config of `gateway serve --demo`: everything points at the in-process mock upstream (`mockUrl`,
  * its root), once per protocol, so every inference route can be tried: the openai models natively on the OpenAI
  * routes and translated on /messages and /compatible, demo-claude natively on /messages, demo-gemini natively on
- * /compatible, demo-judge on the evaluation routes. Every provider accepts a client's own key (the mock's, `mockApiKey`) to show bring-your-own keys.
+ * /compatible and translated on /v1/chat/completions, demo-judge on the evaluation routes. Every provider accepts a client's own key (the mock's, `mockApiKey`) to show bring-your-own keys.
  */
 export function demoConfig(mockUrl: string, mockApiKey: string): ConfigInput {
   const mock = { api_key: mockApiKey, allow_byok: true };

@@ -18,7 +18,7 @@ type Protocol = ProviderConfig["protocol"];
 /**
  * The protocols some route of each kind can call: the union of the `protocols` of the routes serving that kind
  * (src/inference/*-routes.ts, src/media/image-routes.ts, VIDEO_PROTOCOLS). Chat on anthropic is served at
- * /messages only and chat on gemini at /compatible only, but served all the same.
+ * /messages only and chat on gemini at /compatible and /v1/chat/completions only, but served all the same.
  */
 export const SERVED_PROTOCOLS: Readonly<Record<ModelConfig["kind"], readonly Protocol[]>> = {
   chat: ["openai", "anthropic", "gemini"],
