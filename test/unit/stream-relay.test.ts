@@ -100,6 +100,36 @@ describe("relayStream", () => {
     expect(atSettle).toBe("12[DONE]");
   });
 
+  it("a protocol's own end follows what was held, once the charge is committed (a Gemini body told to a chat client)", async () => {
+    const lastHeld = (end: () => string | Promise<string>) => () => ({
+      ...echo(),
+      closing: (event: StreamEvent) => !("done" in event) && event.data.n === 2,
+      end,
+    });
+    const upstreamEnds: StreamEvent[] = [
+      { data: { n: 1 }, raw: '{"n":1}' },
+      { data: { n: 2 }, raw: '{"n":2}' },
+    ];
+    const charge = Promise.resolve({ units: 7n, usd: null });
+    const expected = "1: x-gateway-charge=7\n\n2[END]<end>";
+    expect(
+      await runStream(
+        upstreamEnds,
+        null,
+        lastHeld(() => "[END]"),
+        charge,
+      ),
+    ).toBe(expected);
+    expect(
+      await runStream(
+        upstreamEnds,
+        null,
+        lastHeld(() => Promise.resolve("[END]")),
+        charge,
+      ),
+    ).toBe(expected);
+  });
+
   it("a charge withdrawn (not committed in time) ends the stream with the in-band error instead of its end", async () => {
     const closingAtDone = () => ({ ...echo(), closing: (event: StreamEvent) => "done" in event });
     expect(await runStream(ONE_TWO_DONE, null, closingAtDone, Promise.resolve(null))).toBe("12error<end>");
