@@ -46,9 +46,15 @@ const sendJson = (answer: JsonResult, delivery: Delivery<ChatBody>, text: string
 
 /**
  * An answer with images: each delivered as a data: URI (src/providers/upstream-images/chat-images.ts), then the answer serialised
- * again. One that cannot be delivered throws `invalid_output`: 502 `upstream_invalid_output`, the hold voided.
+ * again and sent by `send`. One that cannot be delivered throws `invalid_output`: 502 `upstream_invalid_output`, the hold voided.
  */
-async function withImages(answer: JsonResult, delivery: Delivery<ChatBody>, slots: ImageSlot[], download: ImageDownload) {
+async function withImages(
+  body: Record<string, unknown>,
+  delivery: Delivery<ChatBody>,
+  slots: ImageSlot[],
+  download: ImageDownload,
+  send: (text: string) => Promise<Response>,
+) {
   // The runner stopped watching the client once the upstream answered; a download is worth cancelling too.
   const stopWatching = clientDisconnect(delivery.c, delivery.upstream);
   try {
@@ -56,22 +62,22 @@ async function withImages(answer: JsonResult, delivery: Delivery<ChatBody>, slot
   } finally {
     stopWatching();
   }
-  answer.body.model = delivery.body.chat.model;
-  return sendJson(answer, delivery, JSON.stringify(answer.body));
+  body.model = delivery.body.chat.model;
+  return send(JSON.stringify(body));
 }
 
 /**
- * A Gemini answer as a chat completion: usage from its usageMetadata, else the local count billed, and its images
- * delivered by the same validated path as a chat upstream's.
+ * A Gemini answer as a chat completion: its usage is the one billed (usageMetadata's, else the local count), its
+ * images delivered by the same validated path as a chat upstream's.
  */
 async function fromGemini(answer: JsonResult, delivery: Delivery<ChatBody>, download: ImageDownload) {
   const completion = convertGeminiAnswerToChat(answer.body, { publicModel: delivery.body.chat.model });
   const body = completion as unknown as Record<string, unknown>;
-  completion.usage ??= toChatUsage(answer.usage ?? (await localUsage(delivery.request.countPrompt, chatCompletionText(body))));
-  const translated: JsonResult = { kind: "json", status: answer.status, body, raw: "", usage: answer.usage };
+  const billed = answer.usage ?? (await localUsage(delivery.request.countPrompt, chatCompletionText(body)));
+  completion.usage ??= toChatUsage(billed);
+  const send = (text: string) => deliverJson(delivery, text, answer.usage, () => Promise.resolve(billed));
   const images = chatImageSlots(completion.choices, "message");
-  if (images) return withImages(translated, delivery, images, download);
-  return sendJson(translated, delivery, JSON.stringify(completion));
+  return images ? withImages(body, delivery, images, download, send) : send(JSON.stringify(completion));
 }
 
 const chatSpec = (download: ImageDownload): RouteSpec<ChatBody> => ({
@@ -105,7 +111,7 @@ const chatSpec = (download: ImageDownload): RouteSpec<ChatBody> => ({
   json(answer, delivery) {
     if (answeredIn(delivery) === "gemini") return fromGemini(answer, delivery, download);
     const images = chatImageSlots(answer.body.choices, "message");
-    if (images) return withImages(answer, delivery, images, download);
+    if (images) return withImages(answer.body, delivery, images, download, (text) => sendJson(answer, delivery, text));
     return sendJson(answer, delivery, withPublicModel(answer, delivery.body.chat.model));
   },
   stream(opened, delivery) {
