@@ -1,5 +1,5 @@
 // The bytes a JSON scanner looks at, shared by the scanners that find members in a JSON text without parsing it
-// whole (src/metering/json-members.ts on a string, src/providers/openai/image-base64-spans.ts on bytes): the
+// whole (src/metering/json-members.ts on a string, src/providers/json-byte-scan.ts on bytes): the
 // character codes are the same in UTF-16 and UTF-8 for these ASCII characters.
 
 export const QUOTE = 0x22;

@@ -1,7 +1,7 @@
-import { CanonicalBase64 } from "../upstream-images/canonical-base64.js";
+import { parseLiftingBase64 } from "../upstream-images/lift-base64.js";
 import { postToEndpoint, type Endpoint } from "../http.js";
 import { asString } from "../json-guards.js";
-import { parseJson, postAndRead, readJsonResult, type JsonParse } from "../read-result.js";
+import { postAndRead, readJsonResult, type JsonParse } from "../read-result.js";
 import type { SseRules } from "../sse.js";
 import type { CallOptions, JsonResult, StreamResult } from "../types.js";
 import { convertResponsesUsage } from "./convert-openai-usage.js";
@@ -12,35 +12,13 @@ import { streamError } from "./responses.js";
 // quota rules classify the answer's own `usage` (src/billing/image-quota.ts), this is the token view of it.
 
 /**
- * An ImagesResponse parsed without its images: each `data[i].b64_json` that is canonical base64 is cut out of the
- * text before JSON.parse, and put back into the parse as a CanonicalBase64 over the bytes it arrived in, which the
- * answer is then written from (src/media/image-answer.ts): a megabyte image is neither parsed, nor made a string,
- * nor serialised again. `raw` is the text without them. Base64 that is not canonical stays in the text, parsed as
- * before, and is refused by delivery's own check with the same reason.
- *
- * Cutting a span out changes nothing else: it lies inside a string (imageBase64Spans tracks strings and nesting as
- * JSON does) and holds only alphabet characters, so the text parses exactly when the whole answer would have, and
- * the parse then has an item with `b64_json: ""` at each span's index.
+ * An ImagesResponse parsed without its images (src/providers/upstream-images/lift-base64.ts): each
+ * `data[i].b64_json` that is canonical base64 is held as a CanonicalBase64 over the bytes it arrived in.
  */
-export const parseImagesAnswer: JsonParse = (bytes) => {
-  const spans = imageBase64Spans(bytes);
-  if (spans === null || spans.length === 0) return parseJson(bytes);
-  const lifted: { item: number; base64: CanonicalBase64 }[] = [];
-  let raw = "";
-  let at = 0;
-  for (const span of spans) {
-    const base64 = CanonicalBase64.ofBytes(bytes.subarray(span.start, span.end));
-    if (base64 === null) continue;
-    // A span starts and ends beside a quote (ASCII), so no UTF-8 sequence is cut.
-    raw += bytes.toString("utf8", at, span.start);
-    at = span.end;
-    lifted.push({ item: span.item, base64 });
-  }
-  raw += bytes.toString("utf8", at);
-  const body = JSON.parse(raw) as { data: Record<string, unknown>[] };
-  for (const { item, base64 } of lifted) body.data[item]!.b64_json = base64;
-  return { body, raw };
-};
+export const parseImagesAnswer: JsonParse = (bytes) =>
+  parseLiftingBase64(bytes, imageBase64Spans(bytes), (body, span, base64) => {
+    (body.data as Record<string, unknown>[])[span.item]!.b64_json = base64;
+  });
 
 /** POST {base_url}/images/generations; the gateway asks for JSON (images may be tens of megabytes of base64). */
 export async function openaiImageGenerations(endpoint: Endpoint, body: Record<string, unknown>, options: CallOptions): Promise<JsonResult> {
