@@ -58,6 +58,8 @@ export const ERROR_CODES = {
   upstream_key_not_accepted: invalid(),
   upstream_key_rejected: invalid(),
   context_length_exceeded: { status: 400, type: "invalid_request_error", class: "context_limit" },
+  // The provider's safety system refused the prompt or its image (docs/api.md, "Images"): nothing generated or charged.
+  content_policy_violation: invalid(),
   invalid_api_key: { status: 401, type: "authentication_error", class: "authentication" },
   invalid_session: { status: 401, type: "authentication_error", class: "authentication" },
   // A login whose email and password do not match (the same answer for an unknown email: guessing learns nothing).

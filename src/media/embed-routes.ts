@@ -14,13 +14,12 @@ import type { JsonResult } from "../providers/types.js";
 import type { AppEnv } from "../server/context.js";
 import { route } from "../server/route.js";
 import { byokHeader } from "../metering/metered-operation.js";
-import { METERED_ERROR_CODES } from "../metering/metered-errors.js";
 import { embedQuerySchema } from "./embed-query.js";
 import { requestLog, standardHeaders } from "../server/request-context.js";
 import { cacheKey, paramsDigest, parseEmbedQuery, toGeneration } from "./embed-query.js";
 import { abortSignalOf, imageUsageReport } from "./image-answer.js";
 import type { ImageGenerationRequest } from "./image-request-schema.js";
-import { generations } from "./image-routes.js";
+import { generations, IMAGE_ERROR_CODES } from "./image-routes.js";
 import type { CachedImage, MediaCache } from "./media-cache.js";
 
 // GET /embed/image:{model} (docs/api.md, "Embeddable images"): one generated image as raw bytes, for `<img src>`.
@@ -206,7 +205,7 @@ export const embedRoute = route<EmbedDeps>(
       charged: true,
     },
     otherResponses: [{ status: 304, description: "The client's copy (If-None-Match) is the cached image: no body, no charge." }],
-    errors: [...METERED_ERROR_CODES, "permission_denied"],
+    errors: [...IMAGE_ERROR_CODES, "permission_denied"],
   },
   (deps) => (c) => serveEmbed(deps, c),
 );

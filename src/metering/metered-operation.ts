@@ -7,12 +7,13 @@ export const byokHeader = {
 };
 
 /**
- * A billed route's operation: an API key's, answering the metering path's errors, taking a bring-your-own key
- * (unless the operation names its own headers), its answer naming its committed charge (docs/api.md, "Charges").
+ * A billed route's operation: an API key's, answering the metering path's errors (and any of its own it names),
+ * taking a bring-your-own key (unless the operation names its own headers), its answer naming its committed
+ * charge (docs/api.md, "Charges").
  */
 export function meteredOperation(
   tag: "Inference" | "Media",
-  op: Omit<OperationDescription, "access" | "tag" | "errors">,
+  op: Omit<OperationDescription, "access" | "tag" | "errors"> & Partial<Pick<OperationDescription, "errors">>,
 ): OperationDescription {
   const described = Object.assign({ access: "apiKey", tag, errors: METERED_ERROR_CODES, headers: byokHeader } as const, op);
   return op.ok ? Object.assign(described, { ok: Object.assign({ charged: true }, op.ok) }) : described;

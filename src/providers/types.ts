@@ -93,6 +93,22 @@ export type Capability<R extends JsonResult | StreamResult = JsonResult | Stream
   options: CallOptions,
 ) => Promise<R>;
 
+/**
+ * An image generation or edit in the gateway's neutral terms, for a protocol whose request the adapter writes
+ * itself (Gemini's `generateContent`; docs/api.md, "Images").
+ */
+export interface NeutralImageRequest {
+  prompt: string;
+  /** An edit's input images, in order, as base64 typed by their bytes: never a link for the provider to fetch. */
+  images: readonly { mimeType: string; data: string }[];
+  /** `image_config.aspect_ratio` as the client wrote it (`16:9`). */
+  aspectRatio?: string | undefined;
+  /** `image_config.image_size` (`1K`, `2K`, `4K`). */
+  imageSize?: string | undefined;
+  /** Images asked for (`n`). */
+  n: number;
+}
+
 /** What one upstream protocol can do; each capability is optional. */
 export interface ProviderAdapter {
   protocol: string;
@@ -112,6 +128,11 @@ export interface ProviderAdapter {
   generateContent?: Capability<JsonResult>;
   /** Gemini `...:streamGenerateContent?alt=sse`: the same body, answered as SSE. */
   streamGenerateContent?: Capability<StreamResult>;
+  /**
+   * Images by Gemini's `generateContent` (src/providers/gemini/images.ts), answered as an OpenAI ImagesResponse:
+   * `data` items with `b64_json`, and `usage` in ImageGenUsage's shape for the image quota.
+   */
+  generateImages?: (request: NeutralImageRequest, options: CallOptions) => Promise<JsonResult>;
   /**
    * The evaluator's `POST {base_url}/v1/systemone` (JSON only). The body is the request's JSON text, sent as it
    * is: the client's own bytes with the model replaced, so nested JSON reaches the evaluator exactly.

@@ -24,7 +24,9 @@ export function imageBase64Spans(bytes: Buffer): Base64Span[] | null {
   const end = readMembers(bytes, i, {
     data: (start) =>
       arrayOr(bytes, start, (item, at) =>
-        objectOr(bytes, at, { b64_json: (value) => stringSpan(bytes, value, (span) => spans.push({ item, ...span })) }),
+        objectOr(bytes, at, {
+          b64_json: (value) => stringSpan(bytes, value, (span) => spans.push({ item, start: span.start, end: span.end })),
+        }),
       ),
   });
   return end < 0 ? null : spans;
