@@ -1,4 +1,5 @@
 import type { HttpBindings } from "@hono/node-server";
+import type { GeminiImageFault } from "./gemini-image-faults.js";
 import type { ImageKind, ImageUsageKind } from "./openai-images-faults.js";
 import type { InvalidAnswer } from "./systemone-evaluator.js";
 
@@ -33,6 +34,8 @@ export interface Faults {
   image?: ImageKind;
   /** `x-mock-image-usage`: the image routes' usage with cached tokens, or without its details. */
   imageUsage?: ImageUsageKind;
+  /** `x-mock-gemini-image`: a Gemini answer asking for images is blocked, filtered, imageless, or spoilt. */
+  geminiImage?: GeminiImageFault;
 }
 
 export type MockUpstreamEnv = {

@@ -3,6 +3,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { z } from "zod";
 import type { Faults, MockUpstreamEnv } from "./context.js";
 import { dialectFor } from "./dialects.js";
+import { GEMINI_IMAGE_FAULTS } from "./gemini-image-faults.js";
 import { IMAGE_KINDS, IMAGE_USAGES } from "./openai-images-faults.js";
 import { INVALID_ANSWERS } from "./systemone-evaluator.js";
 
@@ -45,6 +46,7 @@ const faultHeaders = z.object({
   "x-mock-invalid-answer": z.string().trim().toLowerCase().pipe(z.enum(INVALID_ANSWERS)).optional().catch(undefined),
   "x-mock-image": z.string().trim().toLowerCase().pipe(z.enum(IMAGE_KINDS)).optional().catch(undefined),
   "x-mock-image-usage": z.string().trim().toLowerCase().pipe(z.enum(IMAGE_USAGES)).optional().catch(undefined),
+  "x-mock-gemini-image": z.string().trim().toLowerCase().pipe(z.enum(GEMINI_IMAGE_FAULTS)).optional().catch(undefined),
 });
 
 export function parseFaults(headers: Headers): Faults {
@@ -67,6 +69,7 @@ export function parseFaults(headers: Headers): Faults {
     invalidAnswer: h["x-mock-invalid-answer"],
     image: h["x-mock-image"],
     imageUsage: h["x-mock-image-usage"],
+    geminiImage: h["x-mock-gemini-image"],
   };
 }
 

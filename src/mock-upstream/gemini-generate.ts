@@ -3,6 +3,7 @@ import { z } from "zod";
 import type { MockUpstreamEnv } from "./context.js";
 import { gemini, parseBody } from "./dialects.js";
 import { generateResponse, type Plan, streamChunks } from "./gemini-generate-output.js";
+import { imagePlan, imageRequestProblem } from "./gemini-images.js";
 import { chosenFunction, digestOf, promptTokens, replyOf, TOOL_ARGUMENTS, type ToolChoice, textOf, toolCallTokens } from "./mock-text.js";
 import { playEvents } from "./sse.js";
 
@@ -25,7 +26,14 @@ const content = z.looseObject({ role: z.enum(["user", "model"]).optional(), part
 const generateRequest = z.object({
   contents: z.array(content).min(1),
   systemInstruction: content.optional(),
-  generationConfig: z.looseObject({ maxOutputTokens: z.number().int().min(1).optional() }).optional(),
+  generationConfig: z
+    .looseObject({
+      maxOutputTokens: z.number().int().min(1).optional(),
+      candidateCount: z.number().int().min(1).optional(),
+      responseModalities: z.array(z.enum(["MODALITY_UNSPECIFIED", "TEXT", "IMAGE", "AUDIO"])).optional(),
+      imageConfig: z.looseObject({ aspectRatio: z.string().optional(), imageSize: z.string().optional() }).optional(),
+    })
+    .optional(),
   tools: z.array(z.looseObject({ functionDeclarations: z.array(z.looseObject({ name: z.string().min(1) })).optional() })).optional(),
   toolConfig: z
     .looseObject({
@@ -84,7 +92,15 @@ export const geminiGenerateRoute = new Hono<MockUpstreamEnv>().post("/v1beta/mod
   const req = await parseBody(c, gemini, generateRequest);
   if (req instanceof Response) return req;
   const faults = c.get("faults");
-  const p = plan(model, req);
-  if (!stream) return c.json(generateResponse(p, faults.omitUsage));
-  return playEvents(c, streamChunks(p, { omitUsage: faults.omitUsage, dropping: faults.dropAfter !== undefined }));
+  const config = req.generationConfig ?? {};
+  const modalities = config.responseModalities ?? [];
+  let p: Plan;
+  if (modalities.includes("IMAGE")) {
+    const problem = imageRequestProblem(model, config);
+    if (problem) return gemini.error(c, 400, problem);
+    p = imagePlan({ model, contents: req.contents, modalities, imageSize: config.imageConfig?.imageSize }, faults.geminiImage);
+  } else p = plan(model, req);
+  const omitUsage = faults.omitUsage || faults.geminiImage === "no-usage";
+  if (!stream) return c.json(generateResponse(p, omitUsage));
+  return playEvents(c, streamChunks(p, { omitUsage, dropping: faults.dropAfter !== undefined }));
 });

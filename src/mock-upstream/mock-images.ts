@@ -35,6 +35,9 @@ function png(rgb: [number, number, number], padding = 0): Buffer {
   ]);
 }
 
+/** A 1×1 PNG of one colour: the pictures the Gemini mock draws, a colour per answer (./gemini-images.ts). */
+export const solidPng = (rgb: [number, number, number]): Buffer => png(rgb);
+
 /** The model whose PNGs are 1 MiB (docs/mock-upstream.md): what `npm run bench` delivers through the gateway. */
 export const LARGE_IMAGE_MODEL = "mock-image-large";
 const LARGE_PNG_BYTES = 1 << 20;
