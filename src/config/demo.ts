@@ -1,3 +1,4 @@
+import { DEFAULT_NATIVE_IMAGE_MODELS } from "../billing/image-quota.js";
 import type { ConfigInput } from "./schema.js";
 
 /**
@@ -26,6 +27,9 @@ export function demoConfig(mockUrl: string, mockApiKey: string): ConfigInput {
       "demo-embed": { kind: "embedding", upstream: "mock-embed", targets: ["mock"], owned_by: "demo" },
       // Priced by its native usage (gpt-image-1 is a designated model): POST /v1/images/generations and /edits.
       "demo-image": { kind: "image", upstream: "gpt-image-1", targets: ["mock"], owned_by: "demo" },
+      // The same image routes on Gemini's generateContent (docs/api.md, "Images"), priced by its native usage: its
+      // upstream is designated below.
+      "demo-gemini-image": { kind: "image", upstream: "gemini-2.5-flash-image", targets: ["mock-gemini"], owned_by: "demo" },
       "demo-claude": { kind: "chat", upstream: "mock-claude", targets: ["mock-anthropic"], owned_by: "demo" },
       "demo-gemini": { kind: "chat", upstream: "mock-gemini", targets: ["mock-gemini"], owned_by: "demo" },
       "demo-judge": {
@@ -62,6 +66,9 @@ export function demoConfig(mockUrl: string, mockApiKey: string): ConfigInput {
     },
     default_plan: "free",
     // The mock answers some images with links to itself, and serves its videos, on loopback: downloaded only when allowed.
-    media: { download: { allow_private: ["127.0.0.1", "::1"] } },
+    media: {
+      images: { native_usage_models: [...DEFAULT_NATIVE_IMAGE_MODELS, "gemini-2.5-flash-image"] },
+      download: { allow_private: ["127.0.0.1", "::1"] },
+    },
   };
 }

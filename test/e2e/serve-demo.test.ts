@@ -46,6 +46,7 @@ describe("gateway serve --demo", () => {
       "demo-broken",
       "demo-embed",
       "demo-image",
+      "demo-gemini-image",
       "demo-claude",
       "demo-gemini",
       "demo-judge",
