@@ -23,7 +23,7 @@ type Protocol = ProviderConfig["protocol"];
 export const SERVED_PROTOCOLS: Readonly<Record<ModelConfig["kind"], readonly Protocol[]>> = {
   chat: ["openai", "anthropic", "gemini"],
   embedding: ["openai"],
-  image: ["openai"],
+  image: ["openai", "gemini"],
   video: ["video", "openai"],
   systemone: ["systemone"],
 };

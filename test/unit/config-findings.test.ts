@@ -100,6 +100,20 @@ describe("configFindings", () => {
     ]);
   });
 
+  it("serves image models on gemini targets, as on openai ones", () => {
+    const gemini = { protocol: "gemini" as const, base_url: "https://generativelanguage.googleapis.com" };
+    const findings = configFindings(
+      config({
+        providers: { main: openai, gemini },
+        models: {
+          m: chat("main"),
+          image: { kind: "image", upstream: "gemini-2.5-flash-image", targets: ["gemini", "main"] },
+        },
+      }),
+    );
+    expect(findings).toEqual([]);
+  });
+
   it("warns about a provider no model uses", () => {
     const findings = configFindings(config({ providers: { main: openai, spare: openai }, models: { m: chat("main") } }));
     expect(findings).toEqual([{ level: "warning", path: "providers.spare", message: "no model uses this provider" }]);
