@@ -19,8 +19,9 @@ import { chargeComment, readSse } from "../helpers/sse-frames.js";
 // POST /v1/chat/completions served by `gemini` targets (docs/translation.md, "OpenAI chat → Gemini") through the
 // official OpenAI SDK: JSON and streams translated from the mock upstream's generateContent, tools round trip,
 // billed once from usageMetadata by the chat rule, fallback across protocols both ways, a stream dropped midway,
-// requests a Gemini target cannot take. Images come from a fixed upstream of the test's own (a Gemini image
-// answer, JSON and SSE): delivered as data: URIs typed by their bytes, an invalid one refused and not charged.
+// requests a Gemini target cannot take. Images come from the mock's Gemini image output, and from a fixed upstream of
+// the test's own (a Gemini image answer, JSON and SSE, with bytes declared as another type, and invalid ones):
+// delivered as data: URIs typed by their bytes, an invalid one refused and not charged.
 
 const GEMINI_MODEL = "mock-gemini";
 const CHAT_MODEL = "mock-gpt-small";
@@ -323,6 +324,71 @@ describe("faults and refusals", () => {
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(APIError);
     expect((err as APIError).status).toBe(400);
+  });
+});
+
+describe("images from the mock upstream's Gemini image model", () => {
+  const request = (stream: boolean) => ({
+    model: "gem",
+    messages: [{ role: "user", content: "Draw a lighthouse" }],
+    modalities: ["text", "image"],
+    stream,
+    ...(stream ? { stream_options: { include_usage: true } } : {}),
+  });
+  type Image = { type: string; image_url: { url: string } };
+  /** The PNG bytes of a delivered data: URI (the mock draws PNGs; the type must follow the bytes). */
+  const pngOf = (image: Image) => {
+    expect(image.type).toBe("image_url");
+    const match = /^data:image\/png;base64,([A-Za-z0-9+/]+=*)$/.exec(image.image_url.url);
+    expect(match).not.toBeNull();
+    const bytes = Buffer.from(match![1]!, "base64");
+    expect(bytes.subarray(1, 4).toString("latin1")).toBe("PNG");
+    return bytes;
+  };
+
+  it("JSON: the text and the image, delivered as a PNG data: URI; billed by the chat rule on the usage Gemini reported", async () => {
+    const user = await freshUser();
+    const res = await post(user.key, request(false));
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as {
+      choices: { message: { content: string; images: Image[] } }[];
+      usage: { prompt_tokens: number; completion_tokens: number };
+    };
+    expect(validateOpenAI("CreateChatCompletionResponse", body)).toEqual([]);
+    expect(body.choices[0]!.message.content).toMatch(/^Mock image [0-9a-f]{8}\.$/);
+    expect(body.choices[0]!.message.images).toHaveLength(1);
+    pngOf(body.choices[0]!.message.images[0]!);
+    // The image's tokens are output tokens like any other: the chat rule bills what Gemini reported.
+    expect(body.usage.completion_tokens).toBeGreaterThan(1000);
+    const s = await settled([gw], user.id);
+    expect(s.log).toMatchObject({
+      status: 200,
+      usage_source: "upstream",
+      input_tokens: body.usage.prompt_tokens,
+      output_tokens: body.usage.completion_tokens,
+      quota_charged: charge(body.usage.prompt_tokens, body.usage.completion_tokens),
+    });
+  });
+
+  it("stream: the image in delta.images as a PNG data: URI, the usage chunk, [DONE]; billed the same way", async () => {
+    const user = await freshUser();
+    const { events, broken } = await readSse(await post(user.key, request(true)));
+    expect(broken).toBe(false);
+    expect(events.at(-1)!.data).toBe("[DONE]");
+    const chunks = events
+      .slice(0, -1)
+      .map((e) => JSON.parse(e.data) as ChatCompletionChunk & { choices: { delta: { images?: Image[] } }[] });
+    for (const chunk of chunks) expect(validateOpenAI("CreateChatCompletionStreamResponse", chunk)).toEqual([]);
+    const delivered = chunks.flatMap((c) => c.choices[0]?.delta.images ?? []);
+    expect(delivered).toHaveLength(1);
+    pngOf(delivered[0]!);
+    const usage = chunks.at(-1)!.usage!;
+    const s = await settled([gw], user.id);
+    expect(s.log).toMatchObject({
+      streamed: true,
+      usage_source: "upstream",
+      quota_charged: charge(usage.prompt_tokens, usage.completion_tokens),
+    });
   });
 });
 
