@@ -1,5 +1,6 @@
 import { STREAM_FAILURE_MESSAGES, type RelayProtocol } from "../metering/relays/stream-relay.js";
 import type { StreamEvent, UsageReport } from "../providers/types.js";
+import { addImageUsages } from "../providers/upstream-images/add-image-usages.js";
 
 // An image edit stream as the client gets it (spec "Image generation response" rule 4, Events 1; docs/api.md,
 // "Images"): each event's bytes as the upstream sent them, once its image is proven an image; the usage read
@@ -24,24 +25,6 @@ const COMPLETED = "image_edit.completed";
 
 /** Checks that an event's base64 is an image the gateway delivers (throws ImageDeliveryError otherwise). */
 export type InlineImageCheck = (base64: string) => Promise<void>;
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
-
-/**
- * Two images' usages added up field by field. A field only one of them has, or of different kinds, is left out:
- * the sum is then incomplete and the image quota falls back, as it should for usage it cannot trust.
- */
-function addUsage(a: unknown, b: unknown): unknown {
-  if (typeof a === "number" && typeof b === "number") return a + b;
-  if (!isObject(a) || !isObject(b)) return undefined;
-  const sum: Record<string, unknown> = {};
-  for (const key of Object.keys(a)) {
-    if (!(key in b)) continue;
-    const value = addUsage(a[key], b[key]);
-    if (value !== undefined) sum[key] = value;
-  }
-  return sum;
-}
 
 export interface EditStreamUsage {
   /** Completed images so far. */
@@ -77,7 +60,7 @@ export function imageEditRelay(
     if (data.type === COMPLETED) {
       images += 1;
       if (data.usage === undefined || data.usage === null) usageMissing = true;
-      else usage = images === 1 ? data.usage : addUsage(usage, data.usage);
+      else usage = images === 1 ? data.usage : addImageUsages(usage, data.usage);
     }
     for (const key of Object.keys(data)) {
       if (!EVENT_FIELDS.has(key)) {

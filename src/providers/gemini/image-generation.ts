@@ -1,6 +1,7 @@
 import { errors } from "../../errors.js";
 import { asArray, asObject, tokenCount } from "../json-guards.js";
 import { CanonicalBase64 } from "../upstream-images/canonical-base64.js";
+import { INCONSISTENT_COUNT } from "../upstream-images/add-image-usages.js";
 import { ImageDeliveryError, type UpstreamImage } from "../upstream-images/image-delivery.js";
 import type { NeutralImageRequest } from "../types.js";
 
@@ -94,7 +95,7 @@ function byModality(list: unknown): Map<string, number> | null {
 }
 
 /** A count the image quota refuses as `inconsistent`: what a malformed Gemini count becomes. */
-const INCONSISTENT = -1;
+const INCONSISTENT = INCONSISTENT_COUNT;
 
 /** A count that proto3 JSON leaves out when it is zero. */
 const zeroOmitted = (value: unknown): number => (value === undefined ? 0 : (tokenCount(value) ?? INCONSISTENT));
@@ -149,25 +150,4 @@ export function geminiImageUsage(usageMetadata: unknown): Record<string, unknown
   }
   if (u.candidatesTokensDetails !== undefined) usage.output_tokens_details = textAndImage([u.candidatesTokensDetails], thoughts);
   return usage;
-}
-
-const isCount = (value: unknown): value is number => typeof value === "number" && value >= 0;
-const isObject = (value: unknown): value is Record<string, unknown> => asObject(value) !== undefined;
-
-/**
- * The image usages of several calls added up: a count both have, summed; an object, field by field. What only
- * one of them reports is left out, so the sum is never more complete than its parts (the quota then falls back,
- * never undercharging), and a call without usage makes the whole absent.
- */
-export function addImageUsages(a: unknown, b: unknown): unknown {
-  if (a === undefined || b === undefined) return undefined;
-  if (typeof a === "number" && typeof b === "number") return isCount(a) && isCount(b) ? a + b : INCONSISTENT;
-  if (!isObject(a) || !isObject(b)) return undefined;
-  const out: Record<string, unknown> = {};
-  for (const key of Object.keys(a)) {
-    if (!(key in b)) continue;
-    const value = addImageUsages(a[key], b[key]);
-    if (value !== undefined) out[key] = value;
-  }
-  return out;
 }

@@ -5,7 +5,8 @@ import type { CallOptions, JsonResult, NeutralImageRequest, UsageReport } from "
 import { UpstreamAbort, type UpstreamSignal } from "../upstream-abort.js";
 import { convertGeminiUsage } from "./convert-gemini-usage.js";
 import { geminiModelPath } from "./generate-content.js";
-import { addImageUsages, geminiAnswerImages, geminiImageBody, geminiImageUsage } from "./image-generation.js";
+import { addImageUsages } from "../upstream-images/add-image-usages.js";
+import { geminiAnswerImages, geminiImageBody, geminiImageUsage } from "./image-generation.js";
 import { parseInlineDataAnswer } from "./inline-data-spans.js";
 
 // Gemini image generation and edits (docs/api.md, "Images"): `generateContent` asking for the IMAGE modality, one
