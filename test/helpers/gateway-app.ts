@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import { parseConfig } from "../../src/config/load.js";
-import type { ConfigInput } from "../../src/config/schema.js";
+import type { Config, ConfigInput } from "../../src/config/schema.js";
 import type { Pool } from "../../src/db/pool.js";
 import type { Clock } from "../../src/time/clock.js";
 import { taskList } from "../../src/jobs/tasks.js";
@@ -36,12 +36,22 @@ export const testTransport = () => transportOf(testConfig().server);
 /**
  * The real app on a real HTTP port and a fresh database of its own. With `pool`, the services use that pool (one
  * through a fault proxy, say; the caller ends it) while `db.pool` stays a direct road for the test's own reads.
+ * With `loaded`, a config already validated (a file loaded as `serve --config` loads it) is served as it is,
+ * instead of `config` laid over the test config.
  */
 export async function startTestGateway(
-  opts: { config?: Partial<ConfigInput>; env?: NodeJS.ProcessEnv; db?: TestDatabase; pool?: Pool; logger?: Logger; clock?: Clock } = {},
+  opts: {
+    config?: Partial<ConfigInput>;
+    loaded?: Config;
+    env?: NodeJS.ProcessEnv;
+    db?: TestDatabase;
+    pool?: Pool;
+    logger?: Logger;
+    clock?: Clock;
+  } = {},
 ): Promise<TestGateway> {
   const db = opts.db ?? (await createTestDatabase());
-  const config = testConfig(opts.config);
+  const config = opts.loaded ?? testConfig(opts.config);
   const services = await createServices({
     config,
     pool: opts.pool ?? db.pool,
