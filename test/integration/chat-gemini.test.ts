@@ -8,6 +8,7 @@ import { TOOL_ARGUMENTS } from "../../src/mock-upstream/mock-text.js";
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
 import { collect } from "../helpers/async-iter.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
+import { sdkUser } from "../helpers/sdk-user.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { validateGemini } from "../helpers/gemini-proto.js";
 import { countLogWrites, settled } from "../helpers/metering-checks.js";
@@ -30,7 +31,6 @@ let mock: MockUpstream;
 let proxy: FaultProxy;
 let images: RecordingUpstream;
 let gw: TestGateway;
-let users = 0;
 
 beforeAll(async () => {
   mock = await startMockUpstream({ apiKey: MOCK_KEY });
@@ -81,12 +81,7 @@ afterAll(async () => {
   await mock?.close();
 });
 
-async function freshUser() {
-  const email = `chat-gemini-${++users}@example.test`;
-  const user = await gw.services.auth.users.create({ email, password: "password-123", plan: "free" });
-  const { key } = await gw.services.auth.apiKeys.create({ user: email });
-  return { id: user.id, key, client: new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 }) };
-}
+const freshUser = () => sdkUser(gw, "chat-gemini", "free");
 
 const messages: ChatCompletionMessageParam[] = [
   { role: "system", content: "You are terse." },

@@ -1,4 +1,3 @@
-import OpenAI from "openai";
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionCreateParamsNonStreaming } from "openai/resources/chat/completions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MOCK_IMAGES } from "../../src/mock-upstream/mock-images.js";
@@ -6,6 +5,7 @@ import { CHAT_IMAGE_TOKENS } from "../../src/mock-upstream/openai-chat-images.js
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
 import { collect } from "../helpers/async-iter.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
+import { sdkUser } from "../helpers/sdk-user.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { countLogWrites, settled as settledOnce } from "../helpers/metering-checks.js";
 import { validateOpenAI } from "../helpers/openapi.js";
@@ -21,7 +21,6 @@ const KINDS = ["gif", "not-image", "invalid-base64", "url", "url-404", "url-redi
 let mock: MockUpstream;
 let proxy: FaultProxy;
 let gw: TestGateway;
-let users = 0;
 
 /** One provider and model per `x-mock-image` kind (model `plain`: no fault; `fixed`: the proxy's fixed answer). */
 const providerIds = ["plain", "fixed", ...KINDS];
@@ -48,12 +47,7 @@ afterAll(async () => {
   await mock?.close();
 });
 
-async function freshUser() {
-  const email = `chat-images-${++users}@example.test`;
-  const user = await gw.services.auth.users.create({ email, password: "password-123", plan: "basic" });
-  const { key } = await gw.services.auth.apiKeys.create({ user: email });
-  return { id: user.id, key, client: new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 }) };
-}
+const freshUser = () => sdkUser(gw, "chat-images", "basic");
 
 const messages = [{ role: "user" as const, content: "Draw a blue square" }];
 /** The SDK types `modalities` as text and audio only; image-capable vendors take "image" in the same field. */

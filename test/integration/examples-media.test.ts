@@ -17,6 +17,7 @@ import { addImageUsages } from "../../src/providers/upstream-images/add-image-us
 import { geminiImageBody, geminiImageUsage } from "../../src/providers/gemini/image-generation.js";
 import type { NeutralImageRequest } from "../../src/providers/types.js";
 import { videoPollDeps } from "../../src/runtime/services.js";
+import { sdkUser } from "../helpers/sdk-user.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { countLogWrites, quiesce, rowsOf, settled } from "../helpers/metering-checks.js";
 import { validateOpenAI } from "../helpers/openapi.js";
@@ -33,7 +34,6 @@ const MOCK_KEY = "sk-mock-examples";
 let mock: MockUpstream;
 let openaiExample: { config: Config; gw: TestGateway };
 let geminiExample: { config: Config; gw: TestGateway };
-let users = 0;
 
 /** An example file as the gateway loads it, pointed at the mock upstream. */
 function loadExample(file: string): Config {
@@ -72,12 +72,7 @@ afterAll(async () => {
 });
 
 /** A user on the example's default plan, with a key and the OpenAI SDK on the gateway. */
-async function freshUser(gw: TestGateway) {
-  const email = `examples-media-${++users}@example.test`;
-  const user = await gw.services.auth.users.create({ email, password: "password-123" });
-  const { key } = await gw.services.auth.apiKeys.create({ user: email });
-  return { id: user.id, client: new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 }) };
-}
+const freshUser = (gw: TestGateway) => sdkUser(gw, "examples-media");
 
 function modelOf(config: Config, id: string) {
   const model = config.models[id];

@@ -17,6 +17,7 @@ import { addImageUsages } from "../../src/providers/upstream-images/add-image-us
 import { geminiImageBody, geminiImageUsage } from "../../src/providers/gemini/image-generation.js";
 import type { NeutralImageRequest } from "../../src/providers/types.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
+import { sdkUser } from "../helpers/sdk-user.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { countLogWrites, settled as settledOnce } from "../helpers/metering-checks.js";
 import { validateOpenAI } from "../helpers/openapi.js";
@@ -42,7 +43,6 @@ const FAULTS: Record<string, Record<string, string>> = {
 let mock: MockUpstream;
 let proxy: FaultProxy;
 let gw: TestGateway;
-let users = 0;
 const logLines: string[] = [];
 
 beforeAll(async () => {
@@ -90,12 +90,7 @@ afterAll(async () => {
   await mock?.close();
 });
 
-async function freshUser() {
-  const email = `gemini-images-${++users}@example.test`;
-  const user = await gw.services.auth.users.create({ email, password: "password-123", plan: "basic" });
-  const { key } = await gw.services.auth.apiKeys.create({ user: email });
-  return { id: user.id, key, client: new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 }) };
-}
+const freshUser = () => sdkUser(gw, "gemini-images", "basic");
 
 const settled = (userId: string, requests = 1) => settledOnce([gw], userId, requests);
 

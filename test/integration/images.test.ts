@@ -12,6 +12,7 @@ import { MOCK_IMAGES } from "../../src/mock-upstream/mock-images.js";
 import { startMockUpstream, type MockUpstream } from "../../src/mock-upstream/server.js";
 import { createLogger } from "../../src/logger.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
+import { sdkUser } from "../helpers/sdk-user.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { countLogWrites, settled as settledOnce } from "../helpers/metering-checks.js";
 import { validateOpenAI } from "../helpers/openapi.js";
@@ -23,7 +24,6 @@ import { parseFrames } from "../helpers/sse-frames.js";
 // the request log.
 
 const RATES: ImageRates = { tokenMultiplier: 2.5, groupMultiplier: 1 };
-const PASSWORD = "password-123";
 
 const FAULTS: Record<string, Record<string, string>> = {
   plain: {},
@@ -43,7 +43,6 @@ const FAULTS: Record<string, Record<string, string>> = {
 let mock: MockUpstream;
 let proxy: FaultProxy;
 let gw: TestGateway;
-let users = 0;
 const logLines: string[] = [];
 
 beforeAll(async () => {
@@ -88,12 +87,7 @@ afterAll(async () => {
   await mock?.close();
 });
 
-async function freshUser(plan = "basic") {
-  const email = `images-${++users}@example.test`;
-  const user = await gw.services.auth.users.create({ email, password: PASSWORD, plan });
-  const { key } = await gw.services.auth.apiKeys.create({ user: email });
-  return { id: user.id, key, client: new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 }) };
-}
+const freshUser = (plan = "basic") => sdkUser(gw, "images", plan);
 
 const settled = (userId: string, requests = 1) => settledOnce([gw], userId, requests);
 
