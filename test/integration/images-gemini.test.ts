@@ -17,6 +17,7 @@ import { addImageUsages } from "../../src/providers/upstream-images/add-image-us
 import { geminiImageBody, geminiImageUsage } from "../../src/providers/gemini/image-generation.js";
 import type { NeutralImageRequest } from "../../src/providers/types.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
+import { jsonAnswer, startRecordingUpstream, type RecordingUpstream } from "../helpers/recording-upstream.js";
 import { sdkUser } from "../helpers/sdk-user.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { countLogWrites, settled as settledOnce } from "../helpers/metering-checks.js";
@@ -42,18 +43,22 @@ const FAULTS: Record<string, Record<string, string>> = {
 
 let mock: MockUpstream;
 let proxy: FaultProxy;
+/** A Gemini that answers one call of a request and refuses the next (503): `n` calls, one of them failing. */
+let half: RecordingUpstream;
 let gw: TestGateway;
 const logLines: string[] = [];
 
 beforeAll(async () => {
   mock = await startMockUpstream();
   proxy = await startFaultProxy(mock.url);
+  half = await startRecordingUpstream();
   const providers = Object.fromEntries(
     Object.entries(FAULTS).map(([id, faults]) => [
       id,
       { protocol: "gemini" as const, base_url: proxy.baseUrl(faults).replace(/\/v1$/, "") },
     ]),
   );
+  providers.ghalf = { protocol: "gemini" as const, base_url: half.url };
   const imageModel = (provider: string, upstream = UPSTREAM) => ({
     kind: "image" as const,
     upstream,
@@ -72,7 +77,7 @@ beforeAll(async () => {
     config: {
       providers,
       models: {
-        ...Object.fromEntries(Object.keys(FAULTS).map((id) => [id, imageModel(id)])),
+        ...Object.fromEntries([...Object.keys(FAULTS), "ghalf"].map((id) => [id, imageModel(id)])),
         // Not designated: the per-image rule, unmarked.
         gother: imageModel("gplain", "gemini-3-pro-image-preview"),
       },
@@ -86,6 +91,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await gw?.close();
+  await half?.close();
   await proxy?.close();
   await mock?.close();
 });
@@ -166,6 +172,33 @@ describe("image generation on a gemini target", () => {
     const one = await directUsage({ prompt: "two foxes", images: [], n: 1 });
     const s = await settled(user.id);
     expect(s.log.quota_charged).toBe(String(nativeCharge(addImageUsages(one, one))));
+  });
+
+  it("n=2 with one call refused (503): nothing of the target that failed is delivered or charged; the next target answers, charged once", async () => {
+    const user = await freshUser();
+    const image = { inlineData: { mimeType: "image/png", data: MOCK_IMAGES.png.toString("base64") } };
+    const usageMetadata = {
+      promptTokenCount: 5,
+      candidatesTokenCount: 1290,
+      totalTokenCount: 1295,
+      promptTokensDetails: [{ modality: "TEXT", tokenCount: 5 }],
+      candidatesTokensDetails: [{ modality: "IMAGE", tokenCount: 1290 }],
+    };
+    half.requests.length = 0;
+    half.answers = [
+      jsonAnswer({ candidates: [{ content: { role: "model", parts: [image] }, finishReason: "STOP", index: 0 }], usageMetadata }),
+      jsonAnswer({ error: { code: 503, message: "overloaded", status: "UNAVAILABLE" } }, 503),
+    ];
+    const before = proxy.requests.length;
+    const images = await user.client.images.generate({ model: "ghalf", prompt: "two owls", n: 2, response_format: "b64_json" });
+    expect(half.requests).toHaveLength(2);
+    expect(images.data).toHaveLength(2);
+    // The fallback target (the mock, through the proxy) made both images: its own two calls.
+    expect(generateCalls(before)).toHaveLength(2);
+    const one = await directUsage({ prompt: "two owls", images: [], n: 1 });
+    const s = await settled(user.id);
+    expect(s.holds).toHaveLength(1);
+    expect(s.log).toMatchObject({ status: 200, provider: "gplain", quota_charged: String(nativeCharge(addImageUsages(one, one))) });
   });
 
   it.each([
