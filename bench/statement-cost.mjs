@@ -54,9 +54,13 @@ async function main() {
   const sync = leaseSync({ insert: insertRows, rewrite: rewriteRows });
   let seq = lease.seq;
   const record = (requestId) => JSON.stringify(Object.assign({}, row, { request_id: requestId }));
-  const postOnly = () => {
+  const resolution = () => {
     const requestId = `bench-${randomUUID()}`;
-    const resolution = { holdId: randomUUID(), requestId, amount: 5n, charged: 5n, reservedAt: new Date(), record: record(requestId) };
+    return { holdId: randomUUID(), requestId, amount: 5n, charged: 5n, reservedAt: new Date(), record: record(requestId) };
+  };
+  // `answers` settlements sharing one sync, as concurrent answers share a commit under load (docs/scaling.md).
+  const postOnly = (answers = 1) => {
+    const resolutions = Array.from({ length: answers }, resolution);
     return sync(client, {
       leaseId: lease.id,
       seq: ++seq,
@@ -64,7 +68,7 @@ async function main() {
       base: null,
       baseRevision: 0n,
       // Nothing taken out of the lease: it may still be open, and its units must not run out over N statements.
-      post: 5n,
+      post: 5n * BigInt(answers),
       take: 0n,
       giveBack: 0n,
       need: 0n,
@@ -72,7 +76,7 @@ async function main() {
       close: false,
       touch: false,
       postOnly: true,
-      resolutions: [resolution],
+      resolutions,
     });
   };
   const cases = [
@@ -95,9 +99,11 @@ async function main() {
       "+ a commit (one request-log row, the journal's INSERT)",
       () => client.query({ name: "l", text: insertRows("$1::json"), values: [`[${record(`bench-${randomUUID()}`)}]`] }),
     ],
-    ["the post-only sync of one answer (all of the above in one statement)", postOnly],
+    ["the post-only sync of one answer (all of the above in one statement)", () => postOnly()],
+    ["the post-only sync of 8 answers (one statement: a group commit)", () => postOnly(8)],
+    ["the post-only sync of 32 answers (one statement: a group commit)", () => postOnly(32)],
     // For reference only, never configured: the same without waiting for the WAL flush, i.e. what the flush costs.
-    ["the same with synchronous_commit off (what the WAL flush costs)", postOnly, "set synchronous_commit = off"],
+    ["the same with synchronous_commit off (what the WAL flush costs)", () => postOnly(), "set synchronous_commit = off"],
   ];
   console.log(
     `PostgreSQL backend CPU per statement, ${N} statements each on one connection (beside it: wall time, and the CPU of this Node process's pg client):`,
