@@ -357,6 +357,9 @@ describe("every ledger and quota transaction writes the rows of one user", () =>
     expect(seen).toContain("transfer completion");
     expect(seen).toContain("ledger retention");
     expect(seen).toContain("video poll claim");
+    // A completion's two users are its sender and its recipient, no third.
+    const completions = transactions.filter((t) => t.users.size > 1 && EXCEPTIONS[0]!.matches(t));
+    expect(completions.map((t) => [...t.users].sort())).toEqual([[alice.id, bob.id].sort()]);
   }, 240_000);
 
   it("catches a statement that writes two users' rows", async () => {
