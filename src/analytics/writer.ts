@@ -1,10 +1,11 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { backoffMs, type Backoff } from "../db/backoff.js";
-import { faultCode, isDataError, isTransientDbError } from "../db/faults.js";
+import { answeredByServer, faultCode, isDataError, isTransientDbError } from "../db/faults.js";
 import type { DatabaseHealth } from "../db/health.js";
-import type { Pool, TimedQuery } from "../db/pool.js";
-import { batchParameter, encodeRow, INSERT_ROWS } from "./row-json.js";
+import type { Pool } from "../db/pool.js";
+import { insertBatch } from "./insert-batch.js";
+import { encodeRow } from "./row-json.js";
 import type { RequestLogRow, RequestLogStats, RequestLogWriter } from "./types.js";
 
 export interface RequestLogWriterOptions {
@@ -128,13 +129,15 @@ class BatchedRequestLogWriter implements RequestLogWriter {
     const count = rows.length;
     const { opts } = this;
     try {
-      const query: TimedQuery = {
-        name: "request_logs_insert",
-        text: INSERT_ROWS,
-        values: [batchParameter(rows)],
-        query_timeout: opts.statementTimeoutMs,
-      };
-      await opts.pool.query(query);
+      const client = await opts.pool.connect();
+      try {
+        await insertBatch(client, rows, opts.statementTimeoutMs);
+        client.release();
+      } catch (err) {
+        // A connection whose statement was cut or abandoned may be mid-COPY: it is closed, not reused.
+        client.release(!answeredByServer(err));
+        throw err;
+      }
       this.written += count;
       opts.health?.ok();
       return true;
