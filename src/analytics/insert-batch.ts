@@ -12,7 +12,7 @@ const UNIQUE_VIOLATION = "23505";
 
 /**
  * Writes a batch of encoded rows (row-json.ts) so that a batch sent again writes none of its rows twice: the
- * writer's and the outbox's retry after a lost reply. COPY in text format, at about twice the rows per PostgreSQL
+ * writer's and the outbox's retry after a lost reply. COPY in text format, at about 1.8 times the rows per PostgreSQL
  * core of the INSERT from json_to_recordset (docs/performance.md, "Request-log writer: insert methods"), is all or
  * nothing but has no ON CONFLICT: a batch holding a row already written fails whole with a unique violation, and
  * then goes again as the INSERT that skips the rows already there. Each statement commits on its own, so `client`
