@@ -148,7 +148,8 @@ describe("request log writer", () => {
     }
     await writer.flush();
     expect(writer.stats()).toMatchObject({ written: 10, failedFlushes: 1, buffered: 0 });
-    // A batch whose INSERT committed but whose reply was lost is sent again: the conflict target absorbs it.
+    // A batch whose COPY committed but whose reply was lost is sent again: its COPY fails whole on the first row
+    // already there, and the INSERT that follows skips them all.
     for (const row of rows) writer.write(row);
     await writer.close();
     expect(await storedIds(userId)).toEqual(rows.map((r) => r.requestId).sort());
