@@ -5,7 +5,10 @@ import { counterFamily, histogramFamily } from "./series.js";
 // The ledger's events: holds and their resolutions, the overshoots (counted, as docs/architecture.md "Rules" asks), expiries, lease
 // syncs. Account kinds are the ledger's own names (never input), and each escrow binds its kind's children once.
 
-/** Lease syncs: one commit of a batch of settlements, milliseconds unless the database is slow or away. */
+/**
+ * Lease syncs (one commit of a batch of settlements) and the reservations waiting for one: milliseconds unless the
+ * database is slow or away.
+ */
 const SYNC_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 export function ledgerMetrics(registry: Registry): LedgerMetrics {
@@ -32,6 +35,12 @@ export function ledgerMetrics(registry: Registry): LedgerMetrics {
     labelNames: ["account_kind"],
     buckets: SYNC_BUCKETS,
   });
+  const waits = histogramFamily(registry, {
+    name: "gateway_ledger_admission_wait_seconds",
+    help: "Seconds a reservation that did not fit its lease's free units waited for a sync before its answer (the others wait for none).",
+    labelNames: ["account_kind"],
+    buckets: SYNC_BUCKETS,
+  });
   const expiries = counterFamily(registry, {
     name: "gateway_ledger_expiries_total",
     help: "Holds and leases expired: this process's requests held past quota.max_hold_seconds (hold), dead processes' leases (lease), overdue durable holds (durable_hold).",
@@ -51,6 +60,7 @@ export function ledgerMetrics(registry: Registry): LedgerMetrics {
       const over = overshoots(kind);
       const overUnits = overshootUnits(kind);
       const synced = syncs(kind);
+      const waited = waits(kind);
       const failed = syncFailures(kind);
       const withdrawn = withdrawals(kind);
       for (const child of [held, posted, voided, over, overUnits, failed, withdrawn]) child.inc(0);
@@ -65,6 +75,7 @@ export function ledgerMetrics(registry: Registry): LedgerMetrics {
         voided: () => voided.inc(),
         expired: () => expiredHolds.inc(),
         synced: (seconds) => synced.observe(seconds),
+        waited: (seconds) => waited.observe(seconds),
         syncFailed: () => failed.inc(),
         withdrawn: () => withdrawn.inc(),
       };

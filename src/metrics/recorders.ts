@@ -33,6 +33,11 @@ export interface AccountMetrics {
   expired(): void;
   /** A lease sync committed, `seconds` after it was first sent (retries included). */
   synced(seconds: number): void;
+  /**
+   * A reservation that did not fit its lease's free units got its answer (admitted, refused, or 503) `seconds` after
+   * it arrived: the time it waited for a sync. Not called for the reservations admitted at once.
+   */
+  waited(seconds: number): void;
   /** A lease sync got a definitive error: the lease ended and its charges post straight to the account. */
   syncFailed(): void;
   /** A charge was withdrawn: not committed by its request's deadline, its answer refused and nothing charged. */
@@ -69,6 +74,9 @@ export interface AccountStats {
   held: bigint;
   /** Leased units no request holds. */
   free: bigint;
+  /** Since the start: reservations that waited for a sync (escrow.ts), and lease syncs committed. */
+  waits: number;
+  syncs: number;
 }
 
 /** The Prometheus text of every metric. */
@@ -94,6 +102,7 @@ const noAccount: AccountMetrics = {
   voided: nothing,
   expired: nothing,
   synced: nothing,
+  waited: nothing,
   syncFailed: nothing,
   withdrawn: nothing,
 };

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { DatabaseUnavailableError } from "../db/faults.js";
+import { extended } from "../objects.js";
 import type { DatabaseHealth } from "../db/health.js";
 import type { Pool } from "../db/pool.js";
 import type { AccountMetrics, AccountStats } from "../metrics/recorders.js";
@@ -92,6 +93,12 @@ interface Reservation {
 /** Per account (user and period): the lease taking new reservations. */
 type LeasesByAccount = Map<string, Lease>;
 
+/** Since the escrow was made: reservations that waited for a sync, and syncs committed (its stats). */
+interface Counts {
+  waits: number;
+  syncs: number;
+}
+
 const keyOf = (userId: string, period: string) => `${userId}/${period}`;
 
 export function createEscrow(opts: EscrowOptions): Escrow {
@@ -101,7 +108,8 @@ export function createEscrow(opts: EscrowOptions): Escrow {
   // Every lease with work left, retired ones included, so that flush() and close() can wait for them.
   const all = new Set<Lease>();
   const holds = new Map<string, Reservation>();
-  const context = leaseContext(opts, spec, leases, record, enqueue);
+  const counts: Counts = { waits: 0, syncs: 0 };
+  const context = leaseContext(opts, spec, leases, counts, record, enqueue);
 
   /**
    * The lease taking reservations on the account, stating the newest view of its base credits it was given: a
@@ -147,7 +155,7 @@ export function createEscrow(opts: EscrowOptions): Escrow {
       metrics.held();
       return Promise.resolve({ ok: true, hold: record(lease, input, now) });
     }
-    return waitForSync(opts, input, now, enqueue);
+    return waitForSync(opts, counts, input, now, enqueue);
   }
 
   function resolve(holdId: string, charged: bigint | null, journalRecord: string | null, options?: SettleOptions): Promise<SettleOutcome> {
@@ -165,7 +173,7 @@ export function createEscrow(opts: EscrowOptions): Escrow {
     return entry.done;
   }
 
-  const { sweep, fence, yieldOn, flush, close, stats } = escrowUpkeep(opts, leases, all, holds);
+  const { sweep, fence, yieldOn, flush, close, stats } = escrowUpkeep(opts, leases, all, holds, counts);
   return { reserve, resolve, owns: (holdId) => holds.has(holdId), sweep, fence, yieldOn, flush, close, stats };
 }
 
@@ -174,6 +182,7 @@ function leaseContext(
   opts: EscrowOptions,
   spec: AccountKindSpec,
   leases: LeasesByAccount,
+  counts: Counts,
   record: (lease: Lease, input: ReserveInput, now: Date) => Hold,
   enqueue: (input: ReserveInput, now: Date, waiter: Waiter) => void,
 ): LeaseContext {
@@ -191,7 +200,12 @@ function leaseContext(
     unsynced: opts.unsynced,
     groupMs: opts.groupMs,
     slowMs: opts.admissionTimeoutMs,
-    metrics,
+    metrics: extended<AccountMetrics, Pick<AccountMetrics, "synced">>(metrics, {
+      synced(seconds: number) {
+        counts.syncs++;
+        metrics.synced(seconds);
+      },
+    }),
     fresh: () => instance.fresh(),
     beaten: (sentAt) => instance.beaten(sentAt),
     // Only a lease of the process's current id tells it it was fenced: one opened before an earlier fence is over.
@@ -225,28 +239,42 @@ function leaseContext(
 /** A reservation that did not fit its lease's free units: it waits for a sync of the lease. */
 function waitForSync(
   opts: EscrowOptions,
+  counts: Counts,
   input: ReserveInput,
   now: Date,
   enqueue: (input: ReserveInput, now: Date, waiter: Waiter) => void,
 ): Promise<ReserveResult> {
+  const arrivedAt = performance.now();
+  // How long the reservations that needed the database waited for it, whatever their answer (the fleet bench's
+  // share and tail of waits, and the histogram gateway_ledger_admission_wait_seconds).
+  let timed = false;
+  const answered = () => {
+    if (timed) return;
+    timed = true;
+    counts.waits++;
+    opts.metrics.waited((performance.now() - arrivedAt) / 1000);
+  };
   return new Promise((resolve, reject) => {
     const waiter: Waiter = {
       input,
       now,
       cancelled: false,
-      deadlineAt: performance.now() + opts.admissionTimeoutMs,
+      deadlineAt: arrivedAt + opts.admissionTimeoutMs,
       resolve(result) {
         clearTimeout(deadline);
+        answered();
         resolve(result);
       },
       reject(err) {
         clearTimeout(deadline);
+        answered();
         reject(err);
       },
     };
     // Only a reservation that needs the database waits for it, and not for longer than this.
     const deadline = setTimeout(() => {
       waiter.cancelled = true;
+      answered();
       const err = new DatabaseUnavailableError();
       // A stalled database fails no statement; a deadline missed is how the operator hears of it.
       opts.health.failed(err, "reservation");
@@ -262,6 +290,7 @@ function escrowUpkeep(
   leases: LeasesByAccount,
   all: Set<Lease>,
   holds: Map<string, Reservation>,
+  counts: Counts,
 ): Pick<Escrow, "sweep" | "fence" | "yieldOn" | "flush" | "close" | "stats"> {
   const { clock, metrics } = opts;
   const maxHoldMs = opts.maxHoldSeconds * 1000;
@@ -320,7 +349,7 @@ function escrowUpkeep(
       }
       let held = 0n;
       for (const r of holds.values()) if (!r.expired) held += r.amount;
-      return { kind: opts.kind, leases: leaseCount, holds: holds.size, held, free };
+      return { kind: opts.kind, leases: leaseCount, holds: holds.size, held, free, waits: counts.waits, syncs: counts.syncs };
     },
   };
 }

@@ -94,6 +94,8 @@ describe("the Prometheus recorders", () => {
     daily.expired();
     metrics.ledger.expired(2, 1);
     daily.synced(0.004);
+    daily.waited(0.003);
+    daily.waited(0.2);
     daily.syncFailed();
     const series = await scrape(metrics);
     const kind = (account_kind: string) => ({ account_kind });
@@ -107,6 +109,8 @@ describe("the Prometheus recorders", () => {
     expect(sample(series, "gateway_ledger_expiries_total", { what: "lease" })).toBe(2);
     expect(sample(series, "gateway_ledger_expiries_total", { what: "durable_hold" })).toBe(1);
     expect(sample(series, "gateway_ledger_lease_sync_duration_seconds_count", kind("daily_allowance"))).toBe(1);
+    expect(sample(series, "gateway_ledger_admission_wait_seconds_count", kind("daily_allowance"))).toBe(2);
+    expect(sample(series, "gateway_ledger_admission_wait_seconds_bucket", { ...kind("daily_allowance"), le: "0.05" })).toBe(1);
     expect(sample(series, "gateway_ledger_lease_sync_failures_total", kind("daily_allowance"))).toBe(1);
     // Shown from 0 on, before their first event.
     expect(sample(series, "gateway_ledger_voids_total", kind("reseller_usd"))).toBe(0);
@@ -120,7 +124,7 @@ describe("the Prometheus recorders", () => {
       bodyBudget: { capacity: 4096, inUse: () => state.inUse },
       health: { stats: () => ({ up: state.up, outages: 3, blips: 5, downMs: 1500, totalDownMs: 60_000 }) },
       ledger: {
-        stats: () => ({ unsynced: 4, accounts: [{ kind: "daily_allowance", leases: 2, holds: 3, held: 300n, free: 700n }] }),
+        stats: () => ({ unsynced: 4, accounts: [{ kind: "daily_allowance", leases: 2, holds: 3, held: 300n, free: 700n, waits: 0, syncs: 0 }] }),
       },
     };
     metrics.watch(sources);
