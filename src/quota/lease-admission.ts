@@ -6,9 +6,6 @@ import type { Waiter } from "./lease-waiter.js";
 // them, with no statement; one that does not waits for a sync, whose grant admits the waiters in arrival order.
 
 const DEMAND_WINDOW_MS = 1000;
-/** Bounds of the top-up's lead (`leadMs`, lease-state.ts): at least half a window ahead, at most five. */
-const MIN_LEAD_MS = 500;
-const MAX_LEAD_MS = 5000;
 
 export abstract class LeaseAdmission extends LeaseSettlement {
   /**
@@ -22,9 +19,8 @@ export abstract class LeaseAdmission extends LeaseSettlement {
     if (resettable && this.autoReset.on && this.autoReset.underThreshold(this.free)) return false;
     this.free -= amount;
     this.outstanding += amount;
-    // Top up while the free units still cover the demand of the time a sync takes (twice over), so that the grant
-    // lands before they run out and requests rarely wait for the database.
-    if (this.free * 1000n < this.demand() * this.leadMs) {
+    // Top up before the free units run out, so that requests rarely wait for the database.
+    if (this.free * 2n < this.demand()) {
       this.wantTopUp = true;
       this.loop.schedule();
     }
@@ -37,19 +33,9 @@ export abstract class LeaseAdmission extends LeaseSettlement {
     this.loop.schedule();
   }
 
-  /** Units reserved over about the last second. */
+  /** Units reserved over about the last second: how much a top-up asks for. */
   protected demand(): bigint {
     return this.windowSum > this.lastWindowSum ? this.windowSum : this.lastWindowSum;
-  }
-
-  /**
-   * A sync committed `ms` after it was sent (a pool connection and the queue on the account row included): the lead
-   * of the next top-ups follows twice the recent sync time, so that on a busy account row (many processes on one
-   * account) the grant is asked for early enough to land before the free units run out.
-   */
-  protected syncTook(ms: number): void {
-    this.syncMs = this.syncMs === 0 ? ms : 0.8 * this.syncMs + 0.2 * ms;
-    this.leadMs = BigInt(Math.round(Math.min(MAX_LEAD_MS, Math.max(MIN_LEAD_MS, 2 * this.syncMs))));
   }
 
   /**

@@ -146,9 +146,6 @@ export abstract class LeaseState {
   protected windowSum = 0n;
   protected lastWindowSum = 0n;
   protected wantTopUp = false;
-  /** Recent sync time (ms, smoothed), and how far ahead of running out a top-up is asked for (lease-admission.ts). */
-  protected syncMs = 0;
-  protected leadMs = 500n;
 
   constructor(
     protected readonly ctx: LeaseContext,

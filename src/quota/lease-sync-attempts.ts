@@ -95,10 +95,8 @@ export abstract class LeaseSyncAttempts extends LeaseAdmission {
       this.giveBack += this.free;
       this.free = 0n;
     }
-    // A top-up asks for twice its lead of this lease's demand (a second while syncs are fast, more while the account
-    // row is busy: lease-admission.ts), so that the next one is due no sooner than a lead later; never in a sync that
-    // gives units back unasked.
-    const demand = (this.demand() * 2n * this.leadMs) / 1000n;
+    const demand = this.demand();
+    // A top-up asks for about a second of this lease's demand; never in a sync that gives units back unasked.
     const topUp = need > 0n || (this.wantTopUp && this.giveBack === 0n);
     this.wantTopUp = false;
     const yielding = performance.now() < this.yieldUntil;
@@ -191,9 +189,7 @@ export abstract class LeaseSyncAttempts extends LeaseAdmission {
     const { payload, batch, waiters } = attempt;
     this.seq = payload.seq;
     if (!payload.postOnly) this.appliedBase = { base: payload.base, revision: payload.baseRevision };
-    const took = performance.now() - sentAt;
-    this.ctx.metrics.synced(took / 1000);
-    this.syncTook(took);
+    this.ctx.metrics.synced((performance.now() - sentAt) / 1000);
     if (payload.touch && !reply.fenced) this.ctx.beaten(firstSentAt);
     this.overshot = reply.credits + reply.restored - reply.posted - reply.pending < 0n;
     if (!reply.live || payload.close) {

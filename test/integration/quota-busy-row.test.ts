@@ -3,16 +3,16 @@ import { createPool, type Pool } from "../../src/db/pool.js";
 import type { QuotaLedger } from "../../src/quota/index.js";
 import { useLedgerFixture } from "../helpers/ledger-fixture.js";
 
-// A lease tops up ahead of running out by twice the time its syncs take, and asks for twice that lead of its demand
-// (lease-admission.ts, docs/billing.md "Escrow"): on a busy account row its asks grow. They are only asks: the sync
+// Many processes on one account whose syncs queue on its row (issue 34's hot-account fleet, docs/billing.md
+// "Escrow"): each lease asks for a second of its demand ahead of running out, and those are only asks. The sync
 // statement grants what the account has, so several processes spending one day at once, with every sync queued
-// behind a lock on the account row, still never admit more than the day between them, and each charge as a process
-// saw it is what the database posted.
+// behind a lock on the account row, never admit more than the day between them, and each charge as a process saw
+// it is what the database posted.
 
 const ALLOWANCE = 200_000n;
 const PROCESSES = 6;
 
-const fx = useLedgerFixture("lease-lead");
+const fx = useLedgerFixture("busy-row");
 
 interface Seen {
   /** Each admitted request's units: its charge up to its hold. */
@@ -29,7 +29,7 @@ async function spend(ledger: QuotaLedger, userId: string, inFlight: number, seen
     while (!done) {
       const hold = BigInt(300 + (n++ % 7) * 100);
       const charge = n % 10 === 0 ? hold + 50n : hold - 100n;
-      const result = await ledger.reserve({ kind: "daily_allowance", userId, base: ALLOWANCE, amount: hold, requestId: `lead-${n}` });
+      const result = await ledger.reserve({ kind: "daily_allowance", userId, base: ALLOWANCE, amount: hold, requestId: `busy-${n}` });
       if (!result.ok) {
         seen.refused++;
         done = true;
@@ -44,7 +44,7 @@ async function spend(ledger: QuotaLedger, userId: string, inFlight: number, seen
   await Promise.all(Array.from({ length: inFlight }, worker));
 }
 
-describe("top-ups sized by the time syncs take", () => {
+describe("a day spent by several processes at once while the account row is busy", () => {
   it("never admit more than the day across processes whose syncs queue on the account row", async () => {
     const userId = await fx.newUser();
     const pools: Pool[] = [];
