@@ -124,7 +124,10 @@ describe("the Prometheus recorders", () => {
       bodyBudget: { capacity: 4096, inUse: () => state.inUse },
       health: { stats: () => ({ up: state.up, outages: 3, blips: 5, downMs: 1500, totalDownMs: 60_000 }) },
       ledger: {
-        stats: () => ({ unsynced: 4, accounts: [{ kind: "daily_allowance", leases: 2, holds: 3, held: 300n, free: 700n, waits: 0, syncs: 0 }] }),
+        stats: () => ({
+          unsynced: 4,
+          accounts: [{ kind: "daily_allowance", leases: 2, holds: 3, held: 300n, free: 700n, waits: 0, syncs: 0 }],
+        }),
       },
     };
     metrics.watch(sources);
