@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { IMAGE_USAGE_FALLBACK_REASONS, type ImageUsageFallbackReason } from "../billing/image-quota.js";
 import { ERROR_CLASSES, ERROR_CODES, errors, type ErrorCode } from "../errors.js";
-import type { Pool } from "../db/pool.js";
+import type { Queryable } from "../db/pool.js";
 import { USAGE_SOURCES, type ErrorClass, type UsageSource } from "./types.js";
 
 /**
@@ -74,9 +74,13 @@ const SELECT = `select request_id, created_at,
   quota_charged, cost_usd::text, usage_source, gpt_image_usage_fallback, latency_ms::float8 as latency_ms, ttfb_ms::float8 as ttfb_ms
 from request_logs`;
 const ORDER = "order by created_at desc, request_id desc";
-const FIRST_PAGE = `${SELECT} where user_id = $1 ${ORDER} limit $2`;
+// $3 is the oldest created_at the retention keeps (null: all): the day partitions before it are not read. A next
+// page also names its upper bound on its own (created_at <=), which the row comparison alone does not prune by.
+const SINCE = "created_at >= coalesce($3::timestamptz, '-infinity')";
+const FIRST_PAGE = `${SELECT} where user_id = $1 and ${SINCE} ${ORDER} limit $2`;
 // A row comparison matches the (user_id, created_at desc, request_id desc) index, so each page is one range scan.
-const NEXT_PAGE = `${SELECT} where user_id = $1 and (created_at, request_id) < ($3::timestamptz, $4::text) ${ORDER} limit $2`;
+const NEXT_PAGE = `${SELECT} where user_id = $1 and ${SINCE} and created_at <= $4::timestamptz
+  and (created_at, request_id) < ($4::timestamptz, $5::text) ${ORDER} limit $2`;
 
 const CURSOR_TIME = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\.\d{6}Z$/;
 
@@ -128,17 +132,21 @@ function toApi(row: DbRow): UserRequestLog {
   };
 }
 
-/** The user's own requests, newest first, keyset-paginated; `limit` is validated by the caller. */
+/**
+ * The user's own requests created since `since` (the retention's bound, null for all), newest first,
+ * keyset-paginated; `limit` is validated by the caller.
+ */
 export async function listUserRequests(
-  pool: Pool,
+  pool: Queryable,
   userId: string,
   page: { limit: number; cursor?: string | undefined },
+  since: Date | null,
 ): Promise<UserRequestPage> {
   const after = page.cursor === undefined ? null : decodeCursor(page.cursor);
   // One row more than asked tells whether another page exists, so the last page never links to an empty one.
   const { rows } = after
-    ? await pool.query<DbRow>(NEXT_PAGE, [userId, page.limit + 1, after.t, after.id])
-    : await pool.query<DbRow>(FIRST_PAGE, [userId, page.limit + 1]);
+    ? await pool.query<DbRow>(NEXT_PAGE, [userId, page.limit + 1, since, after.t, after.id])
+    : await pool.query<DbRow>(FIRST_PAGE, [userId, page.limit + 1, since]);
   const shown = rows.slice(0, page.limit);
   const last = shown.at(-1);
   return {

@@ -88,7 +88,8 @@ export function encodeRow(r: RequestLogRow): string | null {
 
 /**
  * The INSERT of encoded rows from the JSON array `param` (an SQL expression): the writer's batches, and the
- * ledger's journal, which commits a metered request's row with its charge (docs/architecture.md).
+ * ledger's journal, which commits a metered request's row with its charge (docs/architecture.md). A retried row
+ * carries the created_at it was encoded with, so (request_id, created_at), the partitioned log's key, finds it.
  */
 export function insertRows(param: string): string {
   return `insert into request_logs (request_id, user_id, key_id, route, client_protocol, public_model,
@@ -103,7 +104,7 @@ from json_to_recordset(${param}) as t(request_id text, user_id uuid, key_id uuid
   error_code text, input_tokens int4, output_tokens int4, cached_tokens int4, quota_charged int8, usage_source text,
   latency_ms numeric, ttfb_ms numeric, streamed bool, received_at timestamptz, created_at timestamptz, cost_usd numeric,
   upstream_cost_usd numeric, gpt_image_usage_fallback text)
-on conflict (request_id) do nothing`;
+on conflict (request_id, created_at) do nothing`;
 }
 
 /**
@@ -112,11 +113,13 @@ on conflict (request_id) do nothing`;
  * was answered, with nothing charged.
  */
 export function rewriteRows(param: string): string {
+  // The records' own created_at bounds the partitions the update reads: a refund follows its charge by seconds.
+  const span = (agg: string) => `(select ${agg}((x->>'created_at')::timestamptz) from json_array_elements(${param}) x)`;
   return `update request_logs r set status = t.status, error_class = t.error_class, error_code = t.error_code,
   quota_charged = t.quota_charged, cost_usd = t.cost_usd
-from json_to_recordset(${param}) as t(request_id text, status int2, error_class text, error_code text, quota_charged int8,
-  cost_usd numeric)
-where r.request_id = t.request_id`;
+from json_to_recordset(${param}) as t(request_id text, created_at timestamptz, status int2, error_class text, error_code text,
+  quota_charged int8, cost_usd numeric)
+where r.request_id = t.request_id and r.created_at = t.created_at and r.created_at >= ${span("min")} and r.created_at <= ${span("max")}`;
 }
 
 /** The writer's INSERT of one batch: $1 is the JSON array of encoded rows. */

@@ -16,13 +16,19 @@ import {
 } from "drizzle-orm/pg-core";
 
 // One row per request (src/analytics/types.ts). No payloads, IPs, keys or upstream error bodies: only ids,
-// routing metadata, counts and timings. Deleted `retention.request_log_days` after created_at, into
-// request_log_rollups (retention-sql.ts).
+// routing metadata, counts and timings.
+//
+// Partitioned by UTC day of created_at, which drizzle cannot express: migration 0025 creates the table
+// `partition by range (created_at)` with a DEFAULT partition, the day partitions `request_logs_pYYYYMMDD` are
+// created ahead by partitions.ts, and retention rolls a whole day up into request_log_rollups and drops its
+// partition (retention-sql.ts). The indexes below are declared on the parent, so every partition has them.
 export const requestLogs = pgTable(
   "request_logs",
   {
-    // The X-Request-Id the user cites; the conflict target that makes a retried batch idempotent.
-    requestId: text("request_id").primaryKey(),
+    // The X-Request-Id the user cites. With created_at, the conflict target that makes a retried batch
+    // idempotent (a retried row carries the same created_at): a partitioned table's unique key must include
+    // its partition key.
+    requestId: text("request_id").notNull(),
     // No foreign keys: the log is written in batches off the hot path, and a user or key deleted meanwhile
     // must not make a whole batch fail.
     userId: uuid("user_id").notNull(),
@@ -61,6 +67,7 @@ export const requestLogs = pgTable(
     createdAt: timestamp("created_at", { withTimezone: true }).notNull(),
   },
   (t) => [
+    primaryKey({ name: "request_logs_pkey", columns: [t.requestId, t.createdAt] }),
     index("request_logs_user_created_idx").on(t.userId, t.createdAt.desc().nullsFirst(), t.requestId.desc().nullsFirst()),
     // The retention deletes by age (retention-sql.ts); without it each of its batches would scan the table.
     // created_at grows with time, so a batch's entries land on the index's rightmost pages.
@@ -104,3 +111,11 @@ export const requestLogRollups = pgTable(
   },
   (t) => [primaryKey({ name: "request_log_rollups_pkey", columns: [t.day, t.userId, t.publicModel, t.route] })],
 );
+
+// The UTC days of the request log that retention has rolled up (retention-sql.ts): written in the transaction
+// that adds the day's rollups, so a run that finds the day here only detaches and drops its partition and never
+// adds its rows twice.
+export const requestLogDays = pgTable("request_log_days", {
+  day: date("day", { mode: "string" }).primaryKey(),
+  rolledUpAt: timestamp("rolled_up_at", { withTimezone: true }).notNull().defaultNow(),
+});

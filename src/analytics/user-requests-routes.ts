@@ -1,9 +1,11 @@
 import { z } from "zod";
 import type { RequestRead } from "../db/faults.js";
+import type { Config } from "../config/schema.js";
 import type { Pool } from "../db/pool.js";
 import { ours } from "../openapi/operation.js";
 import { validate } from "../server/body.js";
 import { route } from "../server/route.js";
+import { retainedSince } from "./log-range.js";
 import { listUserRequests, userRequestPageSchema } from "./queries.js";
 import { pageSizeQuery } from "@model-gateway/worker-kit/wire/query";
 
@@ -15,6 +17,7 @@ const listQuery = z.object({
 export interface UserRequestRouteDeps {
   pool: Pool;
   read: RequestRead;
+  config: Pick<Config, "retention">;
 }
 
 /** A user's own request log, with the quota charged per request. */
@@ -30,9 +33,10 @@ export const userRequestsRoute = route<UserRequestRouteDeps>(
     ok: { status: 200, description: "One page of requests.", schema: ours("UserRequestPage", userRequestPageSchema) },
     errors: ["invalid_cursor"],
   },
-  ({ pool, read }) =>
+  ({ pool, read, config }) =>
     async (c) => {
       const query = validate(listQuery, c.req.query());
-      return c.json(await read(() => listUserRequests(pool, c.get("session").userId, query)));
+      const since = retainedSince(new Date(), config.retention.request_log_days);
+      return c.json(await read(() => listUserRequests(pool, c.get("session").userId, query, since)));
     },
 );

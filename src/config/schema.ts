@@ -200,6 +200,8 @@ export const configSchema = z
         flush_interval_ms: z.int().positive().default(100),
         /** Rows held while the database is away (each about 0.9 KB of heap: 100,000 is about 90 MB, 100 s at 1,000 refused requests a second). */
         max_buffered: z.int().positive().default(100_000),
+        /** Days after today whose request-log partitions exist ahead (docs/operations.md, "The request log's partitions"). */
+        partitions_ahead_days: z.int().min(1).max(60).default(7),
       })
       .prefault({}),
     systemone: z

@@ -1,6 +1,7 @@
 import { isUuid } from "../ids.js";
 import type { Task, TaskList } from "graphile-worker";
 import { pruneIdempotencyKeys } from "../balances/idempotency-sql.js";
+import { ensureAhead, moveUnpartitioned } from "../analytics/partitions.js";
 import { pruneRequestLogs } from "../analytics/retention-sql.js";
 import type { SessionService } from "../auth/types.js";
 import type { RetentionConfig } from "../config/schema.js";
@@ -16,6 +17,8 @@ export interface JobDeps {
   ledger: QuotaLedger;
   pool: Pool;
   retention: RetentionConfig;
+  /** Days after today whose request-log partitions exist ahead (`analytics.partitions_ahead_days`). */
+  partitionsAheadDays: number;
   /** Completes token transfers (src/transfers). */
   transfers: Pick<Transfers, "complete">;
 }
@@ -25,6 +28,7 @@ export interface TaskPayloads {
   prune_auth: Record<string, unknown>;
   expire_ledger: Record<string, unknown>;
   ledger_retention: Record<string, unknown>;
+  log_partitions: Record<string, unknown>;
   support_sweep: Record<string, unknown>;
   support_incidents: Record<string, unknown>;
   complete_transfer: { id: string };
@@ -68,13 +72,27 @@ function ledgerRetention(deps: JobDeps): Task {
       ? `${ledger.holds} resolved holds (rolled up) and ${ledger.leases} ended leases before ${ledger.cutoff}`
       : "no ledger rows (ledger_days 0: kept for ever)";
     const logPart = log
-      ? `${log.rows} request-log rows (rolled up) before ${log.cutoff}`
+      ? `${log.rows} request-log rows (rolled up, ${log.partitions} day partitions dropped, ${log.deferred} left for the next run) before ${log.cutoff}`
       : "no request-log rows (request_log_days 0: kept for ever)";
     helpers.logger.info(`retention deleted ${ledgerPart}; ${logPart}`);
     // The money calls' keys: no balance depends on them, so they need no rollup (docs/billing.md, "Retention").
     if (deps.retention.idempotency_days > 0) {
       const pruned = await pruneIdempotencyKeys(deps.pool, deps.retention.idempotency_days, batch_rows);
       if (pruned.keys > 0) helpers.logger.info(`pruned ${pruned.keys} idempotency keys created before ${pruned.cutoff}`);
+    }
+  };
+}
+
+// Creates the request log's day partitions ahead, and moves the rows of the log as it was before migration 0025
+// into them (src/analytics/partitions.ts). Both find done work done: a rerun, or a run on another process at once,
+// creates and moves nothing twice.
+function logPartitions(deps: JobDeps): Task {
+  return async (_payload, helpers) => {
+    const created = await ensureAhead(deps.pool, deps.partitionsAheadDays);
+    if (created > 0) helpers.logger.info(`created ${created} request-log day partitions`);
+    const moved = await moveUnpartitioned(deps.pool, deps.retention.batch_rows);
+    if (moved.rows > 0) {
+      helpers.logger.info(`moved ${moved.rows} request-log rows into the partitioned log${moved.done ? "; the old table is dropped" : ""}`);
     }
   };
 }
@@ -122,6 +140,7 @@ export function taskList(deps: JobDeps): TaskList & Record<keyof TaskPayloads, T
     prune_auth: pruneAuth(deps),
     expire_ledger: expireLedger(deps),
     ledger_retention: ledgerRetention(deps),
+    log_partitions: logPartitions(deps),
     support_sweep: supportSweep(deps),
     support_incidents: supportIncidents(deps),
     complete_transfer: completeTransfer(deps),
@@ -137,4 +156,7 @@ export const crontab = [
   // Daily at 03:17 UTC: night in Europe, evening in the Americas, and not on the hour, when schedules pile up.
   // Its batches keep every statement short, so the hour matters little.
   "17 3 * * * ledger_retention ?jobKey=ledger_retention&max=3",
+  // Hourly although a day's partition is made days ahead: after an upgrade to migration 0025 the move of the old
+  // rows starts within the hour, and a day missed while the worker was down is made up soon.
+  "41 * * * * log_partitions ?jobKey=log_partitions&max=3",
 ].join("\n");

@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { Config } from "../config/schema.js";
 import { faultCode, waitForDatabase } from "../db/faults.js";
+import { ensureAhead } from "../analytics/partitions.js";
 import { runMigrations } from "../db/migrate.js";
 import { warmPool } from "../db/pool.js";
 import { startWorker, type BackgroundWorker } from "../jobs/worker.js";
@@ -54,6 +55,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         ),
     });
     await runMigrations(db.pool, logger);
+    // Today's partition and the next days', before the first request is logged (the DEFAULT partition would take its
+    // row anyway, but then the day's partition must move it later).
+    await ensureAhead(db.pool, config.analytics.partitions_ahead_days);
     const services = await createServices({ config, pool: db.pool, logger, env: opts.env });
     cleanups.push(() => services.close());
     // Every serving process polls due video jobs, worker or not; stopped before the services it polls with.
@@ -71,6 +75,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
           ledger: services.ledger,
           pool: db.pool,
           retention: config.retention,
+          partitionsAheadDays: config.analytics.partitions_ahead_days,
           transfers: services.transfers,
         },
       });

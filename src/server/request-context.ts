@@ -1,12 +1,12 @@
-import { randomUUID } from "node:crypto";
 import type { Context, MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
 import type { AppEnv } from "./context.js";
+import { newRequestId } from "../ids.js";
 import { accessLogger } from "../logger.js";
 
 // Always minted here, never taken from the client: users cite this ID in support cases, so it must be unique
-// and ours.
-export const newRequestId = () => `req_${randomUUID().replaceAll("-", "")}`;
+// and ours (src/ids.ts says its layout).
+export { newRequestId };
 
 /**
  * The headers every response carries. Handlers that build their response themselves (src/server/respond.ts)

@@ -80,6 +80,7 @@ export function gatewayTasks(gw: TestGateway) {
     ledger: s.ledger,
     pool: gw.db.pool,
     retention: s.config.retention,
+    partitionsAheadDays: s.config.analytics.partitions_ahead_days,
     transfers: s.transfers,
   });
 }

@@ -13,6 +13,7 @@ describe("background jobs", () => {
       ledger: gw.services.ledger,
       pool: gw.db.pool,
       retention: gw.services.config.retention,
+      partitionsAheadDays: gw.services.config.analytics.partitions_ahead_days,
       transfers: gw.services.transfers,
     };
   });

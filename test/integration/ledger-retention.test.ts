@@ -473,6 +473,7 @@ describe("retention of the ledger and the request log", () => {
         ledger,
         pool: db.pool,
         retention: services.config.retention,
+        partitionsAheadDays: services.config.analytics.partitions_ahead_days,
         transfers: services.transfers,
       });
       await quickAddJob({ pgPool: db.pool }, "ledger_retention", {});
@@ -504,7 +505,7 @@ describe("retention of the ledger and the request log", () => {
     const lines = await run({ batch_rows: 1 });
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(
-      /^retention deleted 2 resolved holds \(rolled up\) and 0 ended leases before \S+Z; 1 request-log rows \(rolled up\) before \S+Z$/,
+      /^retention deleted 2 resolved holds \(rolled up\) and 0 ended leases before \S+Z; 1 request-log rows \(rolled up, 0 day partitions dropped, 0 left for the next run\) before \S+Z$/,
     );
     expect(Number(await count())).toBe(0);
     expect(await reconcileLedger(db.pool)).toEqual([]);

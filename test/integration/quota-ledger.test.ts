@@ -291,6 +291,7 @@ describe("quota ledger", () => {
         ledger,
         pool: db.pool,
         retention: services.config.retention,
+        partitionsAheadDays: services.config.analytics.partitions_ahead_days,
         transfers: services.transfers,
       });
       await quickAddJob({ pgPool: db.pool }, "expire_ledger", {});

@@ -281,7 +281,11 @@ describe("GET /api/v1/user/requests", () => {
       });
       await next();
     });
-    mountRoutes(app, [userRequestsRoute], { pool: db.pool, read: requestRead(2_000) });
+    mountRoutes(app, [userRequestsRoute], {
+      pool: db.pool,
+      read: requestRead(2_000),
+      config: { retention: { request_log_days: 0 } } as never,
+    });
     http = await listen(app, "127.0.0.1", 0, testTransport());
 
     // Two pairs share a created_at: only the request id orders them.

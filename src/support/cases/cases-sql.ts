@@ -1,3 +1,4 @@
+import type { LogRange } from "../../analytics/log-range.js";
 import type { Queryable } from "../../db/pool.js";
 import type { RequestLogFactsRow } from "./request-facts.js";
 import type { Card, RequestFacts } from "@model-gateway/worker-kit/wire/support";
@@ -39,15 +40,24 @@ export const CASE_COLUMNS = `id, request_id, locale, status, handoff, staff_hold
 
 export const OPEN_REQUEST_KEY = "support_cases_open_request_key";
 
-/** The log row of a request, only if it is the user's own; the columns are those the facts read, nothing else. */
-export async function findOwnRequest(db: Queryable, userId: string, requestId: string): Promise<RequestLogFactsRow | null> {
+/**
+ * The log row of a request, only if it is the user's own; the columns are those the facts read, nothing else.
+ * `range` bounds its created_at (analytics/log-range.ts), so only the day partitions that can hold it are read.
+ */
+export async function findOwnRequest(
+  db: Queryable,
+  userId: string,
+  requestId: string,
+  range: LogRange,
+): Promise<RequestLogFactsRow | null> {
   const { rows } = await db.query<RequestLogFactsRow>({
     name: "support_find_own_request",
     text: `select request_id, route, client_protocol, public_model, status, error_code, error_class, streamed, input_tokens,
       output_tokens, cached_tokens, quota_charged::text as quota_charged, cost_usd::text as cost_usd,
       latency_ms::text as latency_ms, received_at, created_at
-    from request_logs where request_id = $1 and user_id = $2`,
-    values: [requestId, userId],
+    from request_logs where request_id = $1 and user_id = $2
+      and created_at >= coalesce($3::timestamptz, '-infinity') and created_at < coalesce($4::timestamptz, 'infinity')`,
+    values: [requestId, userId, range.from, range.to],
   });
   return rows[0] ?? null;
 }

@@ -1,5 +1,6 @@
 import type pg from "pg";
 import type { Pool } from "../../db/pool.js";
+import { requestRowRange } from "../../analytics/log-range.js";
 import { inTransaction } from "../../db/transaction.js";
 import { errors } from "../../errors.js";
 import {
@@ -116,8 +117,14 @@ async function lockForChange(client: pg.PoolClient, userId: string, caseId: stri
  * answer is queued: with a question, the question is its first (or next) user message; without one, the worker
  * diagnoses from the facts alone. A reused case without a question queues nothing new.
  */
-export async function createCase(pool: Pool, userId: string, body: CreateCaseBody): Promise<{ result: UserCaseResult; created: boolean }> {
-  const logged = await findOwnRequest(pool, userId, body.request_id);
+export async function createCase(
+  pool: Pool,
+  userId: string,
+  body: CreateCaseBody,
+  log: { retentionDays: number; resolveMs: number },
+): Promise<{ result: UserCaseResult; created: boolean }> {
+  const range = requestRowRange(body.request_id, new Date(), log.retentionDays, log.resolveMs);
+  const logged = await findOwnRequest(pool, userId, body.request_id, range);
   if (!logged) {
     throw errors.notFound(
       "No request with this ID in your request log. A request is logged a few seconds after it ends: if you just made it, retry shortly.",

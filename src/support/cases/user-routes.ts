@@ -1,4 +1,5 @@
 import type { RequestRead } from "../../db/faults.js";
+import type { Config } from "../../config/schema.js";
 import type { Pool } from "../../db/pool.js";
 import type { ErrorCode } from "../../errors.js";
 import { ours } from "../../openapi/operation.js";
@@ -23,6 +24,7 @@ export interface SupportUserDeps {
   pool: Pool;
   read: RequestRead;
   bodies: BodyCaps;
+  config: Pick<Config, "retention" | "media">;
 }
 
 const ACTIONS = { resolve: resolveCase, reopen: reopenCase, handoff: handoffCase, retry: retryCase } as const;
@@ -85,10 +87,15 @@ const create = route<SupportUserDeps>(
     otherResponses: [{ status: 200, description: "The open case of the same request, reused.", schema: result }],
     errors: notFound,
   },
-  ({ pool, bodies }) =>
+  ({ pool, bodies, config }) =>
     async (c) => {
       const body = await readValidJson(c, createCaseBody, bodies.large);
-      const { result, created } = await createCase(pool, c.get("session").userId, body);
+      const logged = {
+        retentionDays: config.retention.request_log_days,
+        // The longest a request takes to resolve: a video job, whose row is written when it ends.
+        resolveMs: config.media.video.hold_expiry_seconds * 1000,
+      };
+      const { result, created } = await createCase(pool, c.get("session").userId, body, logged);
       return c.json(result, created ? 201 : 200);
     },
 );

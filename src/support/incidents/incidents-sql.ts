@@ -30,18 +30,22 @@ do update set affected = excluded.affected, updated_at = now()
 returning id, (xmax = 0) as inserted`;
 
 // Server-side failures (status >= 500, the partial index request_logs_server_errors_idx) by public model and
-// error code in the window, against all the model's requests there: at least $2 of them and a rate of $3.
+// error code in the window, against all the model's requests there: at least $2 of them and a rate of $3. The
+// window is closed at now (and the writers' clock skew) so that only its day partitions are read, not the days
+// made ahead.
 const RAISE_FROM_LOG = `
 with failures as (
   select public_model, error_code, count(*)::int as errors
   from request_logs
-  where created_at >= now() - make_interval(mins => $1) and status >= 500 and error_code is not null
+  where created_at >= now() - make_interval(mins => $1) and created_at < now() + interval '5 minutes' and status >= 500
+    and error_code is not null
   group by 1, 2
 ),
 totals as (
   select public_model, count(*)::int as requests
   from request_logs
-  where created_at >= now() - make_interval(mins => $1) and public_model in (select public_model from failures)
+  where created_at >= now() - make_interval(mins => $1) and created_at < now() + interval '5 minutes'
+    and public_model in (select public_model from failures)
   group by 1
 ),
 raised as (
