@@ -27,7 +27,7 @@ const ATTACHED = `select c.relname as name from pg_inherits i join pg_class c on
 where i.inhparent = 'request_logs'::regclass`;
 
 /** The days whose partitions are attached to request_logs. */
-export async function attachedDays(db: Pick<pg.ClientBase, "query">): Promise<Set<Day>> {
+async function attachedDays(db: Pick<pg.ClientBase, "query">): Promise<Set<Day>> {
   const { rows } = await db.query<{ name: string }>(ATTACHED);
   const days = new Set<Day>();
   for (const { name } of rows) {
@@ -97,7 +97,8 @@ export interface MoveResult {
   done: boolean;
 }
 
-async function oldTableExists(db: Pick<pg.ClientBase, "query">): Promise<boolean> {
+/** Whether the table as it was before migration 0025 still waits to be emptied. */
+export async function oldTableExists(db: Pick<pg.ClientBase, "query">): Promise<boolean> {
   const { rows } = await db.query<{ exists: boolean }>(`select to_regclass('${UNPARTITIONED}') is not null as exists`);
   return rows[0]!.exists;
 }

@@ -2,7 +2,7 @@ import type { Pool } from "../db/pool.js";
 import { inTransaction } from "../db/transaction.js";
 import { cutoffDaysAgo, deleteInBatches } from "../db/retention.js";
 import { addDays, dayStart, partitionDay, partitionName, type Day } from "./partition-days.js";
-import { UNPARTITIONED } from "./partitions.js";
+import { oldTableExists } from "./partitions.js";
 
 // The request log's retention (docs/billing.md, "Retention"): a day whose partition lies wholly before the cutoff
 // is added to request_log_rollups (schema.ts says which columns, and why) and its partition dropped; no DELETE
@@ -133,11 +133,6 @@ async function rollUpAndDrop(pool: Pool, day: Day): Promise<number | null> {
     if (isLockTimeout(err)) return null;
     throw err;
   }
-}
-
-async function oldTableExists(pool: Pool): Promise<boolean> {
-  const { rows } = await pool.query<{ exists: boolean }>(`select to_regclass('${UNPARTITIONED}') is not null as exists`);
-  return rows[0]!.exists;
 }
 
 export interface RequestLogRetention {
