@@ -54,6 +54,8 @@ begin
   if current_setting('one_user_audit.off', true) = 'on' then
     return null;
   end if;
+  -- The audited table by the name the trigger was made on (argument 2): a partitioned table's trigger fires on its
+  -- partitions, whose tg_table_name is the day's table.
   -- The account a row names is looked up after its statement: an account created by the same statement is seen.
   if tg_argv[0] = 'account' then
     execute format('select user_id from quota_accounts where id = ($1).%I', tg_argv[1])
@@ -61,12 +63,12 @@ begin
   else
     execute format('select ($1).%I::uuid', tg_argv[1]) using case when tg_op = 'DELETE' then old else new end into u;
   end if;
-  insert into one_user_audit (xid, tbl, op, user_id, query) values (txid_current(), tg_table_name, tg_op, u, left(current_query(), 300));
+  insert into one_user_audit (xid, tbl, op, user_id, query) values (txid_current(), tg_argv[2], tg_op, u, left(current_query(), 300));
   return null;
 end $$;
 ${AUDITED.map(
   ([table, via, column]) =>
-    `create trigger ${table}_one_user_audit after insert or update or delete on ${table} for each row execute function one_user_audit('${via}', '${column}');`,
+    `create trigger ${table}_one_user_audit after insert or update or delete on ${table} for each row execute function one_user_audit('${via}', '${column}', '${table}');`,
 ).join("\n")}`;
 
 interface AuditRow {
