@@ -6,6 +6,7 @@ export default defineConfig({
   schema: [
     "./src/auth/schema.ts",
     "./src/analytics/schema.ts",
+    "./src/analytics/outbox-schema.ts",
     "./src/quota/schema.ts",
     "./src/media/schema.ts",
     "./src/support/schema.ts",

@@ -15,7 +15,8 @@ const listQuery = z.object({
 });
 
 export interface UserRequestRouteDeps {
-  pool: Pool;
+  /** The request log's database (analytics.database_url, else the main one). */
+  logPool: Pool;
   read: RequestRead;
   config: Pick<Config, "retention">;
 }
@@ -33,10 +34,10 @@ export const userRequestsRoute = route<UserRequestRouteDeps>(
     ok: { status: 200, description: "One page of requests.", schema: ours("UserRequestPage", userRequestPageSchema) },
     errors: ["invalid_cursor"],
   },
-  ({ pool, read, config }) =>
+  ({ logPool, read, config }) =>
     async (c) => {
       const query = validate(listQuery, c.req.query());
       const since = retainedSince(new Date(), config.retention.request_log_days);
-      return c.json(await read(() => listUserRequests(pool, c.get("session").userId, query, since)));
+      return c.json(await read(() => listUserRequests(logPool, c.get("session").userId, query, since)));
     },
 );

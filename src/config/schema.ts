@@ -202,6 +202,18 @@ export const configSchema = z
         max_buffered: z.int().positive().default(100_000),
         /** Days after today whose request-log partitions exist ahead (docs/operations.md, "The request log's partitions"). */
         partitions_ahead_days: z.int().min(1).max(60).default(7),
+        /**
+         * A PostgreSQL of its own for the request log and its rollups (docs/operations.md, "The request log apart").
+         * Unset: the main database, where the ledger's journal writes each row with its charge. Set: the journal
+         * writes an outbox on the main database and a drainer moves it here.
+         */
+        database_url: z.string().min(1).optional(),
+        /** Connections to the analytics database per process (with database_url). */
+        pool_size: z.int().positive().max(100).default(4),
+        /** Outbox records the drainer moves per transaction. */
+        outbox_batch_size: z.int().positive().max(10_000).default(1000),
+        /** How often the drainer looks at the outbox when the last batch was not full. */
+        outbox_interval_ms: z.int().positive().max(60_000).default(200),
       })
       .prefault({}),
     systemone: z

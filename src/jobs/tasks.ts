@@ -16,6 +16,8 @@ export interface JobDeps {
   sessions: SessionService;
   ledger: QuotaLedger;
   pool: Pool;
+  /** The request log's database when it lives apart (analytics.database_url): its retention and the incidents' scan. */
+  logPool?: Pool;
   retention: RetentionConfig;
   /** Days after today whose request-log partitions exist ahead (`analytics.partitions_ahead_days`). */
   partitionsAheadDays: number;
@@ -67,7 +69,7 @@ function ledgerRetention(deps: JobDeps): Task {
   return async (_payload, helpers) => {
     const { ledger_days, request_log_days, batch_rows } = deps.retention;
     const ledger = ledger_days > 0 ? await pruneLedger(deps.pool, ledger_days, batch_rows) : null;
-    const log = request_log_days > 0 ? await pruneRequestLogs(deps.pool, request_log_days, batch_rows) : null;
+    const log = request_log_days > 0 ? await pruneRequestLogs(deps.logPool ?? deps.pool, request_log_days, batch_rows) : null;
     const ledgerPart = ledger
       ? `${ledger.holds} resolved holds (rolled up) and ${ledger.leases} ended leases before ${ledger.cutoff}`
       : "no ledger rows (ledger_days 0: kept for ever)";
@@ -113,7 +115,7 @@ function supportSweep(deps: JobDeps): Task {
 // duplicates.
 function supportIncidents(deps: JobDeps): Task {
   return async (_payload, helpers) => {
-    const { fromCases, fromLog, linked } = await scanIncidents(deps.pool);
+    const { fromCases, fromLog, linked } = await scanIncidents(deps.pool, deps.logPool ?? deps.pool);
     if (fromCases + fromLog + linked > 0) {
       helpers.logger.info(`support incidents: ${fromCases} from case clusters, ${fromLog} from the request log, ${linked} cases linked`);
     }

@@ -38,21 +38,32 @@ export function endingOf(verdict: VideoVerdict, hold: DurableRow | undefined): V
 }
 
 /** How the transaction ended the job; null when it had ended before (nothing changed). */
-function endRunningVideoJob(pool: Pool, job: VideoJobRow, verdict: VideoVerdict, now: Date): Promise<VideoEnding | null> {
+function endRunningVideoJob(
+  pool: Pool,
+  job: VideoJobRow,
+  verdict: VideoVerdict,
+  now: Date,
+  logRows: (param: string) => string,
+): Promise<VideoEnding | null> {
   return inTransaction(pool, async (client) => {
     const status = await lockVideoJob(client, job.id);
     if (status !== "queued" && status !== "in_progress") return null;
     const hold = await ledgerInTransaction(client).resolveDurable(job.holdId, verdict.status === "completed" ? verdict.charge : null);
     const ending = endingOf(verdict, hold);
     const record = encodeRow(videoRequestRow(job, { ...ending, now }));
-    await endVideoJob(client, job.id, {
-      status: ending.status,
-      charged: ending.charged,
-      videos: ending.videos,
-      errorCode: ending.code,
-      now,
-      record,
-    });
+    await endVideoJob(
+      client,
+      job.id,
+      {
+        status: ending.status,
+        charged: ending.charged,
+        videos: ending.videos,
+        errorCode: ending.code,
+        now,
+        record,
+      },
+      logRows,
+    );
     return ending;
   });
 }
@@ -70,11 +81,11 @@ export async function endVideoJobRetrying(
   job: VideoJobRow,
   verdict: VideoVerdict,
   now: Date,
-  opts: { until: number; stopping(): boolean; onFault(err: unknown): void },
+  opts: { until: number; stopping(): boolean; onFault(err: unknown): void; logRows: (param: string) => string },
 ): Promise<VideoEnding | null> {
   for (let attempt = 0; ; attempt++) {
     try {
-      return await endRunningVideoJob(pool, job, verdict, now);
+      return await endRunningVideoJob(pool, job, verdict, now, opts.logRows);
     } catch (err) {
       if (!isTransientDbError(err)) throw err;
       opts.onFault(err);

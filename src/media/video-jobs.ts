@@ -1,4 +1,3 @@
-import { insertRows } from "../analytics/row-json.js";
 import type { Pool, Queryable } from "../db/pool.js";
 import type { VideoJobStatus, VideoLocation } from "../providers/types.js";
 
@@ -200,14 +199,15 @@ export interface VideoJobEnd {
 /**
  * Ends a running job and writes its request-log row, in one statement: both or neither. Once ended, running it
  * again changes nothing (no second row: the row is written only by the statement that ended the job). Run on the
- * transaction that resolved the job's hold (./video-end.ts), so the three commit together.
+ * transaction that resolved the job's hold (./video-end.ts), so the three commit together. `logRows` is the
+ * journal's insert (services.ts): the request log itself, or its outbox when the log lives apart.
  */
-export async function endVideoJob(client: Queryable, id: string, end: VideoJobEnd): Promise<void> {
+export async function endVideoJob(client: Queryable, id: string, end: VideoJobEnd, logRows: (param: string) => string): Promise<void> {
   await client.query(
     `with ended as (
        update video_jobs set status = $2, charged = $3, videos = $4, error_code = $5, updated_at = $6, ended_at = $6, poll_claim = null
        where id = $1 and status in ('queued', 'in_progress') returning id)
-     ${insertRows(`(select case when exists (select 1 from ended) then $7::json else '[]'::json end)`)}`,
+     ${logRows(`(select case when exists (select 1 from ended) then $7::json else '[]'::json end)`)}`,
     [
       id,
       end.status,

@@ -21,6 +21,8 @@ export interface VideoPollDeps {
   config: Config;
   clock: Clock;
   logger: Logger;
+  /** The journal's insert of request-log rows (src/runtime/services.ts): the log itself, or its outbox. */
+  logRows: (param: string) => string;
 }
 
 export interface PollControl {
@@ -44,7 +46,7 @@ export async function pollVideoJob(deps: VideoPollDeps, job: ClaimedVideoJob, co
     await scheduleNextPoll(deps.pool, job, status, now, deps.config.media.video.poll_interval_seconds);
     return;
   }
-  const ended = await endVideoJobRetrying(deps.pool, job, verdict, now, control);
+  const ended = await endVideoJobRetrying(deps.pool, job, verdict, now, { ...control, logRows: deps.logRows });
   if (ended && ended.status !== verdict.status) {
     // Only a hold that an earlier version resolved apart from its job row can differ from what the upstream said.
     deps.logger.warn({ job_id: job.id, seen: verdict.status, ended: ended.status }, "VIDEO_JOB_ENDED_AS_ITS_HOLD");

@@ -56,6 +56,8 @@ export interface ScrapeSources {
   bodyBudget: { readonly capacity: number; inUse(): number };
   health: { stats(): { up: boolean; outages: number; blips: number; downMs: number; totalDownMs: number } };
   ledger: { stats(): LedgerStats };
+  /** The request log's outbox drainer, when the log lives apart. */
+  outbox?: { stats(): { depth: number; lagMs: number; quarantined: number } } | undefined;
 }
 
 /** This process's share of the ledger now. */

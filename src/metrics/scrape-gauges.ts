@@ -50,6 +50,7 @@ export function scrapeGauges(registry: Registry, sources: () => ScrapeSources | 
     "Request-log rows dropped (the buffer full while the database was away, a batch it rejected, shutdown's grace over).",
     (s) => s.requestLog.stats().dropped,
   );
+  outboxGauges(gauge, total);
   gauge("gateway_body_budget_in_use_bytes", "Bytes of large request bodies reserved now (systemone.admission_budget_bytes).", (s) =>
     s.bodyBudget.inUse(),
   );
@@ -76,4 +77,25 @@ export function scrapeGauges(registry: Registry, sources: () => ScrapeSources | 
   byKind("gateway_ledger_holds_in_flight", "Requests of this process holding units now.", (a) => a.holds);
   byKind("gateway_ledger_held_units", "Units held by this process's requests in flight.", (a) => Number(a.held));
   byKind("gateway_ledger_free_units", "Units leased to this process that no request holds.", (a) => Number(a.free));
+}
+
+type Reader = (name: string, help: string, read: (s: ScrapeSources) => number) => unknown;
+
+/** The request log's outbox (analytics.database_url): 0 when the log shares the main database. */
+function outboxGauges(gauge: Reader, total: Reader): void {
+  gauge(
+    "gateway_request_log_outbox_rows",
+    "Request-log records in the outbox on the main database, not yet in the analytics database (analytics.database_url).",
+    (s) => s.outbox?.stats().depth ?? 0,
+  );
+  gauge(
+    "gateway_request_log_outbox_lag_seconds",
+    "Age of the oldest record in the request log's outbox (0 when empty).",
+    (s) => (s.outbox?.stats().lagMs ?? 0) / 1000,
+  );
+  total(
+    "gateway_request_log_outbox_quarantined_total",
+    "Outbox records the analytics database refused as data, moved to request_log_outbox_quarantine by this process.",
+    (s) => s.outbox?.stats().quarantined ?? 0,
+  );
 }

@@ -5,3 +5,4 @@ export { ManualClock } from "../time/clock.js";
 export * from "./types.js";
 export { pruneLedger } from "./retention-sql.js";
 export { reconcileLedger, type LedgerMismatch } from "./reconcile-sql.js";
+export type { Journal } from "./lease-sql.js";

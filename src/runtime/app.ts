@@ -33,6 +33,8 @@ import { apiDescription, ROUTES, type RouteDeps } from "./routes.js";
 export interface AppDeps {
   config: Config;
   pool: Pool;
+  /** The request log's database (analytics.database_url); the main pool when the log shares it. */
+  logPool: Pool;
   /** What the code that retries reports of database faults; /readyz reads it. */
   health: DatabaseHealth;
   logger: Logger;
@@ -105,6 +107,7 @@ function routeDeps(deps: AppDeps, bodies: BodyCaps): RouteDeps {
   return {
     config,
     pool: deps.pool,
+    logPool: deps.logPool,
     health: deps.health,
     logger: deps.logger,
     catalog: deps.catalog,

@@ -80,3 +80,38 @@ export async function openDatabase(opts: OpenDatabaseOptions): Promise<OpenDatab
     },
   };
 }
+
+/** The request log's own database (docs/operations.md, "The request log apart"), when one is configured. */
+export interface AnalyticsDatabase {
+  pool: Pool;
+  /** The URL without its password, and where it came from. */
+  description: string;
+  close(): Promise<void>;
+}
+
+/**
+ * ANALYTICS_DATABASE_URL (or analytics.database_url) puts the request log on a PostgreSQL of its own; null when
+ * neither is set (the log shares the main database).
+ */
+export function openAnalyticsDatabase(opts: Pick<OpenDatabaseOptions, "config" | "env" | "logger">): AnalyticsDatabase | null {
+  const url = opts.env.ANALYTICS_DATABASE_URL || opts.config.analytics.database_url;
+  if (!url) return null;
+  const { database, analytics } = opts.config;
+  let closing = false;
+  const pool = createPool(
+    url,
+    analytics.pool_size,
+    (err) => {
+      if (!closing) opts.logger.debug({ code: faultCode(err), database: "analytics" }, "idle database connection lost");
+    },
+    { connectTimeoutMs: database.connect_timeout_ms, queryTimeoutMs: database.query_timeout_ms },
+  );
+  return {
+    pool,
+    description: `external PostgreSQL ${withoutPassword(url)} (${opts.env.ANALYTICS_DATABASE_URL ? "ANALYTICS_DATABASE_URL" : "analytics.database_url"})`,
+    close: () => {
+      closing = true;
+      return pool.end();
+    },
+  };
+}

@@ -8,7 +8,7 @@ import { startWorker, type BackgroundWorker } from "../jobs/worker.js";
 import { startVideoPoller } from "../media/video-poller.js";
 import { createApp, createMetricsApp } from "./app.js";
 import { checkListenAddress, listen, type HttpServer } from "../server/listen.js";
-import { openDatabase } from "./database.js";
+import { openAnalyticsDatabase, openDatabase, type AnalyticsDatabase } from "./database.js";
 import { transportOf } from "./connection-bounds.js";
 import { createServices, videoPollDeps, type Services } from "./services.js";
 
@@ -55,10 +55,11 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         ),
     });
     await runMigrations(db.pool, logger);
-    // Today's partition and the next days', before the first request is logged (the DEFAULT partition would take its
-    // row anyway, but then the day's partition must move it later).
-    await ensureAhead(db.pool, config.analytics.partitions_ahead_days);
-    const services = await createServices({ config, pool: db.pool, logger, env: opts.env });
+    const analytics = await openLogDatabase(opts, cleanups);
+    // Today's partition and the next days', on the log's database, before the first request is logged (the DEFAULT
+    // partition would take its row anyway, but then the day's partition must move it later).
+    await ensureAhead(analytics?.pool ?? db.pool, config.analytics.partitions_ahead_days);
+    const services = await createServices({ config, pool: db.pool, logPool: analytics?.pool, logger, env: opts.env });
     cleanups.push(() => services.close());
     // Every serving process polls due video jobs, worker or not; stopped before the services it polls with.
     const videoPoller = startVideoPoller(videoPollDeps(services), services.health);
@@ -74,6 +75,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
           sessions: services.auth.sessions,
           ledger: services.ledger,
           pool: db.pool,
+          logPool: services.logPool,
           retention: config.retention,
           partitionsAheadDays: config.analytics.partitions_ahead_days,
           transfers: services.transfers,
@@ -108,4 +110,22 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     await unwind();
     throw err;
   }
+}
+
+/**
+ * The request log's own database when one is configured, waited for and migrated: it has the gateway's schema too
+ * (one set of migrations everywhere), and only the log's tables are used there.
+ */
+async function openLogDatabase(opts: GatewayOptions, cleanups: (() => Promise<void>)[]): Promise<AnalyticsDatabase | null> {
+  const { config, logger } = opts;
+  const analytics = openAnalyticsDatabase({ config, env: opts.env, logger });
+  if (!analytics) return null;
+  cleanups.push(() => analytics.close());
+  await waitForDatabase(analytics.pool, {
+    timeoutMs: config.database.startup_timeout_seconds * 1000,
+    onWaiting: (err) => logger.warn({ code: faultCode(err), database: "analytics" }, "DATABASE_UNREACHABLE at start: waiting for it"),
+  });
+  await runMigrations(analytics.pool, logger);
+  logger.info({ database: analytics.description }, "request log on its own database");
+  return analytics;
 }

@@ -46,6 +46,8 @@ export async function startTestGateway(
     env?: NodeJS.ProcessEnv;
     db?: TestDatabase;
     pool?: Pool;
+    /** The request log's database apart (analytics.database_url): a migrated test database's pool. */
+    logPool?: Pool;
     logger?: Logger;
     clock?: Clock;
   } = {},
@@ -55,6 +57,7 @@ export async function startTestGateway(
   const services = await createServices({
     config,
     pool: opts.pool ?? db.pool,
+    logPool: opts.logPool,
     logger: opts.logger ?? createLogger("silent"),
     env: opts.env ?? {},
     clock: opts.clock,
@@ -79,6 +82,7 @@ export function gatewayTasks(gw: TestGateway) {
     sessions: s.auth.sessions,
     ledger: s.ledger,
     pool: gw.db.pool,
+    logPool: s.logPool,
     retention: s.config.retention,
     partitionsAheadDays: s.config.analytics.partitions_ahead_days,
     transfers: s.transfers,

@@ -360,7 +360,8 @@ describe("every read of the log names a time range", () => {
 
   it("the incidents' scan: its window only", async () => {
     const r = recorder();
-    await raiseFromLog(r.db, 60, 1, 0.1);
+    // The log is read on its own connection (it may live apart): that read is the one recorded.
+    await raiseFromLog(db.pool, r.db, 60, 1, 0.1);
     const read = await scanned(r.last());
     const window = new Set([...partitionsOf(dayOf(new Date(Date.now() - 3_600_000)), now), "request_logs_default"]);
     expect(read.filter((name) => !window.has(name))).toEqual([]);

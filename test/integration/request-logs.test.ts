@@ -282,7 +282,7 @@ describe("GET /api/v1/user/requests", () => {
       await next();
     });
     mountRoutes(app, [userRequestsRoute], {
-      pool: db.pool,
+      logPool: db.pool,
       read: requestRead(2_000),
       config: { retention: { request_log_days: 0 } } as never,
     });

@@ -115,16 +115,18 @@ async function lockForChange(client: pg.PoolClient, userId: string, caseId: stri
 /**
  * Opens a case about one of the user's own requests, or reuses the open one (`created` false). Either way an
  * answer is queued: with a question, the question is its first (or next) user message; without one, the worker
- * diagnoses from the facts alone. A reused case without a question queues nothing new.
+ * diagnoses from the facts alone. A reused case without a question queues nothing new. The request is looked up in
+ * the request log's database (`logPool`); with the log apart, a request whose record is still in the outbox is not
+ * there yet, and is the 404 to retry later that the spec describes.
  */
 export async function createCase(
-  pool: Pool,
+  { pool, logPool }: { pool: Pool; logPool: Pool },
   userId: string,
   body: CreateCaseBody,
   log: { retentionDays: number; resolveMs: number },
 ): Promise<{ result: UserCaseResult; created: boolean }> {
   const range = requestRowRange(body.request_id, new Date(), log.retentionDays, log.resolveMs);
-  const logged = await findOwnRequest(pool, userId, body.request_id, range);
+  const logged = await findOwnRequest(logPool, userId, body.request_id, range);
   if (!logged) {
     throw errors.notFound(
       "No request with this ID in your request log. A request is logged a few seconds after it ends: if you just made it, retry shortly.",

@@ -22,6 +22,8 @@ import {
 
 export interface SupportUserDeps {
   pool: Pool;
+  /** The request log's database, where a case's request is looked up (analytics.database_url, else the main one). */
+  logPool: Pool;
   read: RequestRead;
   bodies: BodyCaps;
   config: Pick<Config, "retention" | "media">;
@@ -87,7 +89,7 @@ const create = route<SupportUserDeps>(
     otherResponses: [{ status: 200, description: "The open case of the same request, reused.", schema: result }],
     errors: notFound,
   },
-  ({ pool, bodies, config }) =>
+  ({ pool, logPool, bodies, config }) =>
     async (c) => {
       const body = await readValidJson(c, createCaseBody, bodies.large);
       const logged = {
@@ -95,7 +97,7 @@ const create = route<SupportUserDeps>(
         // The longest a request takes to resolve: a video job, whose row is written when it ends.
         resolveMs: config.media.video.hold_expiry_seconds * 1000,
       };
-      const { result, created } = await createCase(pool, c.get("session").userId, body, logged);
+      const { result, created } = await createCase({ pool, logPool }, c.get("session").userId, body, logged);
       return c.json(result, created ? 201 : 200);
     },
 );

@@ -17,6 +17,8 @@ import { listIncidents, scanIncidentsNow, updateIncident } from "./incidents.js"
 
 export interface SupportIncidentDeps {
   pool: Pool;
+  /** The request log's database, which the scan reads (analytics.database_url, else the main one). */
+  logPool: Pool;
   read: RequestRead;
   bodies: BodyCaps;
 }
@@ -51,9 +53,9 @@ const scan = route<SupportIncidentDeps>(
       schema: ours("SupportIncidentScanResult", incidentScanResultSchema),
     },
   },
-  ({ pool }) =>
+  ({ pool, logPool }) =>
     async (c) =>
-      c.json(await scanIncidentsNow(pool)),
+      c.json(await scanIncidentsNow(pool, logPool)),
 );
 
 const update = route<SupportIncidentDeps>(

@@ -33,7 +33,7 @@ returning id, (xmax = 0) as inserted`;
 // error code in the window, against all the model's requests there: at least $2 of them and a rate of $3. The
 // window is closed at now (and the writers' clock skew) so that only its day partitions are read, not the days
 // made ahead.
-const RAISE_FROM_LOG = `
+const LOG_FAILURES = `
 with failures as (
   select public_model, error_code, count(*)::int as errors
   from request_logs
@@ -53,12 +53,17 @@ raised as (
   from failures f join totals t using (public_model)
   where f.errors >= $2 and f.errors::numeric / t.requests >= $3
 )
+select public_model, error_code, errors, requests, rate from raised`;
+
+// The log's signatures (LOG_FAILURES, read on the request log's database, which may be apart: analytics.database_url)
+// raised on the main database: $1 is their JSON array, $2 the window.
+const RAISE_FROM_LOG = `
 insert into support_incidents (public_model, error_code, title, technical, corroborated_at)
 select public_model, error_code, public_model || ': ' || error_code,
-  jsonb_build_object('requests', requests, 'errors', errors, 'error_rate', rate, 'window_minutes', $1::int,
+  jsonb_build_object('requests', requests, 'errors', errors, 'error_rate', rate, 'window_minutes', $2::int,
     'observed_at', ${iso("now()")}),
   now()
-from raised
+from json_to_recordset($1::json) as raised(public_model text, error_code text, errors int, requests int, rate float8)
 on conflict (public_model, error_code) where status <> 'resolved'
 do update set technical = excluded.technical,
   corroborated_at = coalesce(support_incidents.corroborated_at, excluded.corroborated_at), updated_at = now()
@@ -87,11 +92,24 @@ export async function raiseFromCases(db: Queryable, windowMinutes: number, minUs
   return rows;
 }
 
-export async function raiseFromLog(db: Queryable, windowMinutes: number, minErrors: number, minRate: number): Promise<ScannedIncident[]> {
+/** Raises (on `db`) the incidents of the failures the request log (on `logDb`) shows. */
+export async function raiseFromLog(
+  db: Queryable,
+  logDb: Queryable,
+  windowMinutes: number,
+  minErrors: number,
+  minRate: number,
+): Promise<ScannedIncident[]> {
+  const failures = await logDb.query({
+    name: "support_incidents_log_failures",
+    text: LOG_FAILURES,
+    values: [windowMinutes, minErrors, minRate],
+  });
+  if (failures.rows.length === 0) return [];
   const { rows } = await db.query<ScannedIncident>({
     name: "support_incidents_from_log",
     text: RAISE_FROM_LOG,
-    values: [windowMinutes, minErrors, minRate],
+    values: [JSON.stringify(failures.rows), windowMinutes],
   });
   return rows;
 }

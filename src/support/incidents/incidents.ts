@@ -47,9 +47,9 @@ export interface IncidentScan {
 }
 
 /** One pass of the support_incidents task (and tests, and `gateway incidents scan`). Idempotent: a second pass refreshes the same rows. */
-export async function scanIncidents(db: Queryable, t = INCIDENT_THRESHOLDS): Promise<IncidentScan> {
+export async function scanIncidents(db: Queryable, logDb: Queryable = db, t = INCIDENT_THRESHOLDS): Promise<IncidentScan> {
   const fromCases = await raiseFromCases(db, t.caseWindowMinutes, t.caseMinUsers);
-  const fromLog = await raiseFromLog(db, t.logWindowMinutes, t.logMinErrors, t.logMinErrorRate);
+  const fromLog = await raiseFromLog(db, logDb, t.logWindowMinutes, t.logMinErrors, t.logMinErrorRate);
   const linked = await linkCases(db, t.caseWindowMinutes);
   const touched = [...fromCases, ...fromLog];
   const raised = new Set(touched.filter((i) => i.inserted).map((i) => i.id));
@@ -58,8 +58,8 @@ export async function scanIncidents(db: Queryable, t = INCIDENT_THRESHOLDS): Pro
 }
 
 /** Runs the scan now, as the 5-minute task does, and answers the incidents it raised and refreshed. */
-export async function scanIncidentsNow(db: Queryable): Promise<IncidentScanResult> {
-  const scan = await scanIncidents(db);
+export async function scanIncidentsNow(db: Queryable, logDb: Queryable = db): Promise<IncidentScanResult> {
+  const scan = await scanIncidents(db, logDb);
   const rows = await incidentRowsByIds(db, [...scan.raised, ...scan.refreshed]);
   const pick = (ids: string[]) => rows.filter((row) => ids.includes(row.id)).map(toIncident);
   return { raised: pick(scan.raised), refreshed: pick(scan.refreshed), linked_cases: scan.linked };
