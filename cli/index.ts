@@ -56,6 +56,11 @@ const commands: { name: string; description: string; load: () => Promise<Command
     load: async () => (await import("./cases.js")).casesCommand(),
   },
   {
+    name: "reconcile",
+    description: "the ledger against its rows, and the request log against the ledger (--from, --to)",
+    load: async () => (await import("./reconcile.js")).reconcileCommand(),
+  },
+  {
     name: "incidents",
     description: "support incidents on the database: list, update, publish, scan",
     load: async () => (await import("./incidents.js")).incidentsCommand(),

@@ -3,6 +3,7 @@ import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inject } from "vitest";
 import { startOutboxDrainer } from "../../src/analytics/outbox-drainer.js";
+import { reconcileLog } from "../../src/analytics/log-reconcile.js";
 import { outboxInserts } from "../../src/analytics/outbox-sql.js";
 import { encodeRow } from "../../src/analytics/row-json.js";
 import type { RequestLogRow } from "../../src/analytics/types.js";
@@ -21,6 +22,35 @@ import { until } from "../helpers/poll.js";
 // two commits, and through an outage of the analytics database under load.
 
 const DRAIN_LOCK = "select pg_advisory_xact_lock(hashtext('request_log_outbox_drain'))";
+/** A charged log row of `userId` that no hold paid for. */
+const straySample = (userId: string): RequestLogRow => ({
+  requestId: "",
+  userId,
+  keyId: null,
+  route: "/v1/chat/completions",
+  clientProtocol: "openai",
+  publicModel: "chatty",
+  upstreamModel: null,
+  provider: null,
+  fallbackPath: [],
+  status: 200,
+  errorClass: null,
+  errorCode: null,
+  inputTokens: 1,
+  outputTokens: 1,
+  cachedTokens: 0,
+  quotaCharged: 7n,
+  costUsd: null,
+  upstreamCostUsd: null,
+  usageSource: "upstream",
+  gptImageUsageFallback: null,
+  latencyMs: 1,
+  ttfbMs: null,
+  streamed: false,
+  receivedAt: new Date(),
+  createdAt: new Date(),
+});
+
 /** A member of `target` as it is, methods bound to it. */
 function bound<T extends object>(target: T, prop: string | symbol): unknown {
   const value: unknown = Reflect.get(target, prop, target);
@@ -203,6 +233,35 @@ describe("the request log apart, through a real gateway", () => {
       return s.held === s.logged ? s : undefined;
     });
     expect(sums.held).toBeGreaterThan(0n);
+  });
+
+  it("reconciles the log with the ledger, and names the request of each difference", async () => {
+    const from = new Date(Date.now() - 3_600_000);
+    const to = new Date(Date.now() + 3_600_000);
+    const clean = await until("the ledger and the log agreeing", async () => {
+      const r = await reconcileLog(main.pool, analytics.pool, from, to);
+      return r.differences.length === 0 && (await outboxDepth(main.pool)) === 0 ? r : undefined;
+    });
+    expect(clean.holds).toBeGreaterThan(0);
+    expect(clean.loggedTotal).toBe(clean.heldTotal);
+
+    const { rows } = await analytics.pool.query<{ request_id: string; quota_charged: string }>(
+      "delete from request_logs where request_id = (select request_id from request_logs where quota_charged > 0 limit 1) returning request_id, quota_charged::text",
+    );
+    const lost = rows[0]!;
+    const stray = `req_${randomBytes(16).toString("hex")}`;
+    const strayRow = encodeRow({ ...straySample(user.id), requestId: stray })!;
+    await analytics.pool.query(`insert into request_logs select * from json_populate_recordset(null::request_logs, $1::json)`, [
+      `[${strayRow}]`,
+    ]);
+    const r = await reconcileLog(main.pool, analytics.pool, from, to);
+    expect(r.differences).toEqual(
+      expect.arrayContaining([
+        { requestId: lost.request_id, kind: "row_missing", held: BigInt(lost.quota_charged), logged: null },
+        { requestId: stray, kind: "hold_missing", held: null, logged: 7n },
+      ]),
+    );
+    expect(r.differences).toHaveLength(2);
   });
 });
 
