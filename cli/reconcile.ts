@@ -61,6 +61,7 @@ export function reconcileCommand(): Command {
         const from = opts.from ?? new Date(to.getTime() - DAY_MS);
         const db = await openAdminDatabase(opts, config, logger);
         const analytics = openAnalyticsDatabase({ config, env: process.env, logger });
+        if (analytics) process.stderr.write(`gateway: request log: ${analytics.description}\n`);
         try {
           const ledger = await reconcileLedger(db.pool);
           const log = await reconcileLog(db.pool, analytics?.pool ?? db.pool, from, to);
