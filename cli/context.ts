@@ -5,7 +5,7 @@ import { demoConfig } from "../src/config/demo.js";
 import { loadConfigFile, parseConfig } from "../src/config/load.js";
 import type { Config } from "../src/config/schema.js";
 import { createLogger, logDestination } from "../src/logger.js";
-import { openDatabase, type OpenDatabase } from "../src/runtime/database.js";
+import { openAnalyticsDatabase, openDatabase, type OpenDatabase } from "../src/runtime/database.js";
 import { runMigrations } from "../src/db/migrate.js";
 import { createServices, type Services } from "../src/runtime/services.js";
 
@@ -63,15 +63,19 @@ export async function withServices<T>(opts: CommonOptions, fn: (services: Servic
   const config = loadAdminConfig(opts);
   const logger = adminLogger();
   const db = await openAdminDatabase(opts, config, logger);
+  // The request log's own database when it lives apart: the commands that read the log (`gateway incidents scan`)
+  // read it there, as `serve` does.
+  const analytics = openAnalyticsDatabase({ config, env: process.env, logger });
   try {
     await runMigrations(db.pool, logger);
-    const services = await createServices({ config, pool: db.pool, logger, serving: false });
+    const services = await createServices({ config, pool: db.pool, logPool: analytics?.pool, logger, serving: false });
     try {
       return await fn(services);
     } finally {
       await services.close();
     }
   } finally {
+    await analytics?.close();
     await db.close();
   }
 }

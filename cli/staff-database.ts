@@ -15,19 +15,19 @@ import type { StaffFamily, StaffOps, VerbOptions } from "./staff-commands.js";
 
 const ACTOR = "cli";
 
-function databaseOps(pool: Pool): StaffOps {
+function databaseOps(pool: Pool, logPool: Pool): StaffOps {
   return {
     listCases: (page) => listStaffCases(pool, { limit: page.limit ?? LIST_LIMIT.default, cursor: page.cursor }),
     getCase: (id) => staffCaseDetail(pool, id),
     change: (id, change) => changeAsStaff(pool, id, change, ACTOR),
     listIncidents: () => listIncidents(pool),
     updateIncident: (id, update) => updateIncident(pool, id, validate(incidentUpdateBody, update), ACTOR),
-    scanIncidents: () => scanIncidentsNow(pool),
+    scanIncidents: () => scanIncidentsNow(pool, logPool),
   };
 }
 
 export const databaseFamily: StaffFamily<CommonOptions & VerbOptions> = {
   options: withCommonOptions,
-  run: (opts, work) => withServices(opts, (s) => work(databaseOps(s.pool))),
+  run: (opts, work) => withServices(opts, (s) => work(databaseOps(s.pool, s.logPool))),
   fail,
 };

@@ -85,16 +85,22 @@ function ledgerRetention(deps: JobDeps): Task {
   };
 }
 
-// Creates the request log's day partitions ahead, and moves the rows of the log as it was before migration 0025
-// into them (src/analytics/partitions.ts). Both find done work done: a rerun, or a run on another process at once,
-// creates and moves nothing twice.
+// Creates the request log's day partitions ahead on the log's database, and moves the rows of the log as it was before
+// migration 0025 into them (src/analytics/partitions.ts) on each database that has such a table: the main one after
+// an upgrade (with the log apart, those rows stay there; docs/operations.md, "The request log apart"). Both find done
+// work done: a rerun, or a run on another process at once, creates and moves nothing twice.
 function logPartitions(deps: JobDeps): Task {
   return async (_payload, helpers) => {
-    const created = await ensureAhead(deps.pool, deps.partitionsAheadDays);
+    const logPool = deps.logPool ?? deps.pool;
+    const created = await ensureAhead(logPool, deps.partitionsAheadDays);
     if (created > 0) helpers.logger.info(`created ${created} request-log day partitions`);
-    const moved = await moveUnpartitioned(deps.pool, deps.retention.batch_rows);
-    if (moved.rows > 0) {
-      helpers.logger.info(`moved ${moved.rows} request-log rows into the partitioned log${moved.done ? "; the old table is dropped" : ""}`);
+    for (const pool of new Set([deps.pool, logPool])) {
+      const moved = await moveUnpartitioned(pool, deps.retention.batch_rows);
+      if (moved.rows > 0) {
+        helpers.logger.info(
+          `moved ${moved.rows} request-log rows into the partitioned log${moved.done ? "; the old table is dropped" : ""}`,
+        );
+      }
     }
   };
 }
