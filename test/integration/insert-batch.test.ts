@@ -5,6 +5,7 @@ import { insertBatch } from "../../src/analytics/insert-batch.js";
 import { encodeRow, INSERT_ROWS } from "../../src/analytics/row-json.js";
 import type { RequestLogRow } from "../../src/analytics/types.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
+import { requestLogRow } from "../helpers/request-log-row.js";
 
 // insertBatch (the writer's COPY, src/analytics/insert-batch.ts) against a real PostgreSQL: every value encodeRow
 // produces stored as the journal's INSERT stores it, and a batch sent again writes none of its rows twice.
@@ -18,34 +19,21 @@ afterAll(() => db?.drop());
 const id = () => `req_${randomBytes(16).toString("hex")}`;
 
 function plainRow(userId: string, overrides: Partial<RequestLogRow> = {}): RequestLogRow {
-  return {
+  return requestLogRow({
     requestId: id(),
     userId,
     keyId: randomUUID(),
-    route: "/v1/chat/completions",
-    clientProtocol: "openai",
-    publicModel: "m1",
     upstreamModel: "m1-2024-07-18",
-    provider: "main",
-    fallbackPath: [],
-    status: 200,
-    errorClass: null,
-    errorCode: null,
     inputTokens: 12,
     outputTokens: 34,
-    cachedTokens: 0,
     quotaCharged: 46n,
-    costUsd: null,
-    upstreamCostUsd: null,
-    usageSource: "upstream",
-    gptImageUsageFallback: null,
     latencyMs: 12.345,
     ttfbMs: 3.5,
     streamed: true,
     receivedAt: new Date(Date.now() - 1500),
     createdAt: new Date(),
     ...overrides,
-  };
+  });
 }
 
 /** Values each chosen to break a COPY field, an array literal, a numeric or a bound. */

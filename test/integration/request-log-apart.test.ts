@@ -15,6 +15,7 @@ import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { startTestGateway, type TestGateway } from "../helpers/gateway-app.js";
 import { logIn } from "../helpers/login.js";
 import { until } from "../helpers/poll.js";
+import { requestLogRow } from "../helpers/request-log-row.js";
 
 // The request log on a database of its own (analytics.database_url; docs/billing.md, "The request log apart"): two
 // databases on one server, a real gateway between them. Every charge commits on the main database with its outbox
@@ -23,33 +24,17 @@ import { until } from "../helpers/poll.js";
 
 const DRAIN_LOCK = "select pg_advisory_xact_lock(hashtext('request_log_outbox_drain'))";
 /** A charged log row of `userId` that no hold paid for. */
-const straySample = (userId: string): RequestLogRow => ({
-  requestId: "",
-  userId,
-  keyId: null,
-  route: "/v1/chat/completions",
-  clientProtocol: "openai",
-  publicModel: "chatty",
-  upstreamModel: null,
-  provider: null,
-  fallbackPath: [],
-  status: 200,
-  errorClass: null,
-  errorCode: null,
-  inputTokens: 1,
-  outputTokens: 1,
-  cachedTokens: 0,
-  quotaCharged: 7n,
-  costUsd: null,
-  upstreamCostUsd: null,
-  usageSource: "upstream",
-  gptImageUsageFallback: null,
-  latencyMs: 1,
-  ttfbMs: null,
-  streamed: false,
-  receivedAt: new Date(),
-  createdAt: new Date(),
-});
+const straySample = (userId: string): RequestLogRow =>
+  requestLogRow({
+    requestId: "",
+    userId,
+    publicModel: "chatty",
+    provider: null,
+    inputTokens: 1,
+    outputTokens: 1,
+    quotaCharged: 7n,
+    latencyMs: 1,
+  });
 
 /** A member of `target` as it is, methods bound to it. */
 function bound<T extends object>(target: T, prop: string | symbol): unknown {
@@ -278,33 +263,8 @@ describe("the outbox drainer", () => {
     await main?.drop();
   });
 
-  const row = (): RequestLogRow => ({
-    requestId: `req_${randomBytes(16).toString("hex")}`,
-    userId: randomUUID(),
-    keyId: null,
-    route: "/v1/chat/completions",
-    clientProtocol: "openai",
-    publicModel: "m1",
-    upstreamModel: "m1-1",
-    provider: "mock",
-    fallbackPath: [],
-    status: 200,
-    errorClass: null,
-    errorCode: null,
-    inputTokens: 1,
-    outputTokens: 2,
-    cachedTokens: 0,
-    quotaCharged: 3n,
-    costUsd: null,
-    upstreamCostUsd: null,
-    usageSource: "upstream",
-    gptImageUsageFallback: null,
-    latencyMs: 1,
-    ttfbMs: null,
-    streamed: false,
-    receivedAt: new Date(),
-    createdAt: new Date(),
-  });
+  const row = (): RequestLogRow =>
+    requestLogRow({ upstreamModel: "m1-1", provider: "mock", inputTokens: 1, outputTokens: 2, quotaCharged: 3n, latencyMs: 1 });
 
   async function enqueue(records: string[]) {
     await main.pool.query(outboxInserts("$1::json"), [`[${records.join(",")}]`]);

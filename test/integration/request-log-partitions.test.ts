@@ -12,6 +12,7 @@ import { newRequestId } from "../../src/ids.js";
 import { findOwnRequest } from "../../src/support/cases/cases-sql.js";
 import { raiseFromLog } from "../../src/support/incidents/incidents-sql.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
+import { requestLogRow } from "../helpers/request-log-row.js";
 
 // The request log partitioned by UTC day (docs/architecture.md, "The request log"): partitions made ahead by
 // racing processes, retention by dropping whole days after their rollups, the move of the rows of the table as it
@@ -19,37 +20,7 @@ import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 
 const DAY_MS = 86_400_000;
 
-function logRow(overrides: Partial<RequestLogRow> = {}): RequestLogRow {
-  const createdAt = overrides.createdAt ?? new Date();
-  return {
-    requestId: newRequestId(createdAt.getTime()),
-    userId: randomUUID(),
-    keyId: null,
-    route: "/v1/chat/completions",
-    clientProtocol: "openai",
-    publicModel: "m1",
-    upstreamModel: null,
-    provider: "main",
-    fallbackPath: ["main"],
-    status: 200,
-    errorClass: null,
-    errorCode: null,
-    inputTokens: 10,
-    outputTokens: 20,
-    cachedTokens: 0,
-    quotaCharged: 30n,
-    costUsd: null,
-    upstreamCostUsd: null,
-    usageSource: "upstream",
-    gptImageUsageFallback: null,
-    latencyMs: 1.5,
-    ttfbMs: null,
-    streamed: false,
-    receivedAt: createdAt,
-    createdAt,
-    ...overrides,
-  };
-}
+const logRow = (overrides: Partial<RequestLogRow> = {}): RequestLogRow => requestLogRow({ fallbackPath: ["main"], ...overrides });
 
 async function insert(db: Queryable, rows: RequestLogRow[]): Promise<void> {
   await db.query(INSERT_ROWS, [`[${rows.map((r) => encodeRow(r)!).join(",")}]`]);
