@@ -54,26 +54,14 @@ const arrayOf = (records: OutboxRecord[]) => `[${records.map((r) => r.record).jo
  * idempotent too. A rewrite's insert has a smaller id, so it is in this batch or an earlier one.
  */
 export async function applyRecords(client: Queryable, records: OutboxRecord[], timeoutMs?: number): Promise<void> {
-  const inserts = records.filter((r) => r.kind === "insert");
-  const rewrites = records.filter((r) => r.kind === "rewrite");
-  if (inserts.length > 0) {
-    const query: TimedQuery = {
-      name: "request_log_outbox_insert",
-      text: INSERT_RECORDS,
-      values: [arrayOf(inserts)],
-      query_timeout: timeoutMs,
-    };
+  const apply = async (kind: OutboxRecord["kind"], name: string, text: string) => {
+    const ofKind = records.filter((r) => r.kind === kind);
+    if (ofKind.length === 0) return;
+    const query: TimedQuery = { name, text, values: [arrayOf(ofKind)], query_timeout: timeoutMs };
     await client.query(query);
-  }
-  if (rewrites.length > 0) {
-    const query: TimedQuery = {
-      name: "request_log_outbox_rewrite",
-      text: REWRITE_RECORDS,
-      values: [arrayOf(rewrites)],
-      query_timeout: timeoutMs,
-    };
-    await client.query(query);
-  }
+  };
+  await apply("insert", "request_log_outbox_insert", INSERT_RECORDS);
+  await apply("rewrite", "request_log_outbox_rewrite", REWRITE_RECORDS);
 }
 
 /** Deletes drained records from the outbox (main database). */
