@@ -38,6 +38,8 @@ export interface DatabaseHealthOptions {
    * within the grace makes the fault a blip.
    */
   probe?: () => Promise<unknown>;
+  /** What the outage means for clients, in its log line: the main database's by default. */
+  consequence?: string;
 }
 
 export function createDatabaseHealth(logger: Logger, opts: DatabaseHealthOptions = {}): DatabaseHealth {
@@ -66,7 +68,7 @@ export function createDatabaseHealth(logger: Logger, opts: DatabaseHealthOptions
         outages++;
         logger.warn(
           { what, code: faultCode(err), down_ms: Math.round(performance.now() - downSince), ...readings() },
-          "DATABASE_UNREACHABLE: retrying; requests that need it get 503 until it answers",
+          `DATABASE_UNREACHABLE: retrying; ${opts.consequence ?? "requests that need it get 503 until it answers"}`,
         );
       };
       timer = setTimeout(() => {

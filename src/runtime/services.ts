@@ -160,7 +160,10 @@ function logDestination(
 ): { analyticsHealth: DatabaseHealth; journal: Journal } {
   if (!apart) return { analyticsHealth: health, journal: { insert: insertRows, rewrite: rewriteRows } };
   return {
-    analyticsHealth: createDatabaseHealth(logger.child({ database: "analytics" }), { probe }),
+    analyticsHealth: createDatabaseHealth(logger.child({ database: "analytics" }), {
+      probe,
+      consequence: "answers go on; their log rows wait in the outbox until it answers",
+    }),
     journal: { insert: outboxInserts, rewrite: outboxRewrites },
   };
 }

@@ -214,6 +214,19 @@ describe("database health", () => {
     expect(health.stats()).toMatchObject({ up: true, outages: 1, blips: 0, totalDownMs: 5_000, readings: { settlements_waiting: 3 } });
   });
 
+  it("says what the outage means for clients: the main database's by default, the analytics database's its own", async () => {
+    const { logger, lines } = capture();
+    const main = createDatabaseHealth(logger, { graceMs: 1_000 });
+    const analytics = createDatabaseHealth(logger, { graceMs: 1_000, consequence: "answers go on" });
+    main.failed(pgError("ECONNREFUSED"), "lease sync");
+    analytics.failed(pgError("ECONNREFUSED"), "request log outbox");
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(lines.filter((l) => /DATABASE_UNREACHABLE/.test(l.msg)).map((l) => l.msg)).toEqual([
+      "DATABASE_UNREACHABLE: retrying; requests that need it get 503 until it answers",
+      "DATABASE_UNREACHABLE: retrying; answers go on",
+    ]);
+  });
+
   it("a fault cured within the grace is a blip: counted, not logged", async () => {
     const { logger, lines } = capture();
     const health = createDatabaseHealth(logger, { graceMs: 1_000 });
