@@ -160,12 +160,18 @@ export async function listCases(pool: Pool, userId: string, page: { limit: numbe
 }
 
 export async function caseDetail(pool: Pool, userId: string, caseId: string): Promise<UserCaseDetail> {
-  const row = isUuid(caseId) ? await findOwnCase(pool, userId, caseId) : null;
-  if (!row) throw caseNotFound();
-  const [messages, evidence] = await Promise.all([
-    latestMessages(pool, row.id, TRANSCRIPT_LIMIT + 1),
-    latestEvidence(pool, row.id, EVIDENCE_LIMIT),
-  ]);
+  if (!isUuid(caseId)) throw caseNotFound();
+  // One snapshot for the case, its messages and its evidence: a worker's answer commits its message, the card and
+  // the evidence together, and a detail read across that commit would show the answer without its card.
+  const read = await inTransaction(pool, async (db) => {
+    await db.query("set transaction isolation level repeatable read, read only");
+    const row = await findOwnCase(db, userId, caseId);
+    if (!row) return null;
+    const messages = await latestMessages(db, row.id, TRANSCRIPT_LIMIT + 1);
+    return { row, messages, evidence: await latestEvidence(db, row.id, EVIDENCE_LIMIT) };
+  });
+  if (!read) throw caseNotFound();
+  const { row, messages, evidence } = read;
   return {
     case: toUserCase(row),
     messages: messages.slice(0, TRANSCRIPT_LIMIT).reverse().map(toMessage),
