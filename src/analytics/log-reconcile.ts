@@ -27,7 +27,7 @@ from quota_holds h left join video_jobs j on j.hold_id = h.id
 where h.status = 'posted' and (h.request_id = any($1::text[]) or j.request_id = any($1::text[]))`;
 // The outbox in id order: an insert, then the rewrite of a refund.
 const OUTBOX = `
-select kind, record->>'request_id' as request_id, record->>'quota_charged' as charged from request_log_outbox order by id`;
+select record->>'request_id' as request_id, record->>'quota_charged' as charged from request_log_outbox order by id`;
 
 export type LogDifferenceKind = "row_missing" | "charge_differs" | "hold_missing";
 
@@ -55,12 +55,9 @@ export interface LogReconciliation {
 type Charges = Map<string, bigint>;
 const chargesOf = (rows: { request_id: string; charged: string }[]): Charges => new Map(rows.map((r) => [r.request_id, BigInt(r.charged)]));
 
-/** What the outbox will write, by request id: the inserts' charges with later rewrites applied. */
+/** What the outbox will write, by request id: the inserts' charges with later rewrites applied (the last one wins). */
 async function outboxCharges(main: Queryable): Promise<Charges> {
-  const { rows } = await main.query<{ kind: string; request_id: string; charged: string }>(OUTBOX);
-  const charges: Charges = new Map();
-  for (const r of rows) charges.set(r.request_id, BigInt(r.charged));
-  return charges;
+  return chargesOf((await main.query<{ request_id: string; charged: string }>(OUTBOX)).rows);
 }
 
 /** Compares the ledger (`main`) with the request log (`log`, the analytics database or the main one) over [from, to). */

@@ -105,8 +105,7 @@ class Drainer implements OutboxDrainer {
   }
 
   stats(): OutboxStats {
-    const c = this.counts;
-    return { drained: c.drained, quarantined: c.quarantined, failedRounds: c.failedRounds, depth: c.depth, lagMs: c.lagMs };
+    return Object.assign({}, this.counts);
   }
 
   async close(): Promise<void> {
