@@ -1,4 +1,5 @@
 import type { Pool } from "../db/pool.js";
+import { faultCode } from "../db/faults.js";
 import { inTransaction } from "../db/transaction.js";
 import { cutoffDaysAgo, deleteInBatches } from "../db/retention.js";
 import { addDays, dayStart, partitionDay, partitionName, type Day } from "./partition-days.js";
@@ -92,7 +93,7 @@ async function dayTables(pool: Pool): Promise<{ day: Day; attached: boolean }[]>
 }
 
 const DETACH_LOCK_TIMEOUT = "'3s'";
-const isLockTimeout = (err: unknown) => (err as { code?: unknown }).code === "55P03";
+const isLockTimeout = (err: unknown) => faultCode(err) === "55P03";
 
 /** Step 1; false when the lock was not had in time. */
 async function detachDay(pool: Pool, day: Day): Promise<boolean> {
