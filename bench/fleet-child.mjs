@@ -6,6 +6,7 @@
 // Driven over IPC by the orchestrator: "init" builds the ledgers, "step" runs one load step and answers with what
 // every ledger saw, "free" reports the units leased and unused, "close" closes everything.
 import { randomUUID } from "node:crypto";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { createLogger } from "../dist/src/logger.js";
 import { startListener } from "../dist/src/db/listener.js";
 import { createPool } from "../dist/src/db/pool.js";
@@ -17,7 +18,21 @@ const silent = createLogger("silent");
 /** What every ledger of this host records during a step; the waits come from the ledger's own timer (escrow.ts). */
 let step = freshStep();
 function freshStep() {
-  return { waitsMs: [], statements: 0 };
+  return { waitsMs: [], statements: 0, byName: new Map() };
+}
+
+/** The event loop's delays during a step: a loop busy with other ledgers' work delays every wait it times. */
+const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+loopDelay.enable();
+
+/** How long each statement took from its send to its answer, by the statement's name (quota_sync_lease, ...). */
+function timed(name, promise) {
+  const t0 = performance.now();
+  const times = step.byName.get(name) ?? [];
+  step.byName.set(name, times);
+  const done = () => times.push(performance.now() - t0);
+  promise.then(done, done);
+  return promise;
 }
 
 /** The ledger's metrics: only the waits are kept (syncs are read from its stats). */
@@ -45,7 +60,9 @@ async function init({ url, ledgers, poolSize, groupMs }) {
       const query = client.query.bind(client);
       client.query = (...args) => {
         step.statements++;
-        return query(...args);
+        const result = query(...args);
+        const name = args[0]?.name;
+        return name && typeof result?.then === "function" ? timed(name, result) : result;
       };
     });
     const instance = await registerInstance(pool, { heartbeatMs: 15_000, timeoutMs: 90_000 });
@@ -101,6 +118,8 @@ function chatRequest() {
 /** Runs one step: `rate` requests/s over this host's ledgers for `seconds`, on `users` (one, or a Zipf spread). */
 async function runStep({ users, allowance, rate, seconds, zipf, latencyMs }) {
   step = freshStep();
+  loopDelay.reset();
+  const cpuBefore = process.cpuUsage();
   const syncsBefore = fleet.map((p) => syncsOf(p.ledger));
   const waitsBefore = fleet.map((p) => waitsOf(p.ledger));
   const sample = zipf ? zipfSampler(users.length, zipf) : () => 0;
@@ -161,8 +180,12 @@ async function runStep({ users, allowance, rate, seconds, zipf, latencyMs }) {
     tick();
   });
   await Promise.all(inFlight);
+  const cpu = process.cpuUsage(cpuBefore);
   return {
     ...totals,
+    cpuMs: (cpu.user + cpu.system) / 1000,
+    loopP99Ms: loopDelay.percentile(99) / 1e6,
+    byName: Object.fromEntries(step.byName),
     waitsMs: step.waitsMs,
     waits: fleet.reduce((sum, p, i) => sum + waitsOf(p.ledger) - waitsBefore[i], 0),
     syncs: fleet.reduce((sum, p, i) => sum + syncsOf(p.ledger) - syncsBefore[i], 0),

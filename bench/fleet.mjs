@@ -15,7 +15,10 @@
 //
 // Reported per step: requests/s admitted, lease syncs/s (the ledgers' own count) and statements/s (counted on
 // every connection), PostgreSQL CPU (embedded only: every backend's, from /proc), the share of reservations that
-// waited for a sync and that wait's p50/p99/max (timed by the escrow itself, escrow.ts), refusals and errors.
+// waited for a sync and that wait's p50/p99/max (timed by the escrow itself, escrow.ts), refusals and errors; and on
+// a second line what the hosts saw: their Node CPU (share of one core), their event loops' p99 delay, and the full
+// syncs (grants, on the account row) and post-only syncs (the lease row only) per second with the p50/p99 of each
+// statement from its send to its answer.
 // Checked at the end of each workload: what every process saw charged equals what the database posted, and the
 // units admitted (each charge up to its hold) never exceed the allowance; for the hot day, the units left unused
 // and how many of them sat in leases (free in the processes' memory) while requests were refused.
@@ -168,9 +171,20 @@ async function runWorkload(db, pool, workload) {
           charged.set(user, seen);
         }
       const firsts = results.map((r) => r.firstRefusalMs).filter((x) => x !== null);
+      const hostCpu = results.reduce((s, r) => s + r.cpuMs, 0) / 1000 / wall;
+      const loopP99 = Math.max(...results.map((r) => r.loopP99Ms));
+      const statement = (name) => results.flatMap((r) => r.byName[name] ?? []).sort((a, b) => a - b);
+      const timings = [
+        ["full", "quota_sync_lease"],
+        ["post", "quota_post_lease"],
+      ].map(([label, name]) => {
+        const t = statement(name);
+        return `${label} ${fmt(t.length / seconds)}/s ${fmt(quantile(t, 0.5), 1)}/${fmt(quantile(t, 0.99), 1)} ms`;
+      });
       console.log(
         `  ${label.padStart(4)} ${fmt(rate).padStart(9)} ${fmt(sum("admitted") / seconds).padStart(11)} ${fmt(sum("syncs") / seconds).padStart(8)} ${fmt(sum("statements") / seconds).padStart(8)} ${cpu === null ? "     -" : `${fmt(cpu * 100)}%`.padStart(6)} ${`${fmt((100 * sum("waits")) / Math.max(1, requests), 1)}%`.padStart(7)} ${fmt(quantile(waits, 0.5), 1).padStart(6)} ms ${fmt(quantile(waits, 0.99), 1).padStart(6)} ${fmt(waits.at(-1) ?? 0, 1).padStart(6)} ${fmt(sum("refused")).padStart(8)} ${fmt(sum("errors") + sum("settleErrors")).padStart(7)}${firsts.length ? `  (${fmt(Math.min(...firsts) / 1000, 1)} s)` : ""}`,
       );
+      console.log(`         node CPU ${fmt(hostCpu * 100)}%, loop delay p99 ${fmt(loopP99, 1)} ms; syncs ${timings.join(", ")} (p50/p99)`);
     }
     if (hot) {
       // The day is spent: what the processes still hold leased while their requests are refused.
@@ -188,7 +202,7 @@ async function runWorkload(db, pool, workload) {
 async function verify(pool, users, charged, allowance, hot) {
   const { rows } = await pool.query(
     `select user_id::text, credits::text, restored::text, debits_posted::text as posted, debits_pending::text as pending
-     from quota_accounts where user_id = any($1::uuid[]) and kind = 'daily_allowance'`,
+     from quota_account_balances where user_id = any($1::uuid[]) and kind = 'daily_allowance'`,
     [users],
   );
   let mismatches = 0;

@@ -2,6 +2,14 @@ import type { Pool, Queryable } from "../db/pool.js";
 
 // The account row outside of leases: made sure of before a statement that needs it, and read.
 
+/**
+ * The units the open leases of the account whose id is the SQL expression `account` posted by syncs that only post
+ * (lease-sql.ts, postOnlyStatement) and have not folded into its `debits_posted` yet: until then they count in its
+ * `debits_pending`. Read without a lock: a concurrent post moves units between the two, never what is free.
+ */
+export const unfoldedPosted = (account: string) =>
+  `(select coalesce(sum(l.posted), 0) from quota_leases l where l.account_id = ${account} and l.status = 'pending')`;
+
 // Creates the account with its base credits (0 for a balance never credited), or touches nothing when it
 // exists; `do update` (a no-op) makes RETURNING see an account another process created first.
 const ENSURE = `
@@ -10,8 +18,10 @@ on conflict (user_id, kind, period) do update set updated_at = quota_accounts.up
 returning id::text`;
 
 const READ = `
-select id::text, credits::text, restored::text, debits_posted::text, debits_pending::text from quota_accounts
-where user_id = $1::uuid and kind = $2::text and period = $3::text`;
+select a.id::text, a.credits::text, a.restored::text, (a.debits_posted + u.n)::text as debits_posted,
+  (a.debits_pending - u.n)::text as debits_pending
+from quota_accounts a cross join lateral (select ${unfoldedPosted("a.id")} as n) u
+where a.user_id = $1::uuid and a.kind = $2::text and a.period = $3::text`;
 
 export interface AccountKey {
   userId: string;

@@ -1,4 +1,5 @@
 import type { Queryable } from "../db/pool.js";
+import { unfoldedPosted } from "./account-sql.js";
 
 // The reseller USD balance: an account of kind `reseller_usd` (account-kinds.ts) whose credits only the operator
 // raises (leases keep them as they are; lease-sql.ts). Reserved, settled and released like the daily allowance,
@@ -12,7 +13,8 @@ with credit as (
 )
 insert into quota_accounts (user_id, kind, period, credits) values ($1::uuid, $4::text, $5::text, $2::bigint)
 on conflict (user_id, kind, period) do update set credits = quota_accounts.credits + excluded.credits, updated_at = now()
-returning id::text, credits::text, restored::text, debits_posted::text, debits_pending::text`;
+returning id::text, credits::text, restored::text, (debits_posted + ${unfoldedPosted("quota_accounts.id")})::text as debits_posted,
+  (debits_pending - ${unfoldedPosted("quota_accounts.id")})::text as debits_pending`;
 
 export interface CreditedRow {
   id: string;

@@ -1,7 +1,7 @@
 import type pg from "pg";
 import type { Queryable } from "../db/pool.js";
 import { GIFT_PERPETUAL } from "./account-kinds.js";
-import { ensureAccount } from "./account-sql.js";
+import { ensureAccount, unfoldedPosted } from "./account-sql.js";
 import { dayStartAt } from "../time/day.js";
 import { restoreRow } from "./restore-sql.js";
 import { isoWeek } from "../time/week.js";
@@ -11,9 +11,11 @@ import { isoWeek } from "../time/week.js";
 // allowance, in one transaction under the day's account lock.
 
 // The day's account, locked first by every use: two uses of one user (a manual one, a retried one, an automatic
-// one in admission) are serialised here, as the lease syncs of that account are.
+// one in admission) are serialised here, as the lease syncs of that account are. Its posted debits include what its
+// open leases posted and have not folded yet.
 const LOCK_DAY = `
-select a.id::text, a.credits::text, a.restored::text, a.debits_posted::text, a.debits_pending::text, u.auto_reset_enabled
+select a.id::text, a.credits::text, a.restored::text, (a.debits_posted + ${unfoldedPosted("a.id")})::text as debits_posted,
+  (a.debits_pending - ${unfoldedPosted("a.id")})::text as debits_pending, u.auto_reset_enabled
 from quota_accounts a join users u on u.id = a.user_id
 where a.user_id = $1::uuid and a.kind = 'daily_allowance' and a.period = $2::text
 for no key update of a`;

@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { Pool } from "../db/pool.js";
-import type { AccountKey } from "./account-sql.js";
+import { unfoldedPosted, type AccountKey } from "./account-sql.js";
 
 // A restoration (docs/billing.md, "Restorations"): units added to an account's `restored`, on top of its base
 // credits, with its record, in one statement under the account's row lock. The base credits of the day's
@@ -9,14 +9,16 @@ import type { AccountKey } from "./account-sql.js";
 //
 // Idempotent by (source, reference): `on conflict do nothing` sees a restoration committed concurrently, and
 // only an inserted record moves the account. With `up_to_spent` the amount is at most what was spent and not
-// yet restored (`posted - restored`), so a restoration never lifts the account above its base credits.
+// yet restored (`posted - restored`, its open leases' unfolded posts included), so a restoration never lifts the
+// account above its base credits.
 const RESTORE = `
 with account as (
   select id, restored, debits_posted from quota_accounts
   where user_id = $1::uuid and kind = $2::text and period = $3::text
   for no key update
 ), amount as (
-  select id, case when $5::bool then least($4::bigint, greatest(debits_posted - restored, 0)) else $4::bigint end as n from account
+  select id, case when $5::bool then least($4::bigint, greatest(debits_posted + ${unfoldedPosted("account.id")} - restored, 0)) else $4::bigint end as n
+  from account
 ), inserted as (
   insert into quota_restorations (account_id, amount, source, reference)
   select id, n, $6::text, $7::text from amount
