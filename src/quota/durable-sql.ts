@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { Pool } from "../db/pool.js";
-import { unfoldedPosted, type AccountKey } from "./account-sql.js";
+import type { AccountKey } from "./account-sql.js";
 import type { DurableStatus } from "./types.js";
 
 // Durable holds (docs/billing.md, "Durable holds"): a row of quota_holds without a lease, pending until it is
@@ -35,9 +35,8 @@ with locked as (
   from inserted i join account on account.id = i.account_id where a.id = i.account_id
 )
 select account.id::text as account_id, exists (select from inserted) as inserted,
-  (account.credits + account.restored)::text as allowance, (account.debits_posted + u.n)::text as posted,
-  (account.debits_pending - u.n)::text as pending
-from account cross join lateral (select ${unfoldedPosted("account.id")} as n) u`;
+  (account.credits + account.restored)::text as allowance, account.debits_posted::text as posted, account.debits_pending::text as pending
+from account`;
 
 // Posts (charged not null) or voids (null) a hold still pending, or posts one that expired meanwhile (its
 // units went back at the expiry, so only the charge is booked). A hold already resolved is returned as it is.

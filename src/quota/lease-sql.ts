@@ -127,14 +127,6 @@ select
     select count(distinct l.instance_id)::int from quota_leases l join gateway_instances i on i.id = l.instance_id
     where l.account_id = lease.account_id and l.status = 'pending' and l.instance_id <> $10::uuid and i.fenced_at is null
   ) else 0 end as others,
-  -- Posted units still on the account's open leases (this one's fold into the figures below when applied): read
-  -- for a refusal's "used", only in a sync that can refuse (it fell short, or the account is overdrawn).
-  case when coalesce((select amount from granted), (select last_grant from lease)) < $7::bigint
-    or coalesce((select credits + restored - posted - pending - amount from granted),
-      a.credits + a.restored - a.debits_posted - a.debits_pending) < 0 then (
-    select coalesce(sum(l.posted), 0) from quota_leases l
-    where l.account_id = lease.account_id and l.status = 'pending' and (l.id <> $1::uuid or not exists (select from fresh))
-  ) else 0 end::text as unfolded,
   coalesce((select posted from granted), a.debits_posted)::text as posted,
   coalesce((select pending + amount from granted), a.debits_pending)::text as pending,
   coalesce((select credits from granted), a.credits)::text as credits,
@@ -250,9 +242,8 @@ export interface SyncReply {
   fenced: boolean;
   granted: bigint;
   /**
-   * The account after the sync. What it has free (`credits + restored - posted - pending`) is exact; how that splits
-   * between posted and pending is exact only after a full sync that fell short of its need (the only reply a
-   * refusal reads): otherwise the units that open leases posted but have not folded yet count as pending here.
+   * The account row after the sync. What it has free (`credits + restored - posted - pending`) is exact; the units
+   * that open leases posted and have not folded yet count as pending here (a refusal states their sum only).
    */
   posted: bigint;
   pending: bigint;
@@ -323,7 +314,6 @@ function fullSync(journal: Journal | undefined, timeoutMs: number | undefined): 
       restored: string;
       auto_reset: boolean | null;
       others: number;
-      unfolded: string;
     }>(query);
     const row = rows[0];
     // At `seq` whether this call applied it or an earlier attempt did.
@@ -332,8 +322,8 @@ function fullSync(journal: Journal | undefined, timeoutMs: number | undefined): 
       live: row.alive && (row.status === "pending" || (row.status === "closed" && sync.close)),
       fenced: !row.alive,
       granted: BigInt(row.granted),
-      posted: BigInt(row.posted) + BigInt(row.unfolded),
-      pending: BigInt(row.pending) - BigInt(row.unfolded),
+      posted: BigInt(row.posted),
+      pending: BigInt(row.pending),
       credits: BigInt(row.credits),
       restored: BigInt(row.restored),
       autoReset: row.auto_reset === true,

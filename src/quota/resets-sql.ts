@@ -11,11 +11,9 @@ import { isoWeek } from "../time/week.js";
 // allowance, in one transaction under the day's account lock.
 
 // The day's account, locked first by every use: two uses of one user (a manual one, a retried one, an automatic
-// one in admission) are serialised here, as the lease syncs of that account are. Its posted debits include what its
-// open leases posted and have not folded yet.
+// one in admission) are serialised here, as the lease syncs of that account are.
 const LOCK_DAY = `
-select a.id::text, a.credits::text, a.restored::text, (a.debits_posted + ${unfoldedPosted("a.id")})::text as debits_posted,
-  (a.debits_pending - ${unfoldedPosted("a.id")})::text as debits_pending, u.auto_reset_enabled
+select a.id::text, a.credits::text, a.restored::text, a.debits_posted::text, a.debits_pending::text, u.auto_reset_enabled
 from quota_accounts a join users u on u.id = a.user_id
 where a.user_id = $1::uuid and a.kind = 'daily_allowance' and a.period = $2::text
 for no key update of a`;
@@ -116,8 +114,9 @@ export function useResetIn(client: pg.PoolClient, r: UseResetRow & { automatic: 
 export function useResetIn(client: pg.PoolClient, r: UseResetRow & { automatic?: undefined }): Promise<UseResetOutcome>;
 export function useResetIn(client: pg.PoolClient, r: UseResetRow): Promise<AutoResetOutcome>;
 export async function useResetIn(client: pg.PoolClient, r: UseResetRow): Promise<AutoResetOutcome> {
-  const day = (await client.query<DayRow>(LOCK_DAY, [r.userId, r.day])).rows[0];
-  if (!day) throw new Error(`the day's account of user ${r.userId} for ${r.day} is missing`);
+  const locked = (await client.query<DayRow>(LOCK_DAY, [r.userId, r.day])).rows[0];
+  if (!locked) throw new Error(`the day's account of user ${r.userId} for ${r.day} is missing`);
+  const day = await withUnfolded(client, locked);
   const earlier = await earlierUse(client, r.id);
   if (earlier) return earlier;
   // Restored = the day's remaining back to the plan's allowance with the holds in flight still held: what was
@@ -148,6 +147,18 @@ export async function useResetIn(client: pg.PoolClient, r: UseResetRow): Promise
   if (restored.account === "missing" || restored.applied !== spent) throw new Error(`the restoration of reset use ${r.id} did not apply`);
   const recorded = await client.query<{ created_at: Date }>(RECORD_USE, [r.id, r.userId, pick.id, kind, r.day, String(spent), r.trigger]);
   return { outcome: "used", duplicate: false, kind, day: r.day, restored: spent, createdAt: recorded.rows[0]!.created_at };
+}
+
+// What the day's open leases posted and have not folded yet, read in a statement after the lock (account-sql.ts,
+// unfoldedPosted): with it, posted is what was spent.
+const UNFOLDED = `select ${unfoldedPosted("$1::bigint")}::text as n`;
+
+async function withUnfolded(client: pg.PoolClient, day: DayRow): Promise<DayRow> {
+  const n = BigInt((await client.query<{ n: string }>({ name: "quota_day_unfolded", text: UNFOLDED, values: [day.id] })).rows[0]!.n);
+  return Object.assign({}, day, {
+    debits_posted: String(BigInt(day.debits_posted) + n),
+    debits_pending: String(BigInt(day.debits_pending) - n),
+  });
 }
 
 interface DayRow {

@@ -1,5 +1,6 @@
 import type pg from "pg";
 import type { Pool } from "../db/pool.js";
+import { inTransaction } from "../db/transaction.js";
 import { unfoldedPosted, type AccountKey } from "./account-sql.js";
 
 // A restoration (docs/billing.md, "Restorations"): units added to an account's `restored`, on top of its base
@@ -10,7 +11,12 @@ import { unfoldedPosted, type AccountKey } from "./account-sql.js";
 // Idempotent by (source, reference): `on conflict do nothing` sees a restoration committed concurrently, and
 // only an inserted record moves the account. With `up_to_spent` the amount is at most what was spent and not
 // yet restored (`posted - restored`, its open leases' unfolded posts included), so a restoration never lifts the
-// account above its base credits.
+// account above its base credits. The unfolded posts are read only on an account locked by an earlier statement
+// of the transaction (LOCK, account-sql.ts unfoldedPosted): a fold that committed while the lock was awaited is
+// then in this statement's snapshot, and none can come after it.
+const LOCK = `
+select 1 from quota_accounts where user_id = $1::uuid and kind = $2::text and period = $3::text for no key update`;
+
 const RESTORE = `
 with account as (
   select id, restored, debits_posted from quota_accounts
@@ -42,9 +48,18 @@ export type RestoreOutcome = { account: "missing" } | { account: "found"; accoun
 
 /**
  * `applied` is null when this source and reference had been restored before (read it with earlierRestoration).
- * On a transaction's client, it commits with the transaction (a reserve reset's use, resets-sql.ts).
+ * On a transaction's client, it commits with the transaction (a reserve reset's use, resets-sql.ts, or a transfer's
+ * completion, which holds the account's lock already).
  */
 export async function restoreRow(pool: Pool | pg.PoolClient, r: RestoreRow): Promise<RestoreOutcome> {
+  if (!r.upToSpent) return restoreStatement(pool, r);
+  // On the pool: a transaction of its own holds the lock from the first statement to the second.
+  if (!("release" in pool)) return inTransaction(pool, (client) => restoreRow(client, r));
+  await pool.query({ name: "quota_restore_lock", text: LOCK, values: [r.userId, r.kind, r.period] });
+  return restoreStatement(pool, r);
+}
+
+async function restoreStatement(pool: Pool | pg.PoolClient, r: RestoreRow): Promise<RestoreOutcome> {
   const { rows } = await pool.query<{ account_id: string; applied: string | null }>({
     name: "quota_restore",
     text: RESTORE,
