@@ -10,7 +10,9 @@ import { recordsOf, type Journal, type Resolution } from "./lease-sql.js";
 //
 // Exactly once: only a hold still posted is undone, and only the rows of holds this statement undid are rewritten,
 // so a retry after a lost reply changes nothing. Locks: the holds, then their leases, then their account (the lease
-// sync locks its lease, then the account; nothing locks a lease or an account and then a request's hold).
+// sync locks its lease, then the account). A sync's insert of a hold waits on an existing one only for the same id,
+// which a lease sends again only in its own attempts, never beside its refund; a deadlock there would be a 40P01,
+// which is retried.
 function refundStatement(journal: Journal | undefined): string {
   const undone = `(select coalesce(json_agg(x), '[]'::json) from json_array_elements($2::json) x
     where x->>'request_id' in (select request_id from undone))`;

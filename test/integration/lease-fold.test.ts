@@ -306,6 +306,53 @@ describe("a lease's posted units, folded", () => {
     expect(await reconcileLedger(db.pool)).toEqual([]);
   });
 
+  // A statement that waits for the account's lock re-reads that row only: if it read the leases' unfolded posts in
+  // the same statement, a fold committed while it waited would be counted twice (once on the row, once on the lease).
+  for (const reader of ["restoration up to spent", "reserve reset"] as const) {
+    it(`a ${reader} waiting on the account behind a full sync's fold counts the folded units once`, async () => {
+      const { userId, leaseId, key } = await opened();
+      await syncLease(db.pool, postOnly(leaseId, 2, 60n, [resolution(60n)]));
+      const folding = await db.pool.connect();
+      let read: Promise<unknown> | undefined;
+      try {
+        await folding.query("begin");
+        // A full sync asking for nothing: it folds the 60 and holds the account row until its transaction commits.
+        await syncLease(folding, Object.assign(fullSync(leaseId, 3, live.id), { need: 0n, headroom: 0n }));
+        read =
+          reader === "reserve reset"
+            ? (async () => {
+                const client = await db.pool.connect();
+                try {
+                  await client.query("begin");
+                  const use = {
+                    userId,
+                    id: crypto.randomUUID(),
+                    day: PERIOD,
+                    weeklyBase: 1n,
+                    baseRevision: 0n,
+                    trigger: "manual" as const,
+                  };
+                  const outcome = await useResetIn(client, { ...use, nowIso: new Date().toISOString() });
+                  await client.query("commit");
+                  return outcome;
+                } finally {
+                  client.release();
+                }
+              })()
+            : restoreRow(db.pool, { ...key, amount: 1000n, upToSpent: true, source: "lease-fold-race", reference: crypto.randomUUID() });
+        const waiting = "select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()";
+        await expect.poll(async () => (await db.pool.query<{ n: number }>(waiting)).rows[0]!.n, { timeout: 30_000 }).toBeGreaterThan(0);
+      } finally {
+        await folding.query("commit");
+        folding.release();
+      }
+      const outcome = await read;
+      expect(outcome).toMatchObject(reader === "reserve reset" ? { outcome: "used", restored: 60n } : { applied: 60n });
+      expect(await readAccount(db.pool, key)).toMatchObject({ restored: 60n, posted: 60n, pending: 265n });
+      expect(await reconcileLedger(db.pool)).toEqual([]);
+    });
+  }
+
   it("the reconciliation catches a lease whose posted units were tampered with", async () => {
     const { leaseId, accountId } = await opened();
     await syncLease(db.pool, postOnly(leaseId, 2, 60n, [resolution(60n)]));
