@@ -10,7 +10,7 @@ import { creditResellerRow } from "../../src/quota/reseller.js";
 import { useResetIn } from "../../src/quota/resets-sql.js";
 import { restoreRow } from "../../src/quota/restore-sql.js";
 import type { TestDatabase } from "../helpers/db.js";
-import { useLedgerFixture } from "../helpers/ledger-fixture.js";
+import { fullSyncOf, useLedgerFixture } from "../helpers/ledger-fixture.js";
 
 const syncLease = leaseSync();
 const directPost = leaseDirectPost();
@@ -40,24 +40,10 @@ describe("a lease's posted units, folded", () => {
     reservedAt: new Date(),
     record: null,
   });
-  const fullSync = (leaseId: string, seq: number, instanceId: string, base: bigint | null = 1000n): SyncLease => ({
-    leaseId,
-    seq,
-    instanceId,
-    base,
-    baseRevision: 0n,
-    post: 0n,
-    take: 0n,
-    giveBack: 0n,
-    need: 100n,
-    headroom: 400n,
-    close: false,
-    touch: false,
-    resolutions: [],
-  });
+
   /** A post-only sync settling `resolutions`, of whose charges `take` came out of the lease. */
   const postOnly = (leaseId: string, seq: number, take: bigint, resolutions: Resolution[], instanceId = live.id): SyncLease => ({
-    ...fullSync(leaseId, seq, instanceId),
+    ...fullSyncOf(leaseId, seq, instanceId),
     need: 0n,
     headroom: 0n,
     post: resolutions.reduce((sum, r) => sum + (r.charged ?? 0n), 0n),
@@ -73,7 +59,7 @@ describe("a lease's posted units, folded", () => {
     userId ||= await fixture.newUser();
     const leaseId = crypto.randomUUID();
     const accountId = await openLease(db.pool, { leaseId, userId, kind, period, base, baseRevision: 0n, instanceId });
-    expect(await syncLease(db.pool, fullSync(leaseId, 1, instanceId, base))).toMatchObject({ live: true, granted: 325n });
+    expect(await syncLease(db.pool, fullSyncOf(leaseId, 1, instanceId, base))).toMatchObject({ live: true, granted: 325n });
     return { userId, leaseId, accountId, key: { userId, kind, period } };
   };
   /** The lease, its account's row as stored and the account as the view shows it. */
@@ -133,7 +119,7 @@ describe("a lease's posted units, folded", () => {
     expect(await reconcileLedger(db.pool)).toEqual([]);
     // The next full sync folds the 110 and posts its own 5: posted 10 + 110 + 5; pending 325 - 110 - 5 + 10 granted.
     const settled = { need: 10n, headroom: 0n, post: 5n, take: 5n, resolutions: [resolution(5n)] };
-    const full = await syncLease(db.pool, { ...fullSync(leaseId, 5, live.id), ...settled });
+    const full = await syncLease(db.pool, { ...fullSyncOf(leaseId, 5, live.id), ...settled });
     expect(full).toMatchObject({ live: true, granted: 10n, posted: 125n, pending: 220n });
     expect(await state(leaseId)).toEqual({
       amount: "220",
@@ -156,7 +142,7 @@ describe("a lease's posted units, folded", () => {
     const survivor = crypto.randomUUID();
     const opening = { leaseId: survivor, userId, kind: KIND, period: PERIOD, base: 1000n, baseRevision: 0n, instanceId: live.id };
     await openLease(db.pool, opening);
-    expect(await syncLease(db.pool, fullSync(survivor, 1, live.id))).toMatchObject({ granted: 100n + 575n / 4n });
+    expect(await syncLease(db.pool, fullSyncOf(survivor, 1, live.id))).toMatchObject({ granted: 100n + 575n / 4n });
     await syncLease(db.pool, postOnly(leaseId, 2, 60n, [resolution(60n)], dying));
     await syncLease(db.pool, postOnly(leaseId, 3, 30n, [resolution(30n)], dying));
     expect(await state(leaseId)).toMatchObject({ amount: "235", lease_posted: "90", posted: "0", pending: "568" });
@@ -317,7 +303,7 @@ describe("a lease's posted units, folded", () => {
       try {
         await folding.query("begin");
         // A full sync asking for nothing: it folds the 60 and holds the account row until its transaction commits.
-        await syncLease(folding, Object.assign(fullSync(leaseId, 3, live.id), { need: 0n, headroom: 0n }));
+        await syncLease(folding, Object.assign(fullSyncOf(leaseId, 3, live.id), { need: 0n, headroom: 0n }));
         read =
           reader === "reserve reset"
             ? (async () => {

@@ -12,7 +12,7 @@ import {
 } from "../../src/quota/index.js";
 import { LeaseSequenceError, leaseSync, openLease, type SyncLease, type SyncReply } from "../../src/quota/lease-sql.js";
 import type { TestDatabase } from "../helpers/db.js";
-import { MAX_HOLD_SECONDS, useLedgerFixture } from "../helpers/ledger-fixture.js";
+import { fullSyncOf, MAX_HOLD_SECONDS, useLedgerFixture } from "../helpers/ledger-fixture.js";
 import { lockAccount } from "../helpers/metering-checks.js";
 import { injectAtPool, loseReplies, type SqlFault, type Statement } from "../helpers/sql-faults.js";
 
@@ -106,21 +106,7 @@ describe("quota escrow", () => {
       baseRevision: 0n,
       instanceId: live.id,
     });
-    const base = (leaseId: string, seq: number): SyncLease => ({
-      leaseId,
-      seq,
-      instanceId: live.id,
-      base: 1000n,
-      baseRevision: 0n,
-      post: 0n,
-      take: 0n,
-      giveBack: 0n,
-      need: 100n,
-      headroom: 400n,
-      close: false,
-      touch: false,
-      resolutions: [],
-    });
+    const base = (leaseId: string, seq: number): SyncLease => fullSyncOf(leaseId, seq, live.id);
 
     it("grants need plus at most a quarter of what is left, and applies a retried seq once", async () => {
       const user = await fixture.newUser();
