@@ -84,7 +84,7 @@ export async function settled(gateways: TestGateway[], userId: string, requests 
     await sleep(25);
   }
   await quiesce(...gateways);
-  const [account] = await rowsOf(pool, "select * from quota_account_balances where user_id = $1", [userId]);
+  const [account] = await rowsOf(pool, "select * from quota_accounts where user_id = $1", [userId]);
   const holds = await holdsOf(pool, userId);
   const logs = await rowsOf(pool, "select * from request_logs where user_id = $1", [userId]);
   const held = logs.filter((l) => holds.some((h) => h.request_id === l.request_id));

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import { quickAddJob, runOnce } from "graphile-worker";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -240,10 +239,6 @@ describe("every ledger and quota transaction writes the rows of one user", () =>
     // waits on the account past database.request_timeout_ms, the client is answered 503 with nothing charged,
     // then the sync commits and the refund makes that true.
     await chat(carol.client);
-    // Two seconds on, the lease's demand (units reserved over the last second or two) has forgotten the first
-    // request, so admitting the next asks for no top-up ahead of demand: its charge's sync is the statement that
-    // waits on the lock, not a top-up queued before it.
-    await sleep(2_100);
     const lock = await lockAccount(db.pool, carol.id);
     let withdrawn: string | null | undefined;
     try {
