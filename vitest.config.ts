@@ -10,6 +10,8 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.{ts,tsx}"],
     globalSetup: ["test/helpers/global-setup.ts"],
+    // No test crosses UTC midnight (a day's allowance is an account per UTC day): one-utc-day.ts.
+    setupFiles: ["test/helpers/one-utc-day-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 90_000,
     pool: "forks",
