@@ -17,7 +17,7 @@
 // every connection), PostgreSQL CPU (embedded only: every backend's, from /proc), the share of reservations that
 // waited for a sync and that wait's p50/p99/max (timed by the escrow itself, escrow.ts), refusals and errors; and on
 // a second line what the hosts saw: their Node CPU (share of one core), their event loops' p99 delay, and the full
-// syncs (grants, give-backs, heartbeats) and post-only syncs (settlements only) per second with the p50/p99 of each
+// syncs (grants, on the account row) and post-only syncs (the lease row only) per second with the p50/p99 of each
 // statement from its send to its answer.
 // Checked at the end of each workload: what every process saw charged equals what the database posted, and the
 // units admitted (each charge up to its hold) never exceed the allowance; for the hot day, the units left unused
@@ -202,7 +202,7 @@ async function runWorkload(db, pool, workload) {
 async function verify(pool, users, charged, allowance, hot) {
   const { rows } = await pool.query(
     `select user_id::text, credits::text, restored::text, debits_posted::text as posted, debits_pending::text as pending
-     from quota_accounts where user_id = any($1::uuid[]) and kind = 'daily_allowance'`,
+     from quota_account_balances where user_id = any($1::uuid[]) and kind = 'daily_allowance'`,
     [users],
   );
   let mismatches = 0;

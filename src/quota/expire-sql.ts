@@ -2,7 +2,8 @@ import type { Pool } from "../db/pool.js";
 
 // The expiry of what nobody will resolve: the leases of processes presumed dead, and durable holds past their
 // expiry. Their units return to the accounts' pending debits, once: each row moves from pending in the statement
-// that returns its units. A late settlement still posts its charge (lease-sql.ts, durable-sql.ts).
+// that returns its units (a lease's posted units fold into the posted debits there). A late settlement still posts
+// its charge (lease-sql.ts, durable-sql.ts).
 //
 // Three steps, each a statement of its own, so that none can abort another's work:
 //   1. fence: processes whose heartbeat is older than the timeout are fenced (instances.ts, "Fencing"). The UPDATE
@@ -28,14 +29,15 @@ limit $1::int`;
 
 const EXPIRE_LEASE = `
 with lease as (
-  select id, account_id, amount from quota_leases where id = $1::uuid and status = 'pending' for update skip locked
+  select id, account_id, amount, posted from quota_leases where id = $1::uuid and status = 'pending' for update skip locked
 ), account as (
   select a.id from quota_accounts a join lease on a.id = lease.account_id for no key update of a
 ), ended as (
-  update quota_leases l set status = 'expired', resolved_at = now() from lease where l.id = lease.id
-  returning lease.account_id, lease.amount
+  update quota_leases l set status = 'expired', posted = 0, resolved_at = now() from lease where l.id = lease.id
+  returning lease.account_id, lease.amount, lease.posted
 )
-update quota_accounts a set debits_pending = a.debits_pending - ended.amount, updated_at = now()
+update quota_accounts a set debits_posted = a.debits_posted + ended.posted,
+  debits_pending = a.debits_pending - ended.amount - ended.posted, updated_at = now()
 from ended where a.id = ended.account_id
 returning a.id`;
 

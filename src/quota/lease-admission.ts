@@ -7,6 +7,16 @@ import type { Waiter } from "./lease-waiter.js";
 
 const DEMAND_WINDOW_MS = 1000;
 
+/**
+ * The lease's sizing, in seconds of its demand (docs/billing.md, "Escrow"): a top-up asks for HEADROOM_SECONDS of it,
+ * and is asked for once the free units cover less than LEAD_SECONDS. Measured with 64 processes on one account
+ * (docs/performance.md, "Hot-account fleet"): a grant waits for the account row, whose queue reached 1-2 s on a busy
+ * host, so the lead covers that; and a top-up every 2-4 s per process keeps the row's grants well under what it
+ * takes.
+ */
+export const HEADROOM_SECONDS = 4n;
+const LEAD_SECONDS = 2n;
+
 export abstract class LeaseAdmission extends LeaseSettlement {
   /**
    * Takes `amount` from `free` if nothing waits before it; otherwise queues the call for a sync. A request that
@@ -20,7 +30,7 @@ export abstract class LeaseAdmission extends LeaseSettlement {
     this.free -= amount;
     this.outstanding += amount;
     // Top up before the free units run out, so that requests rarely wait for the database.
-    if (this.free * 2n < this.demand()) {
+    if (this.free < this.demand() * LEAD_SECONDS) {
       this.wantTopUp = true;
       this.loop.schedule();
     }

@@ -2,7 +2,8 @@ import type { Pool, TimedQuery } from "../db/pool.js";
 import { recordsOf, type Journal, type Resolution } from "./lease-sql.js";
 
 // The way out of a lease whose sync got a definitive answer (a data error, a sequence it cannot be at): the
-// lease ends (expired, its units back to the account, as the expiry of a dead process's would) and its
+// lease ends (expired, its units back to the account and its posted units folded, as the expiry of a dead
+// process's would) and its
 // requests' charges post straight to the account, named by its id, so they post even when the lease row is gone
 // (the retention removed it: a process frozen for longer than it keeps ended leases). Exactly once by the hold's
 // id: only the rows this statement inserts are booked, so a retry after a lost reply, or a resolution already
@@ -11,11 +12,11 @@ import { recordsOf, type Journal, type Resolution } from "./lease-sql.js";
 function directStatement(journal: Journal | undefined): string {
   return `
 with lease as (
-  select id, status, amount from quota_leases where id = $1::uuid for update
+  select id, status, amount, posted from quota_leases where id = $1::uuid for update
 ), ended as (
-  update quota_leases l set status = 'expired', resolved_at = now() from lease
+  update quota_leases l set status = 'expired', posted = 0, resolved_at = now() from lease
   where l.id = lease.id and lease.status = 'pending'
-  returning lease.amount
+  returning lease.amount, lease.posted
 ), account as (
   select a.id from quota_accounts a where a.id = $8::bigint for no key update
 ), resolved as (
@@ -28,8 +29,8 @@ with lease as (
   returning charged
 ), booked as (
   update quota_accounts a
-  set debits_posted = a.debits_posted + coalesce((select sum(charged) from resolved), 0),
-      debits_pending = a.debits_pending - coalesce((select amount from ended), 0),
+  set debits_posted = a.debits_posted + coalesce((select sum(charged) from resolved), 0) + coalesce((select posted from ended), 0),
+      debits_pending = a.debits_pending - coalesce((select amount + posted from ended), 0),
       updated_at = now()
   from account where a.id = account.id
 )${

@@ -47,6 +47,9 @@ const insertResolutions = (account: string, instance: number, arrays: number) =>
 // other processes still find some), or whatever is left when that is less than `need`. `close` gives
 // everything back and ends the lease. What is left is `credits + restored - posted - pending`.
 //
+// It also folds what syncs that only posted left on the lease (its `posted`, units already counted in the account's
+// pending debits) into the account's posted debits: after a full sync the lease holds no posted units.
+//
 // The base ($6) is the caller's view of the base credits (the plan's allowance) with its revision ($18): it
 // replaces the account's credits only when its revision is newer than the one the account holds, so a process
 // with an older view of a plan (a rolling config change, a key cache that missed a plan change) never undoes a
@@ -67,11 +70,12 @@ function syncStatement(journal: Journal | undefined): string {
   const records = "(case when exists (select from fresh) then $18::json else '[]'::json end)";
   return `
 with lease as (
-  select id, account_id, status, seq, last_grant from quota_leases where id = $1::uuid for update
+  select id, account_id, status, seq, last_grant, posted from quota_leases where id = $1::uuid for update
 ), fresh as (
   select * from lease where seq = $2::int - 1
 ), account as (
-  select a.id, a.credits, a.credits_revision, a.restored, a.debits_posted, a.debits_pending, fresh.status = 'pending' as open
+  select a.id, a.credits, a.credits_revision, a.restored, a.debits_posted, a.debits_pending, fresh.status = 'pending' as open,
+    fresh.posted as folding
   from quota_accounts a join fresh on a.id = fresh.account_id
   for no key update of a
 ), touched as (
@@ -87,8 +91,8 @@ with lease as (
   select id, open, open and (select ok from alive) as live,
     case when $6::bigint is not null and $17::bigint >= credits_revision then $6::bigint else credits end as credits,
     case when $6::bigint is not null and $17::bigint >= credits_revision then $17::bigint else credits_revision end as credits_revision,
-    restored, debits_posted + $3::bigint as posted,
-    debits_pending - case when open then $4::bigint + $5::bigint else 0 end as pending
+    restored, debits_posted + $3::bigint + folding as posted, folding,
+    debits_pending - folding - case when open then $4::bigint + $5::bigint else 0 end as pending
   from account
 ), granted as (
   select moved.*, case
@@ -105,7 +109,7 @@ with lease as (
   from granted g where a.id = g.id
 ), leased as (
   update quota_leases l
-  set seq = $2::int, last_grant = g.amount,
+  set seq = $2::int, last_grant = g.amount, posted = 0,
       amount = case when g.open then l.amount - $4::bigint - $5::bigint + g.amount else l.amount end,
       status = case when g.open and $9::bool then 'closed' else l.status end,
       resolved_at = case when g.open and $9::bool then now() else l.resolved_at end
@@ -131,29 +135,34 @@ select
 from lease join quota_accounts a on a.id = lease.account_id`;
 }
 
-// A sync that only posts (postOnly, the common one under load: settlements and nothing else): the lease and its
-// account moved by two UPDATEs, with no grant, give-back, heartbeat, fence check or base to apply, which is half
-// the database's work of the full statement above (docs/performance.md, issue 30). The same effect as the full
-// statement with need, headroom and giveBack 0, close and touch false and the base already applied: posted on the
-// account whatever the lease's status, taken out of the lease only while it is pending, applied once by `seq`
-// (a retry after a lost reply matches no row and reads the figures as they are). Locks: the lease, then its
-// account, as the full statement. It tells no fence: a fenced process's lease has expired (not live), and its next
-// sync that renews the heartbeat hears the rest.
+// A sync that only posts (postOnly, the common one under load: settlements and nothing else), with no grant,
+// give-back, heartbeat, fence check or base to apply. A charge taken out of an open lease's units moves them from
+// the lease's `amount` to its `posted`: both are counted in the account's pending debits already, so what the
+// account has free does not change and nobody else's decision depends on it. The account row is therefore left
+// alone (docs/billing.md, "Escrow": with many processes on one account, its row's queue was every answer's wait);
+// the lease's next full sync, expiry or direct post folds `posted` into the account's posted debits. The account
+// is written only for what changes its free units: a charge beyond what the lease covered (an overshoot), or any
+// charge of a lease no longer pending (its units went back already). Applied once by `seq` (a retry after a lost
+// reply matches no row and reads the figures as they are). Locks: the lease, then (rarely) its account, as the
+// full statement. It tells no fence: a fenced process's lease has expired (not live), and its next sync that
+// renews the heartbeat hears the rest.
 function postOnlyStatement(journal: Journal | undefined): string {
   return `
 with lease as (
   update quota_leases l set seq = $2::int,
-    amount = case when l.status = 'pending' then l.amount - $4::bigint else l.amount end
+    amount = case when l.status = 'pending' then l.amount - $4::bigint else l.amount end,
+    posted = case when l.status = 'pending' then l.posted + $4::bigint else l.posted end
   where l.id = $1::uuid and l.seq = $2::int - 1
   returning l.account_id, l.status = 'pending' as open
 ), booked as (
-  update quota_accounts a set debits_posted = a.debits_posted + $3::bigint,
-    debits_pending = a.debits_pending - case when lease.open then $4::bigint else 0 end, updated_at = now()
-  from lease where a.id = lease.account_id
+  update quota_accounts a
+  set debits_posted = a.debits_posted + $3::bigint - case when lease.open then $4::bigint else 0 end, updated_at = now()
+  from lease where a.id = lease.account_id and $3::bigint > case when lease.open then $4::bigint else 0 end
   returning a.id, a.credits, a.restored, a.debits_posted, a.debits_pending
-), resolved as (${insertResolutions("booked", 5, 6)}
+), resolved as (${insertResolutions("(select account_id as id from lease)", 5, 6)}
 )${journal ? `, journal as (\n${journal.insert("(case when exists (select from lease) then $11::json else '[]'::json end)")}\n)` : ""}
--- The main query reads the rows as they were before this statement: the booked figures when this call applied it.
+-- The main query reads the rows as they were before this statement (the booked figures when this call wrote the
+-- account): what the account has free is the same either way.
 -- Not applied, the seq is read locked (so at its newest): a retry whose first send committed after this
 -- statement's snapshot (it still ran when its connection was cut) waited for it and must see its seq.
 select
@@ -220,8 +229,8 @@ export interface SyncLease {
   touch: boolean;
   resolutions: Resolution[];
   /**
-   * Nothing but posting (need, headroom and giveBack 0, not closing, not touching, the base as last applied): the
-   * cheaper statement (postOnlyStatement).
+   * Nothing but posting (no waiter, need, headroom and giveBack 0, not closing, not touching, the base as last
+   * applied): the cheaper statement (postOnlyStatement), which leaves the account row alone.
    */
   postOnly?: boolean;
 }
@@ -232,7 +241,10 @@ export interface SyncReply {
   /** This process was fenced (presumed dead, its leases expired): it must drop every lease before admitting again. */
   fenced: boolean;
   granted: bigint;
-  /** The account after the sync. */
+  /**
+   * The account row after the sync. What it has free (`credits + restored - posted - pending`) is exact; the units
+   * that open leases posted and have not folded yet count as pending here (a refusal states their sum only).
+   */
   posted: bigint;
   pending: bigint;
   credits: bigint;

@@ -1,6 +1,6 @@
 import { certainlyNotCommitted, DatabaseUnavailableError, isTransientDbError } from "../db/faults.js";
 import { backoffMs } from "../db/backoff.js";
-import { LeaseAdmission } from "./lease-admission.js";
+import { HEADROOM_SECONDS, LeaseAdmission } from "./lease-admission.js";
 import { openLease, type SyncLease, type SyncReply } from "./lease-sql.js";
 import type { Attempt } from "./lease-state.js";
 import { SYNC_RETRY } from "./lease-sync-loop.js";
@@ -96,11 +96,11 @@ export abstract class LeaseSyncAttempts extends LeaseAdmission {
       this.free = 0n;
     }
     const demand = this.demand();
-    // A top-up asks for about a second of this lease's demand; never in a sync that gives units back unasked.
+    // A top-up asks for HEADROOM_SECONDS of this lease's demand; never in a sync that gives units back unasked.
     const topUp = need > 0n || (this.wantTopUp && this.giveBack === 0n);
     this.wantTopUp = false;
     const yielding = performance.now() < this.yieldUntil;
-    const headroom = this.retired || this.ended || !topUp || yielding ? 0n : max(demand, 4n * need);
+    const headroom = this.retired || this.ended || !topUp || yielding ? 0n : max(demand * HEADROOM_SECONDS, 4n * need);
     let post = 0n;
     let take = 0n;
     for (const s of batch) {
@@ -126,7 +126,9 @@ export abstract class LeaseSyncAttempts extends LeaseAdmission {
       close,
       touch,
       resolutions: batch.map((s) => s.resolution),
+      // A sync that admits or refuses waiters (0-unit ones too) is a full one: a refusal reads its exact figures.
       postOnly:
+        waiters.length === 0 &&
         need === 0n &&
         headroom === 0n &&
         this.giveBack === 0n &&

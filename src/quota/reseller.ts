@@ -1,4 +1,5 @@
 import type { Queryable } from "../db/pool.js";
+import { readAccount, type AccountRow } from "./account-sql.js";
 
 // The reseller USD balance: an account of kind `reseller_usd` (account-kinds.ts) whose credits only the operator
 // raises (leases keep them as they are; lease-sql.ts). Reserved, settled and released like the daily allowance,
@@ -12,34 +13,21 @@ with credit as (
 )
 insert into quota_accounts (user_id, kind, period, credits) values ($1::uuid, $4::text, $5::text, $2::bigint)
 on conflict (user_id, kind, period) do update set credits = quota_accounts.credits + excluded.credits, updated_at = now()
-returning id::text, credits::text, restored::text, debits_posted::text, debits_pending::text`;
+returning id::text`;
 
-export interface CreditedRow {
-  id: string;
-  credits: bigint;
-  restored: bigint;
-  posted: bigint;
-  pending: bigint;
-}
-
+/**
+ * Credits the balance and reads it back in a statement of its own: that read's snapshot follows the credit and
+ * sees the account and its leases at one moment (a statement that waited for the row's lock would read the leases'
+ * unfolded posts as they were before it waited).
+ */
 export async function creditResellerRow(
   pool: Queryable,
   userId: string,
   amount: bigint,
   note: string,
   account: { kind: string; period: string },
-): Promise<CreditedRow> {
+): Promise<AccountRow> {
   if (amount <= 0n) throw new RangeError(`a credit must be positive, got ${amount}`);
-  const { rows } = await pool.query<{ id: string; credits: string; restored: string; debits_posted: string; debits_pending: string }>(
-    CREDIT,
-    [userId, String(amount), note, account.kind, account.period],
-  );
-  const row = rows[0]!;
-  return {
-    id: row.id,
-    credits: BigInt(row.credits),
-    restored: BigInt(row.restored),
-    posted: BigInt(row.debits_posted),
-    pending: BigInt(row.debits_pending),
-  };
+  await pool.query(CREDIT, [userId, String(amount), note, account.kind, account.period]);
+  return (await readAccount(pool, { userId, kind: account.kind, period: account.period }))!;
 }

@@ -1,7 +1,7 @@
 import type pg from "pg";
 import type { Queryable } from "../db/pool.js";
 import { GIFT_PERPETUAL } from "./account-kinds.js";
-import { ensureAccount } from "./account-sql.js";
+import { ensureAccount, unfoldedPosted } from "./account-sql.js";
 import { dayStartAt } from "../time/day.js";
 import { restoreRow } from "./restore-sql.js";
 import { isoWeek } from "../time/week.js";
@@ -114,8 +114,9 @@ export function useResetIn(client: pg.PoolClient, r: UseResetRow & { automatic: 
 export function useResetIn(client: pg.PoolClient, r: UseResetRow & { automatic?: undefined }): Promise<UseResetOutcome>;
 export function useResetIn(client: pg.PoolClient, r: UseResetRow): Promise<AutoResetOutcome>;
 export async function useResetIn(client: pg.PoolClient, r: UseResetRow): Promise<AutoResetOutcome> {
-  const day = (await client.query<DayRow>(LOCK_DAY, [r.userId, r.day])).rows[0];
-  if (!day) throw new Error(`the day's account of user ${r.userId} for ${r.day} is missing`);
+  const locked = (await client.query<DayRow>(LOCK_DAY, [r.userId, r.day])).rows[0];
+  if (!locked) throw new Error(`the day's account of user ${r.userId} for ${r.day} is missing`);
+  const day = await withUnfolded(client, locked);
   const earlier = await earlierUse(client, r.id);
   if (earlier) return earlier;
   // Restored = the day's remaining back to the plan's allowance with the holds in flight still held: what was
@@ -146,6 +147,18 @@ export async function useResetIn(client: pg.PoolClient, r: UseResetRow): Promise
   if (restored.account === "missing" || restored.applied !== spent) throw new Error(`the restoration of reset use ${r.id} did not apply`);
   const recorded = await client.query<{ created_at: Date }>(RECORD_USE, [r.id, r.userId, pick.id, kind, r.day, String(spent), r.trigger]);
   return { outcome: "used", duplicate: false, kind, day: r.day, restored: spent, createdAt: recorded.rows[0]!.created_at };
+}
+
+// What the day's open leases posted and have not folded yet, read in a statement after the lock (account-sql.ts,
+// unfoldedPosted): with it, posted is what was spent.
+const UNFOLDED = `select ${unfoldedPosted("$1::bigint")}::text as n`;
+
+async function withUnfolded(client: pg.PoolClient, day: DayRow): Promise<DayRow> {
+  const n = BigInt((await client.query<{ n: string }>({ name: "quota_day_unfolded", text: UNFOLDED, values: [day.id] })).rows[0]!.n);
+  return Object.assign({}, day, {
+    debits_posted: String(BigInt(day.debits_posted) + n),
+    debits_pending: String(BigInt(day.debits_pending) - n),
+  });
 }
 
 interface DayRow {

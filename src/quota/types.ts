@@ -51,7 +51,10 @@ export interface Refusal {
   ok: false;
   /** What the account allows: its base credits plus restorations. */
   allowance: bigint;
-  /** Posted debits. */
+  /**
+   * Posted debits, as the account row holds them: the charges other processes' open leases posted and have not
+   * folded yet (docs/billing.md, "Escrow") are in `reserved` here. Their sum, what a refusal states, is exact.
+   */
   used: bigint;
   /** Pending debits other than this process's free leased units. */
   reserved: bigint;

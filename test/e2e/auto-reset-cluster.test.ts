@@ -72,7 +72,7 @@ describe("automatic resets over two gateway processes", () => {
 
   async function dayOf(userId: string) {
     const { rows } = await db.pool.query<{ credits: string; restored: string; debits_posted: string }>(
-      "select credits::text, restored::text, debits_posted::text from quota_accounts where user_id = $1 and kind = 'daily_allowance'",
+      "select credits::text, restored::text, debits_posted::text from quota_account_balances where user_id = $1 and kind = 'daily_allowance'",
       [userId],
     );
     return { allowance: Number(rows[0]!.credits), restored: Number(rows[0]!.restored), posted: Number(rows[0]!.debits_posted) };

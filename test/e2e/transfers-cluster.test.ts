@@ -109,7 +109,7 @@ describe("token transfers over two gateway processes", () => {
 
     await cluster.stop();
     const { rows } = await db.pool.query<{ posted: string }>(
-      "select debits_posted::text as posted from quota_accounts where user_id = $1 and kind = 'daily_allowance'",
+      "select debits_posted::text as posted from quota_account_balances where user_id = $1 and kind = 'daily_allowance'",
       [ids[0]],
     );
     expect(rows[0]!.posted).toBe("280");

@@ -33,9 +33,9 @@ export async function readResets(pool: Pool, userId: string): Promise<ResetRows>
           'at', extract(epoch from u.created_at) * 1000, 'hold_status', h.status, 'hold_charged', h.charged::text) order by u.created_at), '[]')
           from quota_reset_uses u left join quota_holds h on h.request_id = 'reset:' || u.id::text where u.user_id = $1) as uses,
        (select json_build_object('credits', credits::text, 'posted', debits_posted::text, 'pending', debits_pending::text)
-          from quota_accounts where user_id = $1 and kind = 'weekly_resets') as week,
+          from quota_account_balances where user_id = $1 and kind = 'weekly_resets') as week,
        (select json_build_object('credits', credits::text, 'restored', restored::text, 'posted', debits_posted::text,
-          'pending', debits_pending::text) from quota_accounts where user_id = $1 and kind = 'daily_allowance') as day,
+          'pending', debits_pending::text) from quota_account_balances where user_id = $1 and kind = 'daily_allowance') as day,
        (select coalesce(sum(r.amount), 0)::text from quota_restorations r join quota_accounts a on a.id = r.account_id
           where a.user_id = $1 and a.kind = 'daily_allowance' and r.source = 'reserve_reset') as "resetRestorations",
        (select coalesce(sum(r.amount), 0)::text from quota_restorations r join quota_accounts a on a.id = r.account_id

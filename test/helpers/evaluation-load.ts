@@ -111,7 +111,7 @@ export async function readReseller(pool: Pool, userId: string): Promise<Reseller
   }>(
     `select
        (select json_build_object('credits', credits::text, 'posted', debits_posted::text, 'pending', debits_pending::text)
-          from quota_accounts where user_id = $1 and kind = 'reseller_usd') as account,
+          from quota_account_balances where user_id = $1 and kind = 'reseller_usd') as account,
        (select coalesce(json_agg(json_build_object('request_id', h.request_id, 'status', h.status, 'charged', h.charged::text)), '[]')
           from quota_holds h join quota_accounts a on a.id = h.account_id where a.user_id = $1 and a.kind = 'reseller_usd') as holds,
        (select coalesce(json_agg(json_build_object('request_id', request_id, 'status', status, 'quota_charged', quota_charged::text,

@@ -9,6 +9,7 @@ import {
   type QuotaLedger,
 } from "../../src/quota/index.js";
 import { createTestDatabase, type TestDatabase } from "./db.js";
+import type { SyncLease } from "../../src/quota/lease-sql.js";
 
 export const MAX_HOLD_SECONDS = 3600;
 
@@ -86,4 +87,26 @@ export function useLedgerFixture(prefix: string, options: { countAccountUpdates?
     await fixture.db?.drop();
   });
   return fixture;
+}
+
+/**
+ * A full sync of lease `leaseId` at `seq` under `instanceId`, on an account of 1000 credits (or `base`): asks for 100
+ * plus up to 400 of headroom, and posts, gives back and closes nothing. Tests change what they need.
+ */
+export function fullSyncOf(leaseId: string, seq: number, instanceId: string, base: bigint | null = 1000n): SyncLease {
+  return {
+    leaseId,
+    seq,
+    instanceId,
+    base,
+    baseRevision: 0n,
+    post: 0n,
+    take: 0n,
+    giveBack: 0n,
+    need: 100n,
+    headroom: 400n,
+    close: false,
+    touch: false,
+    resolutions: [],
+  };
 }

@@ -37,7 +37,7 @@ const ACCOUNTS = `select a.user_id::text, a.credits::text, a.restored::text, a.d
   a.debits_posted = (select coalesce(sum(quota_charged), 0) from request_logs r where r.user_id = a.user_id)
     + (select coalesce(sum(h.charged), 0) from quota_holds h
        where h.account_id = a.id and h.status = 'posted' and h.request_id like 'transfer:%') as logged
-from quota_accounts a where a.kind = 'daily_allowance'`;
+from quota_account_balances a where a.kind = 'daily_allowance'`;
 
 /** Every daily-allowance account, and whether it agrees with its user's request log. */
 export async function readAccounts(pool: Pool): Promise<AccountSample[]> {

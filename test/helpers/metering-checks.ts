@@ -84,7 +84,7 @@ export async function settled(gateways: TestGateway[], userId: string, requests 
     await sleep(25);
   }
   await quiesce(...gateways);
-  const [account] = await rowsOf(pool, "select * from quota_accounts where user_id = $1", [userId]);
+  const [account] = await rowsOf(pool, "select * from quota_account_balances where user_id = $1", [userId]);
   const holds = await holdsOf(pool, userId);
   const logs = await rowsOf(pool, "select * from request_logs where user_id = $1", [userId]);
   const held = logs.filter((l) => holds.some((h) => h.request_id === l.request_id));
@@ -106,11 +106,19 @@ export async function settled(gateways: TestGateway[], userId: string, requests 
   return { account: account!, holds, logs, hold: holds[0]!, log: held[0]! };
 }
 
-/** Locks a user's ledger account rows in an open transaction, so reservations and settlements wait on it. */
-export async function lockAccount(pool: Pool, userId: string) {
+/**
+ * Locks a user's ledger account rows in an open transaction, so reservations and full syncs wait on it; or its leases'
+ * rows, which a sync that only posts takes alone.
+ */
+export async function lockAccount(pool: Pool, userId: string, rows: "account" | "leases" = "account") {
   const client = await pool.connect();
   await client.query("begin");
-  await client.query("select 1 from quota_accounts where user_id = $1 for update", [userId]);
+  await client.query(
+    rows === "account"
+      ? "select 1 from quota_accounts where user_id = $1 for update"
+      : "select 1 from quota_leases l join quota_accounts a on a.id = l.account_id where a.user_id = $1 for update of l",
+    [userId],
+  );
   const waiting = "select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'";
   return {
     /**

@@ -318,7 +318,7 @@ describe("no answer is complete before its charge is committed", () => {
     const comments: string[] = [];
     const next = sseEvents(res, undefined, comments);
     expect((await next())?.data).toContain('"role":"assistant"');
-    const lock = await lockAccount(gw.db.pool, user.id);
+    const lock = await lockAccount(gw.db.pool, user.id, "leases");
     const rest: string[] = [];
     const reading = (async () => {
       for (let event = await next(); event !== null; event = await next()) rest.push(event.data);
@@ -345,7 +345,7 @@ describe("no answer is complete before its charge is committed", () => {
     const user = await freshUser();
     // The first request opens the lease; the second is admitted from its headroom, with no statement.
     expect((await chat(user.key, "plain", longPrompt, false)).status).toBe(200);
-    const lock = await lockAccount(gw.db.pool, user.id);
+    const lock = await lockAccount(gw.db.pool, user.id, "leases");
     let answered: Response | undefined;
     const asked = chat(user.key, "plain", longPrompt, false).then((res) => (answered = res));
     try {
@@ -376,9 +376,9 @@ describe("no answer is complete before its charge is committed", () => {
   it("an answer whose charge was still being committed at its deadline is refused 503, and refunded once the commit lands", async () => {
     const user = await freshUser();
     expect((await chat(user.key, "plain", longPrompt, false)).status).toBe(200);
-    // The sync carrying its charge waits on the account's lock (in flight, its outcome unknown to the gateway)
+    // The sync carrying its charge waits on the lease's lock (in flight, its outcome unknown to the gateway)
     // past database.request_timeout_ms (2 s): the client is told nothing was charged.
-    const lock = await lockAccount(gw.db.pool, user.id);
+    const lock = await lockAccount(gw.db.pool, user.id, "leases");
     let res: Response;
     try {
       res = await chat(user.key, "plain", longPrompt, false);

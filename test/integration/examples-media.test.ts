@@ -153,7 +153,7 @@ describe("examples/openai.yaml", () => {
     expect(logs).toMatchObject([
       { request_id: response.headers.get("x-request-id"), status: 200, public_model: "sora-2", quota_charged: String(expected) },
     ]);
-    const [account] = await rowsOf(gw.db.pool, "select * from quota_accounts where user_id = $1", [user.id]);
+    const [account] = await rowsOf(gw.db.pool, "select * from quota_account_balances where user_id = $1", [user.id]);
     expect(account).toMatchObject({ debits_posted: String(expected), debits_pending: "0" });
   });
 

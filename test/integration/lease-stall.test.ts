@@ -33,12 +33,12 @@ describe("a lease whose sync is sent again after a lost reply", () => {
 
   /**
    * Settles `first` in a sync whose reply is lost (it commits), and runs `meanwhile` while that sync waits on the
-   * account's lock, so that whatever it queues arrives during the attempt that fails.
+   * lease's lock, so that whatever it queues arrives during the attempt that fails.
    */
   async function lostSettlement(ledger: QuotaLedger, user: string, first: Hold, meanwhile: () => void) {
     const lost = loseReplies(db.pool, { times: 1, forMs: 30_000, when: (s) => s.name === "quota_post_lease" });
     await lost.applied;
-    const lock = await lockAccount(db.pool, user);
+    const lock = await lockAccount(db.pool, user, "leases");
     let settled: Promise<unknown>;
     try {
       settled = ledger.settle(first.id, 5n);

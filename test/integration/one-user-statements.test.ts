@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { quickAddJob, runOnce } from "graphile-worker";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -236,10 +237,14 @@ describe("every ledger and quota transaction writes the rows of one user", () =>
     const bobOnOther = { ...bob, client: clientOn(other, bob.key) };
 
     // A refund: a first request opens carol's lease with headroom; the next is admitted from it, its charge's sync
-    // waits on the account past database.request_timeout_ms, the client is answered 503 with nothing charged,
+    // waits on the lease's lock past database.request_timeout_ms, the client is answered 503 with nothing charged,
     // then the sync commits and the refund makes that true.
     await chat(carol.client);
-    const lock = await lockAccount(db.pool, carol.id);
+    // Two seconds on, the lease's demand (units reserved over the last second or two) has forgotten the first
+    // request, so admitting the next asks for no top-up ahead of demand: its charge's sync is the statement that
+    // waits on the lock, not a top-up queued before it.
+    await sleep(2_100);
+    const lock = await lockAccount(db.pool, carol.id, "leases");
     let withdrawn: string | null | undefined;
     try {
       const refused = await chat(carol.client).catch((err: unknown) => err as InstanceType<typeof OpenAI.APIError>);

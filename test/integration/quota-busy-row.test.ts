@@ -86,7 +86,7 @@ describe("a day spent by several processes at once while the account row is busy
     const charged = seen.reduce((sum, s) => sum + s.charged, 0n);
     const overrun = charged - admitted;
     const { rows } = await fx.db.pool.query<{ credits: string; posted: string; pending: string }>(
-      "select credits::text, debits_posted::text as posted, debits_pending::text as pending from quota_accounts where user_id = $1",
+      "select credits::text, debits_posted::text as posted, debits_pending::text as pending from quota_account_balances where user_id = $1",
       [userId],
     );
     const account = rows[0]!;

@@ -33,7 +33,7 @@ describe("durable holds", () => {
   });
   const account = async (accountId: string) => {
     const { rows } = await db.pool.query(
-      "select debits_posted::text as posted, debits_pending::text as pending from quota_accounts where id = $1",
+      "select debits_posted::text as posted, debits_pending::text as pending from quota_account_balances where id = $1",
       [accountId],
     );
     return rows[0] as { posted: string; pending: string };

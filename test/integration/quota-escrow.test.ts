@@ -3,15 +3,16 @@ import type { Listener } from "../../src/db/listener.js";
 import type { Pool } from "../../src/db/pool.js";
 import {
   createQuotaLedger,
+  reconcileLedger,
   type Hold,
   type Instance,
   type LedgerOptions,
   type QuotaLedger,
   type ReserveInput,
 } from "../../src/quota/index.js";
-import { LeaseSequenceError, leaseSync, openLease, type SyncLease } from "../../src/quota/lease-sql.js";
+import { LeaseSequenceError, leaseSync, openLease, type SyncLease, type SyncReply } from "../../src/quota/lease-sql.js";
 import type { TestDatabase } from "../helpers/db.js";
-import { MAX_HOLD_SECONDS, useLedgerFixture } from "../helpers/ledger-fixture.js";
+import { fullSyncOf, MAX_HOLD_SECONDS, useLedgerFixture } from "../helpers/ledger-fixture.js";
 import { lockAccount } from "../helpers/metering-checks.js";
 import { injectAtPool, loseReplies, type SqlFault, type Statement } from "../helpers/sql-faults.js";
 
@@ -44,9 +45,10 @@ describe("quota escrow", () => {
     return result.hold;
   };
   const account = async (h: Hold) => {
-    const { rows } = await db.pool.query<{ debits_posted: string; debits_pending: string }>("select * from quota_accounts where id = $1", [
-      h.accountId,
-    ]);
+    const { rows } = await db.pool.query<{ debits_posted: string; debits_pending: string }>(
+      "select * from quota_account_balances where id = $1",
+      [h.accountId],
+    );
     return { posted: BigInt(rows[0]!.debits_posted), pending: BigInt(rows[0]!.debits_pending) };
   };
   const leases = async (h: Hold) =>
@@ -104,21 +106,7 @@ describe("quota escrow", () => {
       baseRevision: 0n,
       instanceId: live.id,
     });
-    const base = (leaseId: string, seq: number): SyncLease => ({
-      leaseId,
-      seq,
-      instanceId: live.id,
-      base: 1000n,
-      baseRevision: 0n,
-      post: 0n,
-      take: 0n,
-      giveBack: 0n,
-      need: 100n,
-      headroom: 400n,
-      close: false,
-      touch: false,
-      resolutions: [],
-    });
+    const base = (leaseId: string, seq: number): SyncLease => fullSyncOf(leaseId, seq, live.id);
 
     it("grants need plus at most a quarter of what is left, and applies a retried seq once", async () => {
       const user = await fixture.newUser();
@@ -221,25 +209,106 @@ describe("quota escrow", () => {
         expect(await syncLease(db.pool, sync)).toEqual(replies.at(-1));
         leaseIds.push(leaseId);
       }
-      expect(replies[1]).toEqual(replies[0]);
-      expect(replies[1]).toMatchObject({ live: true, granted: 0n, posted: 70n, pending: 265n });
+      const free = (r: SyncReply) => r.credits + r.restored - r.posted - r.pending;
+      expect(replies[0]).toMatchObject({ live: true, granted: 0n, posted: 70n, pending: 265n });
+      expect(replies[1]).toMatchObject({ live: true, fenced: false, granted: 0n });
+      expect(free(replies[1]!)).toBe(free(replies[0]!));
       const state = async (leaseId: string) => ({
         lease: (await db.pool.query("select amount::text, seq, status from quota_leases where id = $1", [leaseId])).rows[0],
         holds: await holdsOf(leaseId),
+        account: (
+          await db.pool.query(
+            "select b.debits_posted::text as posted, b.debits_pending::text as pending from quota_account_balances b join quota_leases l on l.account_id = b.id where l.id = $1",
+            [leaseId],
+          )
+        ).rows[0],
       });
       expect(await state(leaseIds[1]!)).toEqual(await state(leaseIds[0]!));
-      expect((await state(leaseIds[1]!)).lease).toEqual({ amount: "265", seq: 2, status: "pending" });
-      expect(await holdsOf(leaseIds[1]!)).toEqual([
-        { status: "posted", charged: "70" },
-        { status: "voided", charged: null },
-      ]);
+      expect(await state(leaseIds[1]!)).toEqual({
+        lease: { amount: "265", seq: 2, status: "pending" },
+        holds: [
+          { status: "posted", charged: "70" },
+          { status: "voided", charged: null },
+        ],
+        account: { posted: "70", pending: "265" },
+      });
+      // What the post-only sync wrote: the 60 taken out of the lease stay on it as posted units (counted pending on
+      // the account row), and only the overshoot of 10 reached the account row.
+      const raw = async (leaseId: string) =>
+        (
+          await db.pool.query(
+            `select l.posted::text as lease_posted, a.debits_posted::text as posted, a.debits_pending::text as pending
+             from quota_leases l join quota_accounts a on a.id = l.account_id where l.id = $1`,
+            [leaseId],
+          )
+        ).rows[0];
+      expect(await raw(leaseIds[1]!)).toEqual({ lease_posted: "60", posted: "10", pending: "325" });
+      expect(await raw(leaseIds[0]!)).toEqual({ lease_posted: "0", posted: "70", pending: "265" });
       await expect(syncLease(db.pool, posting(leaseIds[1]!, 4, true))).rejects.toBeInstanceOf(LeaseSequenceError);
-      // Expired (its process presumed dead, its units returned): the charge still posts, nothing is taken from the
-      // lease, and the lease is no longer live.
-      await db.pool.query("update quota_leases set status = 'expired' where id = $1", [leaseIds[1]]);
+      // Expired as the expiry does it (its process presumed dead: its units returned, its posted units folded): the
+      // charge still posts, on the account row, nothing is taken from the lease, and the lease is no longer live.
+      await db.pool.query(
+        `with lease as (
+           update quota_leases l set status = 'expired', posted = 0 from quota_leases o where l.id = $1 and o.id = l.id
+           returning l.account_id, o.amount, o.posted
+         )
+         update quota_accounts a set debits_posted = a.debits_posted + lease.posted, debits_pending = a.debits_pending - lease.amount - lease.posted
+         from lease where a.id = lease.account_id`,
+        [leaseIds[1]],
+      );
       const late = await syncLease(db.pool, posting(leaseIds[1]!, 3, true));
-      expect(late).toMatchObject({ live: false, fenced: false, posted: 140n, pending: 265n });
+      expect(late).toMatchObject({ live: false, fenced: false, posted: 140n, pending: 0n });
       expect((await state(leaseIds[1]!)).lease).toEqual({ amount: "265", seq: 3, status: "expired" });
+      expect(await raw(leaseIds[1]!)).toEqual({ lease_posted: "0", posted: "140", pending: "0" });
+    });
+
+    it("a full sync folds the posted units of the syncs that only posted into the account row", async () => {
+      const leaseId = crypto.randomUUID();
+      await openLease(db.pool, opening(leaseId, await fixture.newUser()));
+      await syncLease(db.pool, base(leaseId, 1));
+      const settle = (seq: number, charged: bigint, postOnly: boolean): SyncLease => ({
+        ...base(leaseId, seq),
+        need: postOnly ? 0n : 10n,
+        headroom: 0n,
+        post: charged,
+        take: charged,
+        postOnly,
+        resolutions: [
+          { holdId: crypto.randomUUID(), requestId: `req_f${seq}`, amount: charged, charged, reservedAt: new Date(), record: null },
+        ],
+      });
+      await syncLease(db.pool, settle(2, 30n, true));
+      await syncLease(db.pool, settle(3, 20n, true));
+      const rows = async () =>
+        (
+          await db.pool.query(
+            `select l.amount::text, l.posted::text as lease_posted, a.debits_posted::text as posted, a.debits_pending::text as pending,
+               b.debits_posted::text as seen_posted, b.debits_pending::text as seen_pending
+             from quota_leases l join quota_accounts a on a.id = l.account_id join quota_account_balances b on b.id = a.id where l.id = $1`,
+            [leaseId],
+          )
+        ).rows[0];
+      expect(await rows()).toEqual({
+        amount: "275",
+        lease_posted: "50",
+        posted: "0",
+        pending: "325",
+        seen_posted: "50",
+        seen_pending: "275",
+      });
+      expect(await reconcileLedger(db.pool)).toEqual([]);
+      // The full sync posts its own 40, folds the 50 and grants its need of 10.
+      const reply = await syncLease(db.pool, settle(4, 40n, false));
+      expect(reply).toMatchObject({ live: true, granted: 10n, posted: 90n, pending: 245n });
+      expect(await rows()).toEqual({
+        amount: "245",
+        lease_posted: "0",
+        posted: "90",
+        pending: "245",
+        seen_posted: "90",
+        seen_pending: "245",
+      });
+      expect(await reconcileLedger(db.pool)).toEqual([]);
     });
 
     it("a sync sent again while its first send still runs (its connection was cut) waits for it, and is applied once", async () => {
@@ -377,7 +446,8 @@ describe("quota escrow", () => {
     };
     const ledger = ledgerWith({ listener });
     const first = await hold(ledger, user, 10n);
-    const lock = await lockAccount(db.pool, user);
+    // The lease's row: a sync that only posts does not touch the account's.
+    const lock = await lockAccount(db.pool, user, "leases");
     let settled: Promise<unknown>;
     try {
       settled = ledger.settle(first.id, 5n);

@@ -72,9 +72,11 @@ function chat(gw: TestGateway, key: string, maxTokens: number) {
 
 /** The user's day: its allowance and what was used (posted); what is held once every lease gave back. */
 async function day(userId: string) {
-  const [row] = await rowsOf(db.pool, "select credits, restored, debits_posted, debits_pending from quota_accounts where user_id = $1", [
-    userId,
-  ]);
+  const [row] = await rowsOf(
+    db.pool,
+    "select credits, restored, debits_posted, debits_pending from quota_account_balances where user_id = $1",
+    [userId],
+  );
   return { allowance: BigInt(row!.credits as string) + BigInt(row!.restored as string), used: BigInt(row!.debits_posted as string) };
 }
 

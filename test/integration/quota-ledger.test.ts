@@ -36,7 +36,7 @@ describe("quota ledger", () => {
   const newUser = fixture.newUser;
   const accountOf = async (hold: Hold) => {
     const { rows } = await db.pool.query<{ period: string; credits: string; debits_posted: string; debits_pending: string }>(
-      "select period, credits, debits_posted, debits_pending from quota_accounts where id = $1",
+      "select period, credits, debits_posted, debits_pending from quota_account_balances where id = $1",
       [hold.accountId],
     );
     const row = rows[0]!;

@@ -605,7 +605,7 @@ describe("ledger property", () => {
         pending: string;
       }>(
         // The reset stocks the automatic resets drew on are not modelled: the reconciliation above covers them.
-        "select kind, user_id, period, credits::text, restored::text, debits_posted::text as posted, debits_pending::text as pending from quota_accounts where kind in ('daily_allowance', 'reseller_usd')",
+        "select kind, user_id, period, credits::text, restored::text, debits_posted::text as posted, debits_pending::text as pending from quota_account_balances where kind in ('daily_allowance', 'reseller_usd')",
       );
       for (const row of rows) {
         const label = `seed ${SEED}: ${row.kind} of ${row.user_id} (${row.period})`;

@@ -45,7 +45,7 @@ const account = async (userId: string) => {
   await quiesce(gw);
   return rowsOf(
     gw.db.pool,
-    "select kind, credits::text, debits_posted::text, debits_pending::text from quota_accounts where user_id = $1",
+    "select kind, credits::text, debits_posted::text, debits_pending::text from quota_account_balances where user_id = $1",
     [userId],
   );
 };

@@ -553,7 +553,7 @@ describe("the day's end", () => {
     expect(await quota(b)).toMatchObject({ restored: 0, used: 0, remaining: DAILY });
     // Nothing moved by the late one: the hold on the sender's 26th was voided.
     const { rows } = await db.pool.query(
-      "select period, debits_posted::text, debits_pending::text from quota_accounts where user_id = $1 and kind = 'daily_allowance' order by period",
+      "select period, debits_posted::text, debits_pending::text from quota_account_balances where user_id = $1 and kind = 'daily_allowance' order by period",
       [a.id],
     );
     expect(rows).toEqual([{ period: "2026-11-26", debits_posted: "0", debits_pending: "0" }]);
