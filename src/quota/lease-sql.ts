@@ -1,3 +1,4 @@
+import { AUTO_RESET_THRESHOLD } from "./auto-reset.js";
 import type { Pool, Queryable, TimedQuery } from "../db/pool.js";
 
 // The two statements of the escrow (escrow.ts, docs/billing.md "Escrow"). Each is atomic across gateway
@@ -45,7 +46,11 @@ const insertResolutions = (account: string, instance: number, arrays: number) =>
 // resolved requests' rows (and their journal records), gives back `give_back` unused units, then grants `need`
 // plus up to `headroom` more if the account has them (at most a quarter of what is left after `need`, so that
 // other processes still find some), or whatever is left when that is less than `need`. `close` gives
-// everything back and ends the lease. What is left is `credits + restored - posted - pending`.
+// everything back and ends the lease. What is left is `credits + restored - posted - pending`. For a user with
+// automatic resets on, the headroom never takes what is left under the reset's threshold (auto-reset.ts): a reset
+// is used when fewer units remain, and other processes' leases count as reserved there, so units leased ahead of
+// demand would spend a reset the user did not need (two gateways racing at the threshold, with leases asking for
+// seconds of demand ahead, used two). Only `need` goes below it.
 //
 // It also folds what syncs that only posted left on the lease (its `posted`, units already counted in the account's
 // pending debits) into the account's posted debits: after a full sync the lease holds no posted units.
@@ -75,7 +80,7 @@ with lease as (
   select * from lease where seq = $2::int - 1
 ), account as (
   select a.id, a.credits, a.credits_revision, a.restored, a.debits_posted, a.debits_pending, fresh.status = 'pending' as open,
-    fresh.posted as folding
+    fresh.posted as folding, (select u.auto_reset_enabled from users u where u.id = a.user_id) as auto_reset
   from quota_accounts a join fresh on a.id = fresh.account_id
   for no key update of a
 ), touched as (
@@ -92,13 +97,14 @@ with lease as (
     case when $6::bigint is not null and $17::bigint >= credits_revision then $6::bigint else credits end as credits,
     case when $6::bigint is not null and $17::bigint >= credits_revision then $17::bigint else credits_revision end as credits_revision,
     restored, debits_posted + $3::bigint + folding as posted, folding,
-    debits_pending - folding - case when open then $4::bigint + $5::bigint else 0 end as pending
+    debits_pending - folding - case when open then $4::bigint + $5::bigint else 0 end as pending,
+    case when auto_reset then ${AUTO_RESET_THRESHOLD} else 0 end as floor
   from account
 ), granted as (
   select moved.*, case
       when not live or $9::bool then 0
       when credits + restored - posted - pending >= $7::bigint
-        then $7::bigint + least($8::bigint, (credits + restored - posted - pending - $7::bigint) / 4)
+        then $7::bigint + least($8::bigint, greatest(credits + restored - posted - pending - $7::bigint - floor, 0) / 4)
       else greatest(credits + restored - posted - pending, 0)
     end as amount
   from moved

@@ -10,6 +10,7 @@ import {
   type QuotaLedger,
   type ReserveInput,
 } from "../../src/quota/index.js";
+import { AUTO_RESET_THRESHOLD } from "../../src/quota/auto-reset.js";
 import { LeaseSequenceError, leaseSync, openLease, type SyncLease, type SyncReply } from "../../src/quota/lease-sql.js";
 import type { TestDatabase } from "../helpers/db.js";
 import { fullSyncOf, MAX_HOLD_SECONDS, useLedgerFixture } from "../helpers/ledger-fixture.js";
@@ -107,6 +108,31 @@ describe("quota escrow", () => {
       instanceId: live.id,
     });
     const base = (leaseId: string, seq: number): SyncLease => fullSyncOf(leaseId, seq, live.id);
+
+    it("with automatic resets on, grants ahead of demand leave the reset's threshold to the account; need goes below it", async () => {
+      /** What is left on the account after a lease asked `top-ups` times for nothing but headroom, then for `need`. */
+      const leftAfter = async (autoReset: boolean, need: bigint) => {
+        const user = await fixture.newUser();
+        await db.pool.query("update users set auto_reset_enabled = $2 where id = $1", [user, autoReset]);
+        const leaseId = crypto.randomUUID();
+        await openLease(db.pool, opening(leaseId, user));
+        const left = (r: SyncReply) => r.credits + r.restored - r.posted - r.pending;
+        // Twelve top-ups of a busy lease, each asking for more than the account has.
+        let topped: SyncReply | undefined;
+        for (let seq = 1; seq <= 12; seq++) topped = await syncLease(db.pool, { ...base(leaseId, seq), need: 0n, headroom: 10_000n });
+        const last = await syncLease(db.pool, { ...base(leaseId, 13), need, headroom: 10_000n });
+        return [left(topped!), left(last)] as const;
+      };
+      // Off: each top-up takes a quarter of what is left: 1000 * (3/4)^12, about 31.
+      const [off] = await leftAfter(false, 0n);
+      expect(off).toBeLessThan(AUTO_RESET_THRESHOLD);
+      // On: a quarter of what is left above the threshold (900 * (3/4)^12 over it, about 28); a request's need takes
+      // the account under it.
+      const [on, needed] = await leftAfter(true, 50n);
+      expect(on).toBeGreaterThanOrEqual(AUTO_RESET_THRESHOLD);
+      expect(on).toBeLessThan(AUTO_RESET_THRESHOLD + 40n);
+      expect(needed).toBe(on - 50n);
+    });
 
     it("grants need plus at most a quarter of what is left, and applies a retried seq once", async () => {
       const user = await fixture.newUser();
