@@ -116,9 +116,9 @@ export function useResetIn(client: pg.PoolClient, r: UseResetRow): Promise<AutoR
 export async function useResetIn(client: pg.PoolClient, r: UseResetRow): Promise<AutoResetOutcome> {
   const locked = (await client.query<DayRow>(LOCK_DAY, [r.userId, r.day])).rows[0];
   if (!locked) throw new Error(`the day's account of user ${r.userId} for ${r.day} is missing`);
-  const day = await withUnfolded(client, locked);
   const earlier = await earlierUse(client, r.id);
   if (earlier) return earlier;
+  const day = await withUnfolded(client, locked);
   // Restored = the day's remaining back to the plan's allowance with the holds in flight still held: what was
   // posted and not yet restored (an overshoot below zero included), and what this transaction posts next.
   const spent = BigInt(day.debits_posted) + (r.automatic?.posting ?? 0n) - BigInt(day.restored);

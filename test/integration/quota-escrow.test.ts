@@ -110,7 +110,7 @@ describe("quota escrow", () => {
     const base = (leaseId: string, seq: number): SyncLease => fullSyncOf(leaseId, seq, live.id);
 
     it("with automatic resets on, grants ahead of demand leave the reset's threshold to the account; need goes below it", async () => {
-      /** What is left on the account after a lease asked `top-ups` times for nothing but headroom, then for `need`. */
+      /** What is left on the account after twelve top-ups asking for nothing but headroom, then after one for `need`. */
       const leftAfter = async (autoReset: boolean, need: bigint) => {
         const user = await fixture.newUser();
         await db.pool.query("update users set auto_reset_enabled = $2 where id = $1", [user, autoReset]);
