@@ -6,6 +6,7 @@ import type { Pool } from "../db/pool.js";
 import type { AccountMetrics, AccountStats } from "../metrics/recorders.js";
 import { accountAt, kindSpec, type AccountKindSpec } from "./account-kinds.js";
 import type { Clock } from "../time/clock.js";
+import type { GiveBack } from "./give-back.js";
 import type { DirectPostFn } from "./lease-direct-sql.js";
 import type { SyncLeaseFn } from "./lease-sql.js";
 import type { RefundFn } from "./refund-sql.js";
@@ -55,8 +56,8 @@ export interface EscrowOptions {
   onSyncError?: (err: unknown, leaseId: string) => void;
   /** This kind's holds, resolutions, expiries and syncs. */
   metrics: AccountMetrics;
-  /** Asks the other processes to give back their unused units on an account (give-back.ts). */
-  askOthers(accountId: string, others: number, maxWaitMs: number): Promise<void>;
+  /** The other processes on the give-back channel: asked for their unused units, told of a refusal (give-back.ts). */
+  peers: Pick<GiveBack, "ask" | "tellSpent">;
 }
 
 export interface Escrow {
@@ -72,8 +73,13 @@ export interface Escrow {
   sweep(): void;
   /** This process was fenced: every lease ends, and new reservations open new leases under its new id. */
   fence(): void;
-  /** Another process asks for the unused units of this process's lease on `accountId`: what was given back, once committed. */
-  yieldOn(accountId: string): Promise<bigint | null>;
+  /**
+   * Another process asks for the unused units of this process's lease on `accountId`, up to `wanted`: what was
+   * given back, once committed.
+   */
+  yieldOn(accountId: string, wanted: bigint | undefined): Promise<bigint | null>;
+  /** Another process refused a request of `amount` on `accountId` after asking every one (give-back.ts). */
+  spentOn(accountId: string, amount: bigint): void;
   /** Gives every lease's free units back and waits until every sync has been applied. */
   flush(): Promise<void>;
   /** Closes every lease (outstanding requests still settle) and waits for the syncs. */
@@ -155,6 +161,8 @@ export function createEscrow(opts: EscrowOptions): Escrow {
       metrics.held();
       return Promise.resolve({ ok: true, hold: record(lease, input, now) });
     }
+    const refusal = lease.refuseAtOnce(input.amount, now);
+    if (refusal) return Promise.resolve(refusal);
     return waitForSync(opts, counts, input, now, enqueue);
   }
 
@@ -173,8 +181,8 @@ export function createEscrow(opts: EscrowOptions): Escrow {
     return entry.done;
   }
 
-  const { sweep, fence, yieldOn, flush, close, stats } = escrowUpkeep(opts, leases, all, holds, counts);
-  return { reserve, resolve, owns: (holdId) => holds.has(holdId), sweep, fence, yieldOn, flush, close, stats };
+  const { sweep, fence, yieldOn, spentOn, flush, close, stats } = escrowUpkeep(opts, leases, all, holds, counts);
+  return { reserve, resolve, owns: (holdId) => holds.has(holdId), sweep, fence, yieldOn, spentOn, flush, close, stats };
 }
 
 /** What an escrow gives its leases. */
@@ -232,7 +240,8 @@ function leaseContext(
       if (leases.get(key) === lease) leases.delete(key);
     },
     onSyncError: (err, lease) => opts.onSyncError?.(err, lease.id),
-    askOthers: (lease, others, maxWaitMs) => opts.askOthers(lease.accountId!, others, maxWaitMs),
+    askOthers: (lease, others, shortfall, maxWaitMs) => opts.peers.ask(lease.accountId!, others, shortfall, maxWaitMs),
+    tellSpent: (lease, amount) => opts.peers.tellSpent(lease.accountId!, amount),
   };
 }
 
@@ -291,7 +300,7 @@ function escrowUpkeep(
   all: Set<Lease>,
   holds: Map<string, Reservation>,
   counts: Counts,
-): Pick<Escrow, "sweep" | "fence" | "yieldOn" | "flush" | "close" | "stats"> {
+): Pick<Escrow, "sweep" | "fence" | "yieldOn" | "spentOn" | "flush" | "close" | "stats"> {
   const { clock, metrics } = opts;
   const maxHoldMs = opts.maxHoldSeconds * 1000;
 
@@ -322,10 +331,13 @@ function escrowUpkeep(
     fence() {
       for (const lease of [...leases.values()]) lease.fence();
     },
-    async yieldOn(accountId) {
+    async yieldOn(accountId, wanted) {
       let given: bigint | null = null;
-      for (const lease of leases.values()) if (lease.accountId === accountId) given = (given ?? 0n) + (await lease.yieldFree());
+      for (const lease of leases.values()) if (lease.accountId === accountId) given = (given ?? 0n) + (await lease.yieldFree(wanted));
       return given;
+    },
+    spentOn(accountId, amount) {
+      for (const lease of leases.values()) if (lease.accountId === accountId) lease.markSpent(amount);
     },
     async flush() {
       for (const lease of all) if (!lease.ended && !lease.poisoned) lease.giveBackFree();

@@ -29,15 +29,15 @@ limit $1::int`;
 
 const EXPIRE_LEASE = `
 with lease as (
-  select id, account_id, amount, posted from quota_leases where id = $1::uuid and status = 'pending' for update skip locked
+  select id, account_id, amount, posted, returned from quota_leases where id = $1::uuid and status = 'pending' for update skip locked
 ), account as (
   select a.id from quota_accounts a join lease on a.id = lease.account_id for no key update of a
 ), ended as (
-  update quota_leases l set status = 'expired', posted = 0, resolved_at = now() from lease where l.id = lease.id
-  returning lease.account_id, lease.amount, lease.posted
+  update quota_leases l set status = 'expired', posted = 0, returned = 0, resolved_at = now() from lease where l.id = lease.id
+  returning lease.account_id, lease.amount, lease.posted, lease.returned
 )
 update quota_accounts a set debits_posted = a.debits_posted + ended.posted,
-  debits_pending = a.debits_pending - ended.amount - ended.posted, updated_at = now()
+  debits_pending = a.debits_pending - ended.amount - ended.posted - ended.returned, updated_at = now()
 from ended where a.id = ended.account_id
 returning a.id`;
 

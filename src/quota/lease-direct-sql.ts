@@ -12,11 +12,11 @@ import { recordsOf, type Journal, type Resolution } from "./lease-sql.js";
 function directStatement(journal: Journal | undefined): string {
   return `
 with lease as (
-  select id, status, amount, posted from quota_leases where id = $1::uuid for update
+  select id, status, amount, posted, returned from quota_leases where id = $1::uuid for update
 ), ended as (
-  update quota_leases l set status = 'expired', posted = 0, resolved_at = now() from lease
+  update quota_leases l set status = 'expired', posted = 0, returned = 0, resolved_at = now() from lease
   where l.id = lease.id and lease.status = 'pending'
-  returning lease.amount, lease.posted
+  returning lease.amount, lease.posted, lease.returned
 ), account as (
   select a.id from quota_accounts a where a.id = $8::bigint for no key update
 ), resolved as (
@@ -30,7 +30,7 @@ with lease as (
 ), booked as (
   update quota_accounts a
   set debits_posted = a.debits_posted + coalesce((select sum(charged) from resolved), 0) + coalesce((select posted from ended), 0),
-      debits_pending = a.debits_pending - coalesce((select amount + posted from ended), 0),
+      debits_pending = a.debits_pending - coalesce((select amount + posted + returned from ended), 0),
       updated_at = now()
   from account where a.id = account.id
 )${

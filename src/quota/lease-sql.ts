@@ -1,22 +1,9 @@
 import { AUTO_RESET_THRESHOLD } from "./auto-reset.js";
-import type { Pool, Queryable, TimedQuery } from "../db/pool.js";
+import type { Queryable, TimedQuery } from "../db/pool.js";
 
-// The two statements of the escrow (escrow.ts, docs/billing.md "Escrow"). Each is atomic across gateway
-// processes by itself: the account row lock decides every race, so no explicit transaction is needed.
-
-// Creates the account if needed (with the stated base credits, or 0 for a balance never credited yet) and an
-// empty lease on it. `do update` (a no-op) makes RETURNING see an account another process created first, and
-// a lease this very call created before its reply was lost. Runs once per process, account and period.
-const OPEN_LEASE = `
-with account as (
-  insert into quota_accounts (user_id, kind, period, credits, credits_revision)
-  values ($2::uuid, $3::text, $4::text, $5::bigint, $7::bigint)
-  on conflict (user_id, kind, period) do update set updated_at = quota_accounts.updated_at
-  returning id
-)
-insert into quota_leases (id, account_id, instance_id) select $1::uuid, id, $6::uuid from account
-on conflict (id) do update set instance_id = quota_leases.instance_id
-returning account_id::text`;
+// The syncs of the escrow's leases (escrow.ts, docs/billing.md "Escrow"; a lease is opened by lease-open-sql.ts).
+// Each is atomic across gateway processes by itself: the account row lock decides every race, so no explicit
+// transaction is needed.
 
 /**
  * The journal: the statements that commit each resolved request's record (its request-log row) in the same statement
@@ -53,9 +40,11 @@ const insertResolutions = (account: string, instance: number, arrays: number) =>
 // seconds of demand ahead, used two). Only `need` goes below it.
 //
 // It also folds what syncs that only posted left on the lease (its `posted`, units already counted in the account's
-// pending debits) into the account's posted debits: after a full sync the lease holds no posted units.
+// pending debits) into the account's posted debits: after a full sync the lease holds no posted units. And it
+// gathers what this lease and the account's other leases gave back by syncs that only post (their `returned`) into
+// what the account has free, before it grants: the units a process short of them asked the others for.
 //
-// The base ($6) is the caller's view of the base credits (the plan's allowance) with its revision ($18): it
+// The base ($6) is the caller's view of the base credits (the plan's allowance) with its revision ($17): it
 // replaces the account's credits only when its revision is newer than the one the account holds, so a process
 // with an older view of a plan (a rolling config change, a key cache that missed a plan change) never undoes a
 // newer one. Null keeps the credits the account has (a reseller balance, credited by the operator). Restorations
@@ -75,12 +64,24 @@ function syncStatement(journal: Journal | undefined): string {
   const records = "(case when exists (select from fresh) then $18::json else '[]'::json end)";
   return `
 with lease as (
-  select id, account_id, status, seq, last_grant, posted from quota_leases where id = $1::uuid for update
+  select id, account_id, status, seq, last_grant, posted, returned from quota_leases where id = $1::uuid for update
 ), fresh as (
   select * from lease where seq = $2::int - 1
+), gathered as (
+  -- What the account's other leases gave back (returned): skipped while another statement holds one, so that this
+  -- statement never waits for a lease after taking the account.
+  update quota_leases o set returned = 0
+  from (
+    select id, returned from quota_leases
+    where account_id = (select account_id from fresh) and id <> $1::uuid and returned > 0
+    for update skip locked
+  ) r
+  where o.id = r.id
+  returning r.returned
 ), account as (
   select a.id, a.credits, a.credits_revision, a.restored, a.debits_posted, a.debits_pending, fresh.status = 'pending' as open,
-    fresh.posted as folding, (select u.auto_reset_enabled from users u where u.id = a.user_id) as auto_reset
+    fresh.posted as folding, fresh.returned + (select coalesce(sum(returned), 0)::bigint from gathered) as gathering,
+    (select u.auto_reset_enabled from users u where u.id = a.user_id) as auto_reset
   from quota_accounts a join fresh on a.id = fresh.account_id
   for no key update of a
 ), touched as (
@@ -97,7 +98,7 @@ with lease as (
     case when $6::bigint is not null and $17::bigint >= credits_revision then $6::bigint else credits end as credits,
     case when $6::bigint is not null and $17::bigint >= credits_revision then $17::bigint else credits_revision end as credits_revision,
     restored, debits_posted + $3::bigint + folding as posted, folding,
-    debits_pending - folding - case when open then $4::bigint + $5::bigint else 0 end as pending,
+    debits_pending - folding - gathering - case when open then $4::bigint + $5::bigint else 0 end as pending,
     case when auto_reset then ${AUTO_RESET_THRESHOLD} else 0 end as floor
   from account
 ), granted as (
@@ -115,7 +116,7 @@ with lease as (
   from granted g where a.id = g.id
 ), leased as (
   update quota_leases l
-  set seq = $2::int, last_grant = g.amount, posted = 0,
+  set seq = $2::int, last_grant = g.amount, posted = 0, returned = 0,
       amount = case when g.open then l.amount - $4::bigint - $5::bigint + g.amount else l.amount end,
       status = case when g.open and $9::bool then 'closed' else l.status end,
       resolved_at = case when g.open and $9::bool then now() else l.resolved_at end
@@ -141,12 +142,14 @@ select
 from lease join quota_accounts a on a.id = lease.account_id`;
 }
 
-// A sync that only posts (postOnly, the common one under load: settlements and nothing else), with no grant,
-// give-back, heartbeat, fence check or base to apply. A charge taken out of an open lease's units moves them from
-// the lease's `amount` to its `posted`: both are counted in the account's pending debits already, so what the
-// account has free does not change and nobody else's decision depends on it. The account row is therefore left
+// A sync that only posts and gives back (postOnly, the common one under load: settlements and nothing else; and
+// the answer to another process's ask, give-back.ts), with no grant, heartbeat, fence check or base to apply. A
+// charge taken out of an open lease's units moves them from the lease's `amount` to its `posted`, and units given
+// back move to its `returned`: all are counted in the account's pending debits already, so what the account has
+// free does not change until a full sync gathers what was returned, and nobody else's decision depends on it. The account row is therefore left
 // alone (docs/billing.md, "Escrow": with many processes on one account, its row's queue was every answer's wait);
-// the lease's next full sync, expiry or direct post folds `posted` into the account's posted debits. The account
+// the lease's next full sync, expiry or direct post folds `posted` into the account's posted debits (and `returned`
+// into what it has free; any other lease's full sync on the account gathers `returned` too). The account
 // is written only for what changes its free units: a charge beyond what the lease covered (an overshoot), or any
 // charge of a lease no longer pending (its units went back already). Applied once by `seq` (a retry after a lost
 // reply matches no row and reads the figures as they are). Locks: the lease, then (rarely) its account, as the
@@ -156,8 +159,9 @@ function postOnlyStatement(journal: Journal | undefined): string {
   return `
 with lease as (
   update quota_leases l set seq = $2::int,
-    amount = case when l.status = 'pending' then l.amount - $4::bigint else l.amount end,
-    posted = case when l.status = 'pending' then l.posted + $4::bigint else l.posted end
+    amount = case when l.status = 'pending' then l.amount - $4::bigint - $5::bigint else l.amount end,
+    posted = case when l.status = 'pending' then l.posted + $4::bigint else l.posted end,
+    returned = case when l.status = 'pending' then l.returned + $5::bigint else l.returned end
   where l.id = $1::uuid and l.seq = $2::int - 1
   returning l.account_id, l.status = 'pending' as open
 ), booked as (
@@ -165,8 +169,8 @@ with lease as (
   set debits_posted = a.debits_posted + $3::bigint - case when lease.open then $4::bigint else 0 end, updated_at = now()
   from lease where a.id = lease.account_id and $3::bigint > case when lease.open then $4::bigint else 0 end
   returning a.id, a.credits, a.restored, a.debits_posted, a.debits_pending
-), resolved as (${insertResolutions("(select account_id as id from lease)", 5, 6)}
-)${journal ? `, journal as (\n${journal.insert("(case when exists (select from lease) then $11::json else '[]'::json end)")}\n)` : ""}
+), resolved as (${insertResolutions("(select account_id as id from lease)", 6, 7)}
+)${journal ? `, journal as (\n${journal.insert("(case when exists (select from lease) then $12::json else '[]'::json end)")}\n)` : ""}
 -- The main query reads the rows as they were before this statement (the booked figures when this call wrote the
 -- account): what the account has free is the same either way.
 -- Not applied, the seq is read locked (so at its newest): a retry whose first send committed after this
@@ -181,29 +185,6 @@ select
   (select u.auto_reset_enabled from users u where u.id = a.user_id) as auto_reset
 from quota_leases l join quota_accounts a on a.id = l.account_id left join booked b on true
 where l.id = $1::uuid`;
-}
-
-export interface OpenLease {
-  leaseId: string;
-  userId: string;
-  kind: string;
-  period: string;
-  /** The base credits of an account created here, or null (a balance not credited yet: 0), and their revision. */
-  base: bigint | null;
-  baseRevision: bigint;
-  instanceId: string;
-}
-
-/** Returns the account id. */
-export async function openLease(pool: Pool, lease: OpenLease, timeoutMs?: number): Promise<string> {
-  const query: TimedQuery = {
-    name: "quota_open_lease",
-    text: OPEN_LEASE,
-    values: [lease.leaseId, lease.userId, lease.kind, lease.period, String(lease.base ?? 0n), lease.instanceId, String(lease.baseRevision)],
-    query_timeout: timeoutMs,
-  };
-  const { rows } = await pool.query<{ account_id: string }>(query);
-  return rows[0]!.account_id;
 }
 
 /** A request resolved since the last sync: posted with `charged`, or voided (null). */
@@ -235,8 +216,9 @@ export interface SyncLease {
   touch: boolean;
   resolutions: Resolution[];
   /**
-   * Nothing but posting (no waiter, need, headroom and giveBack 0, not closing, not touching, the base as last
-   * applied): the cheaper statement (postOnlyStatement), which leaves the account row alone.
+   * Nothing but posting, and giving back what another process asked for (no waiter, need and headroom 0, not
+   * closing, not touching, the base as last applied): the cheaper statement (postOnlyStatement), which leaves the
+   * account row alone.
    */
   postOnly?: boolean;
 }
@@ -293,11 +275,7 @@ function fullSync(journal: Journal | undefined, timeoutMs: number | undefined): 
   const name = journal ? "quota_sync_lease_journal" : "quota_sync_lease";
   return async (pool, sync) => {
     const values: unknown[] = [
-      sync.leaseId,
-      sync.seq,
-      String(sync.post),
-      String(sync.take),
-      String(sync.giveBack),
+      ...postingValues(sync),
       sync.base === null ? null : String(sync.base),
       String(sync.need),
       String(sync.headroom),
@@ -342,7 +320,7 @@ function fullSync(journal: Journal | undefined, timeoutMs: number | undefined): 
 function postOnlySync(journal: Journal | undefined, timeoutMs: number | undefined): SyncLeaseFn {
   const postOnly = { text: postOnlyStatement(journal), name: journal ? "quota_post_lease_journal" : "quota_post_lease" };
   return async (pool, sync) => {
-    const values: unknown[] = [sync.leaseId, sync.seq, String(sync.post), String(sync.take), sync.instanceId, ...resolutionArrays(sync)];
+    const values: unknown[] = [...postingValues(sync), sync.instanceId, ...resolutionArrays(sync)];
     if (journal) values.push(recordsOf(sync.resolutions));
     const query: TimedQuery = { name: postOnly.name, text: postOnly.text, values, query_timeout: timeoutMs };
     const { rows } = await pool.query<{
@@ -368,6 +346,11 @@ function postOnlySync(journal: Journal | undefined, timeoutMs: number | undefine
       others: 0,
     };
   };
+}
+
+/** The first parameters of both statements ($1-$5): the lease, its seq, and what the sync posts, takes and gives back. */
+function postingValues(sync: SyncLease) {
+  return [sync.leaseId, sync.seq, String(sync.post), String(sync.take), String(sync.giveBack)];
 }
 
 /** A sync's resolutions as the five arrays its statements unnest (insertResolutions). */

@@ -75,12 +75,20 @@ export interface LeaseContext {
   retry(waiter: Waiter): void;
   /** The lease must not take new reservations any more. */
   retire(lease: LeaseState): void;
-  /** Asks the other processes to give back their unused units on the lease's account (give-back.ts), waiting at most `maxWaitMs`. */
-  askOthers(lease: LeaseState, others: number, maxWaitMs: number): Promise<void>;
+  /**
+   * Asks the other processes to give back their unused units on the lease's account, up to `shortfall` each
+   * (give-back.ts), waiting at most `maxWaitMs`.
+   */
+  askOthers(lease: LeaseState, others: number, shortfall: bigint, maxWaitMs: number): Promise<void>;
+  /** Tells the other processes that a request of `amount` on the lease's account was refused after they were all asked. */
+  tellSpent(lease: LeaseState, amount: bigint): void;
   onSyncError(err: unknown, lease: LeaseState): void;
   /** Where syncs are timed and their definitive failures counted. */
   metrics: AccountMetrics;
 }
+
+/** An account's allowance and its debits, as a sync read them. */
+export type AccountFigures = Pick<SyncReply, "credits" | "restored" | "posted" | "pending">;
 
 /** One sync as sent: kept whole while its outcome is unknown, so that a retry is the same statement. */
 export interface Attempt {
@@ -128,6 +136,11 @@ export abstract class LeaseState {
   protected appliedBase: { base: bigint | null; revision: bigint } | undefined;
   protected seq = 0;
   protected giveBack = 0n;
+  /**
+   * How much of `giveBack` another process asked for (yieldFree): a sync that gives back only that goes on the lease
+   * row (lease-sql.ts, postOnlyStatement); any other give-back is a full sync, which leaves the account row exact.
+   */
+  protected askedGiveBack = 0n;
   protected settling: Settling[] = [];
   /** Charges withdrawn while their statement was in flight, which then committed: refunded before the next sync. */
   protected refunds: Settling[] = [];
@@ -138,6 +151,14 @@ export abstract class LeaseState {
   protected readonly loop: SyncLoop;
   /** performance.now() until which this lease asks for no headroom (it gave back on another process's request). */
   protected yieldUntil = 0;
+  /**
+   * Until then (performance.now()) the account counts as spent for requests of `spentAmount` units or more: one of
+   * that size was refused after every process was asked (lease-admission.ts, SPENT_MS).
+   */
+  protected spentUntil = 0;
+  protected spentAmount = 0n;
+  /** The account's figures as the last sync read them: what a refusal states. */
+  protected figures: AccountFigures | undefined;
   /** Told whether the give-backs not yet in a sync committed: they go with the next attempt. */
   protected afterSync: ((committed: boolean) => void)[] = [];
   /** The charges of the direct post in flight (a poisoned lease's), which a deadline may withdraw. */

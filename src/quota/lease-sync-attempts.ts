@@ -1,7 +1,8 @@
 import { certainlyNotCommitted, DatabaseUnavailableError, isTransientDbError } from "../db/faults.js";
 import { backoffMs } from "../db/backoff.js";
 import { HEADROOM_SECONDS, LeaseAdmission } from "./lease-admission.js";
-import { openLease, type SyncLease, type SyncReply } from "./lease-sql.js";
+import { openLease } from "./lease-open-sql.js";
+import type { SyncLease, SyncReply } from "./lease-sql.js";
 import type { Attempt } from "./lease-state.js";
 import { SYNC_RETRY } from "./lease-sync-loop.js";
 import type { AutoResetOutcome } from "./resets-sql.js";
@@ -99,7 +100,8 @@ export abstract class LeaseSyncAttempts extends LeaseAdmission {
     // A top-up asks for HEADROOM_SECONDS of this lease's demand; never in a sync that gives units back unasked.
     const topUp = need > 0n || (this.wantTopUp && this.giveBack === 0n);
     this.wantTopUp = false;
-    const yielding = performance.now() < this.yieldUntil;
+    const now = performance.now();
+    const yielding = now < this.yieldUntil || now < this.spentUntil;
     const headroom = this.retired || this.ended || !topUp || yielding ? 0n : max(demand * HEADROOM_SECONDS, 4n * need);
     let post = 0n;
     let take = 0n;
@@ -126,12 +128,14 @@ export abstract class LeaseSyncAttempts extends LeaseAdmission {
       close,
       touch,
       resolutions: batch.map((s) => s.resolution),
-      // A sync that admits or refuses waiters (0-unit ones too) is a full one: a refusal reads its exact figures.
+      // A sync that admits or refuses waiters (0-unit ones too) is a full one: a refusal reads its exact figures. A
+      // give-back another process asked for is not: its units wait on the lease row for a full sync on the account
+      // to gather them.
       postOnly:
         waiters.length === 0 &&
         need === 0n &&
         headroom === 0n &&
-        this.giveBack === 0n &&
+        this.giveBack === this.askedGiveBack &&
         !close &&
         !touch &&
         !reset &&
@@ -139,6 +143,7 @@ export abstract class LeaseSyncAttempts extends LeaseAdmission {
         this.appliedBase.revision === baseRevision,
     };
     this.giveBack = 0n;
+    this.askedGiveBack = 0n;
     return { payload, batch, waiters, reset, pinned: false, afterSync: this.afterSync.splice(0) };
   }
 
@@ -181,6 +186,7 @@ export abstract class LeaseSyncAttempts extends LeaseAdmission {
     this.attempt = undefined;
     this.settling.unshift(...attempt.batch);
     this.giveBack += attempt.payload.giveBack;
+    if (attempt.payload.postOnly) this.askedGiveBack += attempt.payload.giveBack;
     this.waiters.unshift(...attempt.waiters.filter((w) => !w.cancelled));
     this.afterSync.unshift(...attempt.afterSync);
     if (attempt.reset) this.autoReset.requeue(attempt.reset);
@@ -194,6 +200,7 @@ export abstract class LeaseSyncAttempts extends LeaseAdmission {
     this.ctx.metrics.synced((performance.now() - sentAt) / 1000);
     if (payload.touch && !reply.fenced) this.ctx.beaten(firstSentAt);
     this.overshot = reply.credits + reply.restored - reply.posted - reply.pending < 0n;
+    this.figures = reply;
     if (!reply.live || payload.close) {
       this.ended = true;
       this.free = 0n;
@@ -219,8 +226,11 @@ export abstract class LeaseSyncAttempts extends LeaseAdmission {
       return;
     }
     this.admitWaiters(waiters, reply);
-    // Retired while this sync was in flight: what it granted beyond its waiters is not this lease's to keep.
-    if (this.retired && !this.ended && this.free > 0n) this.giveBackFree();
+    // Retired while this sync was in flight: what it granted beyond its waiters is not this lease's to keep. Nor
+    // are free units on an overdrawn account, where they admit nothing: given back, they cover the overdraft as far
+    // as they go, and, when it was only units leased and unused (every unit leased out and an overrun posted
+    // beside them), the account is covered again for whoever needs it.
+    if ((this.retired || this.overshot) && !this.ended && this.free > 0n) this.giveBackFree();
   }
 }
 

@@ -13,6 +13,7 @@ export class Lease extends LeaseSyncAttempts {
     this.planRevision = planRevision;
     if (base === this.base) return;
     this.base = base;
+    this.spentUntil = 0;
     this.giveBackFree();
   }
 
@@ -39,14 +40,22 @@ export class Lease extends LeaseSyncAttempts {
   }
 
   /**
-   * Another process cannot cover a request on this account: give back what is free, and ask for no headroom for a
-   * while so as not to take it straight back. Resolves with what was given back once that is committed.
+   * Another process cannot cover requests on this account, short of `wanted` units (undefined: as many as there
+   * are): give back what is free up to that, and ask for no headroom for a while so as not to take it straight back.
+   * Each process asked giving up to the shortfall, the asking one gets it whenever they hold it between them, and
+   * the others keep the rest for their own requests. Resolves with what was given back once that is committed.
    */
-  yieldFree(): Promise<bigint> {
+  yieldFree(wanted: bigint | undefined): Promise<bigint> {
     this.yieldUntil = performance.now() + YIELD_MS;
-    const given = this.free;
-    if (given === 0n || this.ended || this.poisoned) return Promise.resolve(0n);
-    this.giveBackFree();
+    // Asked while the account counts as spent: the asking process tells the outcome, so this one waits for it
+    // rather than asking everyone too.
+    if (this.spent()) this.markSpent(this.spentAmount);
+    const given = wanted === undefined || this.free < wanted ? this.free : wanted;
+    if (given <= 0n || this.ended || this.poisoned) return Promise.resolve(0n);
+    this.giveBack += given;
+    this.askedGiveBack += given;
+    this.free -= given;
+    this.loop.schedule();
     return new Promise((resolve) => this.afterSync.push((committed) => resolve(committed ? given : 0n)));
   }
 }

@@ -68,18 +68,20 @@ const resetThenSync =
 
 /** This process's answers to the others' asks: what its escrows gave back on the account (null: no lease there). */
 function giveBackOf(listener: Listener | undefined, instance: Instance, escrows: Map<AccountKind, Escrow>): GiveBack {
-  return createGiveBack(
-    listener,
-    () => instance.id,
-    async (accountId) => {
+  return createGiveBack(listener, {
+    selfId: () => instance.id,
+    async give(accountId, wanted) {
       let given: bigint | null = null;
       for (const escrow of escrows.values()) {
-        const gave = await escrow.yieldOn(accountId);
+        const gave = await escrow.yieldOn(accountId, wanted);
         if (gave !== null) given = (given ?? 0n) + gave;
       }
       return given;
     },
-  );
+    spent(accountId, amount) {
+      for (const escrow of escrows.values()) escrow.spentOn(accountId, amount);
+    },
+  });
 }
 
 /** What the escrows of one process share with each other. */
@@ -88,7 +90,7 @@ interface SharedByEscrows {
   health: DatabaseHealth;
   unsynced: { count: number };
   givingUp(): boolean;
-  askOthers: EscrowOptions["askOthers"];
+  peers: EscrowOptions["peers"];
 }
 
 /** One escrow per leased kind, into `escrows`. */
@@ -119,7 +121,7 @@ function openEscrows(pool: Pool, opts: LedgerOptions, ctx: EscrowsContext, share
         baseRevision: (planRevision) => baseRevision(planRevision, ctx.configRevision),
         onSyncError: opts.onSyncError,
         metrics: ctx.metrics.account(kind),
-        askOthers: shared.askOthers,
+        peers: shared.peers,
       }),
     );
   }
@@ -136,8 +138,7 @@ export function createLedgerEscrows(pool: Pool, opts: LedgerOptions, ctx: Escrow
   const instance = opts.instance;
   const giveBack = instance ? giveBackOf(opts.listener, instance, escrows) : undefined;
   if (instance) {
-    const askOthers = (accountId: string, others: number, maxWaitMs: number) => giveBack!.ask(accountId, others, maxWaitMs);
-    openEscrows(pool, opts, ctx, { instance, health, unsynced, givingUp: () => givingUp, askOthers }, escrows);
+    openEscrows(pool, opts, ctx, { instance, health, unsynced, givingUp: () => givingUp, peers: giveBack! }, escrows);
     // A fenced process drops every lease before it admits again (instances.ts, "Fencing").
     instance.onFenced(() => {
       for (const escrow of escrows.values()) escrow.fence();

@@ -9,8 +9,9 @@ import type { AccountKind } from "./account-kinds.js";
 //   debits_posted  = Σ charged of its posted holds (lease-settled requests and durable holds)
 //                    + charged of its quota_hold_rollups row (the holds the retention deleted)
 //                    − Σ posted of its pending leases (posted by syncs that only post, not folded yet)
-//   debits_pending = Σ amount + Σ posted of its pending leases + Σ amount of its pending durable holds
-// Reported with the leases' unfolded posts moved to the posted side, as every reader of the account sees it.
+//   debits_pending = Σ amount + Σ posted + Σ returned of its pending leases + Σ amount of its pending durable holds
+// Reported with the leases' unfolded posts moved to the posted side and what they gave back to the free side, as
+// every reader of the account sees it (the view quota_account_balances).
 //   restored       = Σ amount of its quota_restorations
 //   credits        = Σ amount of its user's reseller_credits (reseller balances only: the daily allowance's
 //                    credits are the plan's, stated by the caller)
@@ -21,7 +22,8 @@ with posted as (
 ), durable as (
   select account_id, sum(amount) as n from quota_holds where status = 'pending' and lease_id is null group by account_id
 ), leased as (
-  select account_id, sum(amount) as n, sum(posted) as unfolded from quota_leases where status = 'pending' group by account_id
+  select account_id, sum(amount) as n, sum(posted) as unfolded, sum(returned) as returned
+  from quota_leases where status = 'pending' group by account_id
 ), restorations as (
   select account_id, sum(amount) as n from quota_restorations group by account_id
 ), credited as (
@@ -30,7 +32,7 @@ with posted as (
   select account_id, sum(count) as n from quota_reset_grants group by account_id
 ), expected as (
   select a.id, a.kind, a.period, a.debits_posted + coalesce(leased.unfolded, 0) as debits_posted,
-    a.debits_pending - coalesce(leased.unfolded, 0) as debits_pending, a.restored, a.credits,
+    a.debits_pending - coalesce(leased.unfolded, 0) - coalesce(leased.returned, 0) as debits_pending, a.restored, a.credits,
     coalesce(posted.n, 0) + coalesce(r.charged, 0) as rows_posted,
     coalesce(leased.n, 0) + coalesce(durable.n, 0) as rows_pending,
     coalesce(restorations.n, 0) as rows_restored,

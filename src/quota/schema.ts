@@ -64,6 +64,12 @@ export const quotaLeases = pgTable(
     posted: bigint("posted", { mode: "bigint" })
       .notNull()
       .default(sql`0`),
+    // Units given back by syncs that only post (another process asked for them: give-back.ts), out of `amount` and
+    // still counted in the account's debits_pending: a give-back so takes no lock on the account row. Any full sync
+    // on the account gathers them into what it has free (lease-sql.ts), as do the lease's own end and expiry.
+    returned: bigint("returned", { mode: "bigint" })
+      .notNull()
+      .default(sql`0`),
     status: text("status", { enum: ["pending", "closed", "expired"] })
       .notNull()
       .default("pending"),
@@ -82,12 +88,16 @@ export const quotaLeases = pgTable(
     index("quota_leases_resolved_at_idx").on(t.resolvedAt),
     check("quota_leases_amount_nonnegative", sql`${t.amount} >= 0`),
     check("quota_leases_posted_nonnegative", sql`${t.posted} >= 0`),
+    check("quota_leases_returned_nonnegative", sql`${t.returned} >= 0`),
+    // Whatever ends a lease gathers what it gave back: none is left on an ended one.
+    check("quota_leases_returned_open", sql`${t.status} = 'pending' or ${t.returned} = 0`),
   ],
 );
 
 // Every account as its readers see it: the units its open leases posted by syncs that only post (not folded into
-// `debits_posted` yet, still counted in `debits_pending`: quota_leases.posted) moved to the posted side. What is free
-// is the same in both; the reconciliation, the balances shown and the tests read this.
+// `debits_posted` yet, still counted in `debits_pending`: quota_leases.posted) moved to the posted side, and the
+// units they gave back that no full sync gathered yet (quota_leases.returned) to the free side: no process holds
+// them. The reconciliation, the balances shown and the tests read this.
 export const quotaAccountBalances = pgView("quota_account_balances", {
   id: bigint("id", { mode: "bigint" }).notNull(),
   userId: uuid("user_id").notNull(),
@@ -99,9 +109,12 @@ export const quotaAccountBalances = pgView("quota_account_balances", {
   debitsPending: bigint("debits_pending", { mode: "bigint" }).notNull(),
 }).as(
   sql`select a.id, a.user_id, a.kind, a.period, a.credits, a.restored, a.debits_posted + u.n as debits_posted,
-    a.debits_pending - u.n as debits_pending
+    a.debits_pending - u.n - u.returned as debits_pending
   from quota_accounts a
-  cross join lateral (select coalesce(sum(l.posted), 0)::bigint as n from quota_leases l where l.account_id = a.id and l.status = 'pending') u`,
+  cross join lateral (
+    select coalesce(sum(l.posted), 0)::bigint as n, coalesce(sum(l.returned), 0)::bigint as returned
+    from quota_leases l where l.account_id = a.id and l.status = 'pending'
+  ) u`,
 );
 
 // One row per metered request: its reservation (`amount`) and how it was resolved, posted with the real

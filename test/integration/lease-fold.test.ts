@@ -4,7 +4,8 @@ import { reserveDurableRow } from "../../src/quota/durable-sql.js";
 import { expireRows } from "../../src/quota/expire-sql.js";
 import { reconcileLedger } from "../../src/quota/index.js";
 import { leaseDirectPost } from "../../src/quota/lease-direct-sql.js";
-import { leaseSync, openLease, type Resolution, type SyncLease } from "../../src/quota/lease-sql.js";
+import { openLease } from "../../src/quota/lease-open-sql.js";
+import { leaseSync, type Resolution, type SyncLease } from "../../src/quota/lease-sql.js";
 import { leaseRefund } from "../../src/quota/refund-sql.js";
 import { creditResellerRow } from "../../src/quota/reseller.js";
 import { useResetIn } from "../../src/quota/resets-sql.js";
@@ -149,6 +150,93 @@ describe("a lease's posted units, folded", () => {
       locker.release();
     }
     expect(await state(leaseId)).toMatchObject({ lease_posted: "30", seen_posted: "30" });
+  });
+
+  /** A second lease of the live process on the account of `userId`, opened and not synced yet. */
+  const secondLease = async (userId: string) => {
+    const leaseId = crypto.randomUUID();
+    await openLease(db.pool, { leaseId, userId, kind: KIND, period: PERIOD, base: 1000n, baseRevision: 0n, instanceId: live.id });
+    return leaseId;
+  };
+  /** Holds the lease or account row `FOR UPDATE` in a transaction of its own until `release()`. */
+  const lockRow = async (table: "quota_leases" | "quota_accounts", id: string) => {
+    const locker = await db.pool.connect();
+    await locker.query("begin");
+    await locker.query(`select 1 from ${table} where id = $1 for update`, [id]);
+    return async () => {
+      await locker.query("commit");
+      locker.release();
+    };
+  };
+
+  it("a give-back commits on the lease row while the account row is locked; another lease's full sync gathers it", async () => {
+    const { userId, leaseId, accountId } = await opened();
+    const release = await lockRow("quota_accounts", accountId);
+    try {
+      // What another process asked for (give-back.ts): 200 of the 325 leased, with a charge of 30 posted beside it.
+      await syncLease(db.pool, { ...postOnly(leaseId, 2, 30n, [resolution(30n)]), giveBack: 200n });
+    } finally {
+      await release();
+    }
+    // The account row is as the grant left it; the view shows the 200 free already, the reconciliation agrees.
+    expect(await state(leaseId)).toEqual({
+      amount: "95",
+      lease_posted: "30",
+      status: "pending",
+      posted: "0",
+      pending: "325",
+      seen_posted: "30",
+      seen_pending: "95",
+    });
+    expect((await leaseRow(leaseId)).returned).toBe("200");
+    expect(await reconcileLedger(db.pool)).toEqual([]);
+    // Another lease needs 800: 1000 - 30 posted - 95 leased leaves 875, which it can have only with the 200 gathered.
+    const other = await secondLease(userId);
+    const reply = await syncLease(db.pool, { ...fullSyncOf(other, 1, live.id), need: 800n, headroom: 0n });
+    expect(reply).toMatchObject({ granted: 800n, pending: 925n });
+    expect((await leaseRow(leaseId)).returned).toBe("0");
+    expect(await state(leaseId)).toMatchObject({ amount: "95", pending: "925", seen_pending: "895" });
+    expect(await reconcileLedger(db.pool)).toEqual([]);
+  });
+
+  it("a full sync skips a lease row another statement holds, and never waits for it, rather than gather its give-back", async () => {
+    const { userId, leaseId } = await opened();
+    await syncLease(db.pool, { ...postOnly(leaseId, 2, 0n, []), giveBack: 300n });
+    const other = await secondLease(userId);
+    const release = await lockRow("quota_leases", leaseId);
+    try {
+      // 1000 - 325 leased: 675 without the 300 given back, which sit on the locked row.
+      expect(await syncLease(db.pool, { ...fullSyncOf(other, 1, live.id), need: 800n, headroom: 0n })).toMatchObject({ granted: 675n });
+    } finally {
+      await release();
+    }
+    expect((await leaseRow(leaseId)).returned).toBe("300");
+    expect(await reconcileLedger(db.pool)).toEqual([]);
+    // The lease's own next full sync gathers them: granted what it asks for out of 300, and pending 25 + 675 + 100.
+    expect(await syncLease(db.pool, { ...fullSyncOf(leaseId, 3, live.id), need: 100n, headroom: 0n })).toMatchObject({
+      granted: 100n,
+      pending: 800n,
+    });
+    expect((await leaseRow(leaseId)).returned).toBe("0");
+    expect(await reconcileLedger(db.pool)).toEqual([]);
+  });
+
+  it("the expiry of a lease, and a direct post, return what it gave back and nobody gathered", async () => {
+    const { rows } = await db.pool.query<{ id: string }>("insert into gateway_instances default values returning id");
+    const dying = rows[0]!.id;
+    const expiring = await opened({ instanceId: dying });
+    await syncLease(db.pool, { ...postOnly(expiring.leaseId, 2, 0n, [], dying), giveBack: 100n });
+    await db.pool.query("update gateway_instances set last_seen_at = now() - interval '2 hours' where id = $1", [dying]);
+    expect(await expireRows(db.pool, 3600, fixture.clock.now())).toEqual({ fenced: 1, leases: 1, durable: 0 });
+    expect(await state(expiring.leaseId)).toMatchObject({ status: "expired", pending: "0", seen_pending: "0" });
+    expect((await leaseRow(expiring.leaseId)).returned).toBe("0");
+
+    const direct = await opened();
+    await syncLease(db.pool, { ...postOnly(direct.leaseId, 2, 0n, []), giveBack: 100n });
+    await directPost(db.pool, direct.leaseId, direct.accountId, live.id, [], false);
+    expect(await state(direct.leaseId)).toMatchObject({ status: "expired", pending: "0", seen_pending: "0" });
+    expect((await leaseRow(direct.leaseId)).returned).toBe("0");
+    expect(await reconcileLedger(db.pool)).toEqual([]);
   });
 
   it("deleting a user deletes every hold of their accounts, a request's and a durable one", async () => {

@@ -11,7 +11,8 @@ import {
   type ReserveInput,
 } from "../../src/quota/index.js";
 import { AUTO_RESET_THRESHOLD } from "../../src/quota/auto-reset.js";
-import { LeaseSequenceError, leaseSync, openLease, type SyncLease, type SyncReply } from "../../src/quota/lease-sql.js";
+import { openLease } from "../../src/quota/lease-open-sql.js";
+import { LeaseSequenceError, leaseSync, type SyncLease, type SyncReply } from "../../src/quota/lease-sql.js";
 import type { TestDatabase } from "../helpers/db.js";
 import { fullSyncOf, MAX_HOLD_SECONDS, useLedgerFixture } from "../helpers/ledger-fixture.js";
 import { lockAccount } from "../helpers/metering-checks.js";
@@ -478,8 +479,9 @@ describe("quota escrow", () => {
     try {
       settled = ledger.settle(first.id, 5n);
       await expect.poll(lock.waiters).toBe(1);
-      // The sync that carries the give-back is refused three times (certainly not committed) before it commits.
-      fault = injectAtPool(db.pool, { code: "57P01", forMs: 30_000, times: 3, when: (s) => s.name === "quota_sync_lease" });
+      // The sync that carries the give-back (one that only posts and gives back: it takes no lock on the account) is
+      // refused three times (certainly not committed) before it commits.
+      fault = injectAtPool(db.pool, { code: "57P01", forMs: 30_000, times: 3, when: (s) => s.name === "quota_post_lease" });
       await fault.applied;
       for (const handler of handlers) handler(`ask:${first.accountId}:ask-1:another-process`);
     } finally {
@@ -509,9 +511,76 @@ describe("quota escrow", () => {
     // A deadline shorter than a full give-back wait (1 s): the wait is cut to half of what is left.
     const ledger = ledgerWith({ listener, admissionTimeoutMs: 900 });
     await expect(ledger.reserve(input(user, 500n, { base: 1000n }))).resolves.toMatchObject({ ok: false });
-    expect(asked.map((a) => a.split(":")[0])).toEqual(["ask"]);
+    // Refused after asking: the others are told the account is spent (give-back.ts).
+    expect(asked.map((a) => a.split(":")[0])).toEqual(["ask", "spent"]);
     await peer.release(theirs.id);
     await Promise.all([ledger.close(), peer.flush()]);
+  });
+
+  it("after a refusal that asked every process, none asks again for a while: as large a request is refused with no statement", async () => {
+    const user = await fixture.newUser();
+    const day = { base: 1000n };
+    // Two processes on one give-back channel, each message delivered after its send (PostgreSQL: after the commit).
+    const heard: string[] = [];
+    const handlers: ((payload: string) => void)[] = [];
+    const channel = (): Listener => ({
+      on: (_channel, handler) => void handlers.push(handler),
+      onState: () => {},
+      listening: () => true,
+      notify: async (_channel, payload) => {
+        heard.push(payload);
+        setImmediate(() => {
+          for (const handler of handlers) handler(payload);
+        });
+      },
+      close: async () => {},
+    });
+    const a = ledgerWith({ listener: channel() });
+    const b = (await fixture.process({ listener: channel() })).ledger;
+    // A holds 600 for a request in flight, on a lease granted 700 (100 more: a quarter of what was left).
+    const inFlight = await hold(a, user, 600n, day);
+    // B needs 500: its sync finds 300, it asks A, A gives back its 100, and B's next sync has 400 of the 500: refused.
+    await expect(b.reserve(input(user, 500n, day))).resolves.toMatchObject({ ok: false });
+    expect(heard.map((m) => m.split(":")[0])).toEqual(["ask", "gave", "spent"]);
+    expect(heard[2]).toMatch(/:500$/);
+    // B gives back the 400 it was granted short of the request: what is held is A's request in flight.
+    await expect.poll(async () => (await account(inFlight)).pending).toBe(600n);
+    const syncs = () => a.stats().accounts.find((x) => x.kind === "daily_allowance")!.syncs;
+    const before = syncs();
+    // As large as the refused request: A refuses it without a statement.
+    await expect(a.reserve(input(user, 500n, day))).resolves.toMatchObject({ ok: false, allowance: 1000n });
+    expect(syncs()).toBe(before);
+    // Smaller: A's sync finds the 400 and covers 350, asking no one.
+    const smaller = await hold(a, user, 350n, day);
+    expect(syncs()).toBeGreaterThan(before);
+    expect(heard.filter((m) => m.startsWith("ask:"))).toHaveLength(1);
+    await a.release(inFlight.id);
+    await a.release(smaller.id);
+    await Promise.all([a.close(), b.close()]);
+    expect(await reconcileLedger(db.pool)).toEqual([]);
+  });
+
+  it("a lease that finds its account overdrawn gives back its unused units, which cover the overdraft for another", async () => {
+    const user = await fixture.newUser();
+    const a = ledgerWith();
+    const b = (await fixture.process()).ledger;
+    const day = { base: 1000n };
+    // A leased 325 (100 + a quarter of 900); B 618 (600 + a quarter of 75).
+    const first = await hold(a, user, 100n, day);
+    const second = await hold(b, user, 600n, day);
+    // B's request is charged 100 beyond its hold: 18 come out of B's lease, 82 beyond it. With A's 225 unused, the
+    // account is 25 over its 1,000.
+    await b.settle(second.id, 700n);
+    // A hears it at its next sync and gives back its 275 unused (225 and the 50 its request did not use): what is
+    // left is 1,000 - 750 posted.
+    await a.settle(first.id, 50n);
+    await expect.poll(async () => (await account(first)).pending).toBe(0n);
+    expect((await account(first)).posted).toBe(750n);
+    // So B, which found the account overdrawn, admits again.
+    const third = await hold(b, user, 200n, day);
+    await b.release(third.id);
+    await Promise.all([a.close(), b.close()]);
+    expect(await reconcileLedger(db.pool)).toEqual([]);
   });
 
   it("counts a renewal sent again after a lost reply as a heartbeat from its first send", async () => {
