@@ -18,7 +18,13 @@ const silent = createLogger("silent");
 /** What every ledger of this host records during a step; the waits come from the ledger's own timer (escrow.ts). */
 let step = freshStep();
 function freshStep() {
-  return { waitsMs: [], statements: 0, byName: new Map() };
+  return { waitsMs: [], statements: 0, byName: new Map(), notifies: {} };
+}
+
+/** The give-back channel's messages (give-back.ts) this host sent, by verb: `ask:...` counts as "ask". */
+function countNotify(values) {
+  const verb = String(values?.[1] ?? "").split(":")[0];
+  step.notifies[verb] = (step.notifies[verb] ?? 0) + 1;
 }
 
 /** The event loop's delays during a step: a loop busy with other ledgers' work delays every wait it times. */
@@ -60,6 +66,7 @@ async function init({ url, ledgers, poolSize, groupMs }) {
       const query = client.query.bind(client);
       client.query = (...args) => {
         step.statements++;
+        if (typeof args[0] === "string" && args[0].includes("pg_notify")) countNotify(args[1]);
         const result = query(...args);
         const name = args[0]?.name;
         return name && typeof result?.then === "function" ? timed(name, result) : result;
@@ -130,6 +137,13 @@ async function runStep({ users, allowance, rate, seconds, zipf, latencyMs }) {
   const endAt = startedAt + seconds * 1000;
   const perLedger = rate / fleet.length;
 
+  /** Each second of the step: how many answers were an admission, a refusal (429) or a missed deadline (503). */
+  const bySecond = [];
+  const answered = (outcome) => {
+    const second = Math.floor((performance.now() - startedAt) / 1000);
+    bySecond[second] ??= { admitted: 0, refused: 0, errors: 0 };
+    bySecond[second][outcome]++;
+  };
   const one = async (entry) => {
     const user = users[sample()];
     const { hold, charge } = chatRequest();
@@ -139,14 +153,17 @@ async function runStep({ users, allowance, rate, seconds, zipf, latencyMs }) {
       result = await entry.ledger.reserve({ kind: KIND, userId: user, base: allowance, amount: hold, requestId: randomUUID() });
     } catch {
       totals.errors++;
+      answered("errors");
       return;
     }
     if (!result.ok) {
       totals.refused++;
+      answered("refused");
       totals.firstRefusalMs ??= performance.now() - startedAt;
       return;
     }
     totals.admitted++;
+    answered("admitted");
     await new Promise((resolve) => setTimeout(resolve, uniform(latencyMs[0], latencyMs[1])));
     try {
       await entry.ledger.settle(result.hold.id, charge);
@@ -190,6 +207,8 @@ async function runStep({ users, allowance, rate, seconds, zipf, latencyMs }) {
     waits: fleet.reduce((sum, p, i) => sum + waitsOf(p.ledger) - waitsBefore[i], 0),
     syncs: fleet.reduce((sum, p, i) => sum + syncsOf(p.ledger) - syncsBefore[i], 0),
     statements: step.statements,
+    notifies: step.notifies,
+    bySecond,
     perUser: [...perUser].map(([user, s]) => [user, String(s.charged), String(s.covered), String(s.overrun)]),
   };
 }

@@ -7,8 +7,10 @@
 //
 // Two workloads, each in rate steps (FLEET_RATES requests/s over the whole fleet, FLEET_SECONDS each) after a warm-up
 // (FLEET_WARM_SECONDS at the first rate: the leases open), shown apart:
-//   hot   one user. Its day's allowance is sized so that the steps fit in it and the last step (at the highest
-//         rate) spends the rest: the end of the allowance is exercised too.
+//   hot   one user. Its day's allowance is sized so that the steps fit in it with the leases' headroom to spare
+//         (HEADROOM_SECONDS of demand, leased ahead), and a last step ("end", twice as long, at the highest rate)
+//         spends the rest about half-way: the account's last units, shared out while the leases run dry, and the
+//         refusals once the day is spent.
 //   zipf  requests spread over FLEET_ACCOUNTS users by Zipf(FLEET_ZIPF), allowances never reached.
 // Requests are chat reservations: hold = prompt + max_tokens, held for FLEET_LATENCY_MS (uniform), then settled
 // with the prompt plus what was generated (2 % overrun their hold by 10 %).
@@ -18,7 +20,10 @@
 // waited for a sync and that wait's p50/p99/max (timed by the escrow itself, escrow.ts), refusals and errors; and on
 // a second line what the hosts saw: their Node CPU (share of one core), their event loops' p99 delay, and the full
 // syncs (grants, on the account row) and post-only syncs (the lease row only) per second with the p50/p99 of each
-// statement from its send to its answer.
+// statement from its send to its answer; and on a third, the messages on the give-back channel (give-back.ts) per
+// second: asks (a process that could not cover a request asks every other process holding a lease on the account)
+// and answers (each of them gave back and says so). For the step in which the day runs out, what the requests were
+// answered second by second: admitted, refused (429) or past their deadline (503).
 // Checked at the end of each workload: what every process saw charged equals what the database posted, and the
 // units admitted (each charge up to its hold) never exceed the allowance; for the hot day, the units left unused
 // and how many of them sat in leases (free in the processes' memory) while requests were refused.
@@ -31,6 +36,7 @@ import { startEmbeddedPostgres } from "../dist/src/db/embedded.js";
 import { runMigrations } from "../dist/src/db/migrate.js";
 import { createPool } from "../dist/src/db/pool.js";
 import { createLogger } from "../dist/src/logger.js";
+import { HEADROOM_SECONDS } from "../dist/src/quota/lease-admission.js";
 import { benchDir } from "./gateway-server.mjs";
 import { registerPostmaster, runBenchmark } from "./processes.mjs";
 
@@ -121,16 +127,20 @@ async function newUsers(pool, prefix, count) {
 async function runWorkload(db, pool, workload) {
   const hot = workload === "hot";
   const users = await newUsers(pool, workload, hot ? 1 : ACCOUNTS);
-  // Hot: the steps fit, and the last one runs out about half-way (the day is spent during the run).
+  // Hot: the steps fit, with the leases' headroom to spare (units leased ahead of demand leave the account row before
+  // they are used: a step whose last seconds find the row empty measures the day's end, not the step), and the end
+  // step runs out about half-way (the day is spent during the run).
   const planned = RATES.reduce((sum, r) => sum + r * SECONDS * MEAN_CHARGE, RATES[0] * WARM_SECONDS * MEAN_CHARGE);
+  const endSeconds = 2 * SECONDS;
   // First a warm-up: every process's first reservation on an account opens its lease and waits for that (and on
   // one hot account, 64 processes open at once); it is shown, apart from the steps measured against the targets.
   const steps = [
     { label: "warm", rate: RATES[0], seconds: WARM_SECONDS },
     ...RATES.map((rate, i) => ({ label: String(i + 1), rate, seconds: SECONDS })),
-    ...(hot ? [{ label: "end", rate: RATES.at(-1), seconds: SECONDS }] : []),
+    ...(hot ? [{ label: "end", rate: RATES.at(-1), seconds: endSeconds }] : []),
   ];
-  const allowance = hot ? BigInt(Math.round(planned + RATES.at(-1) * SECONDS * MEAN_CHARGE * 0.5)) : 10n ** 12n;
+  const endShare = (Number(HEADROOM_SECONDS) + endSeconds / 2) * RATES.at(-1) * MEAN_CHARGE;
+  const allowance = hot ? BigInt(Math.round(planned + endShare)) : 10n ** 12n;
   const hosts = Array.from({ length: HOSTS }, startHost);
   const perHost = hosts.map((_, i) => Math.floor(PROCESSES / HOSTS) + (i < PROCESSES % HOSTS ? 1 : 0));
   const charged = new Map();
@@ -185,6 +195,9 @@ async function runWorkload(db, pool, workload) {
         `  ${label.padStart(4)} ${fmt(rate).padStart(9)} ${fmt(sum("admitted") / seconds).padStart(11)} ${fmt(sum("syncs") / seconds).padStart(8)} ${fmt(sum("statements") / seconds).padStart(8)} ${cpu === null ? "     -" : `${fmt(cpu * 100)}%`.padStart(6)} ${`${fmt((100 * sum("waits")) / Math.max(1, requests), 1)}%`.padStart(7)} ${fmt(quantile(waits, 0.5), 1).padStart(6)} ms ${fmt(quantile(waits, 0.99), 1).padStart(6)} ${fmt(waits.at(-1) ?? 0, 1).padStart(6)} ${fmt(sum("refused")).padStart(8)} ${fmt(sum("errors") + sum("settleErrors")).padStart(7)}${firsts.length ? `  (${fmt(Math.min(...firsts) / 1000, 1)} s)` : ""}`,
       );
       console.log(`         node CPU ${fmt(hostCpu * 100)}%, loop delay p99 ${fmt(loopP99, 1)} ms; syncs ${timings.join(", ")} (p50/p99)`);
+      const notified = (verb) => results.reduce((s, r) => s + (r.notifies[verb] ?? 0), 0) / seconds;
+      console.log(`         give-back channel: asks ${fmt(notified("ask"))}/s, answers ${fmt(notified("gave"))}/s`);
+      if (label === "end") console.log(`         by second (admitted/429/503): ${bySecond(results).join(" ")}`);
     }
     if (hot) {
       // The day is spent: what the processes still hold leased while their requests are refused.
@@ -196,6 +209,15 @@ async function runWorkload(db, pool, workload) {
   } finally {
     for (const h of hosts) if (h.child.exitCode === null) h.child.kill();
   }
+}
+
+/** The hosts' answers of a step added up second by second, as `admitted/refused/errors`. */
+function bySecond(results) {
+  const seconds = Math.max(...results.map((r) => r.bySecond.length));
+  return Array.from({ length: seconds }, (_, i) => {
+    const at = results.map((r) => r.bySecond[i] ?? { admitted: 0, refused: 0, errors: 0 });
+    return ["admitted", "refused", "errors"].map((k) => at.reduce((s, x) => s + x[k], 0)).join("/");
+  });
 }
 
 /** Every process's memory against the database: the charges, and the allowance never exceeded. */
