@@ -10,8 +10,16 @@ import type { Queryable } from "../db/pool.js";
  * account after the fold and the leases before it (a row lock's wait re-reads that row only), counting the folded
  * units twice. It is read in a statement after the one that took the lock (restore-sql.ts, resets-sql.ts).
  */
-export const unfoldedPosted = (account: string) =>
-  `(select coalesce(sum(l.posted), 0) from quota_leases l where l.account_id = ${account} and l.status = 'pending')`;
+export const unfoldedPosted = (account: string) => openLeasesSum("posted", account);
+
+/**
+ * The units the open leases of the account gave back by syncs that only post and no full sync gathered yet
+ * (quota_leases.returned): free, though still counted in its `debits_pending`. Read as unfoldedPosted is.
+ */
+export const ungatheredReturned = (account: string) => openLeasesSum("returned", account);
+
+const openLeasesSum = (column: "posted" | "returned", account: string) =>
+  `(select coalesce(sum(l.${column}), 0) from quota_leases l where l.account_id = ${account} and l.status = 'pending')`;
 
 // Creates the account with its base credits (0 for a balance never credited), or touches nothing when it
 // exists; `do update` (a no-op) makes RETURNING see an account another process created first.

@@ -1,7 +1,7 @@
 import type pg from "pg";
 import type { Queryable } from "../db/pool.js";
 import { GIFT_PERPETUAL } from "./account-kinds.js";
-import { ensureAccount, unfoldedPosted } from "./account-sql.js";
+import { ensureAccount, ungatheredReturned, unfoldedPosted } from "./account-sql.js";
 import { dayStartAt } from "../time/day.js";
 import { restoreRow } from "./restore-sql.js";
 import { isoWeek } from "../time/week.js";
@@ -149,15 +149,18 @@ export async function useResetIn(client: pg.PoolClient, r: UseResetRow): Promise
   return { outcome: "used", duplicate: false, kind, day: r.day, restored: spent, createdAt: recorded.rows[0]!.created_at };
 }
 
-// What the day's open leases posted and have not folded yet, read in a statement after the lock (account-sql.ts,
-// unfoldedPosted): with it, posted is what was spent.
-const UNFOLDED = `select ${unfoldedPosted("$1::bigint")}::text as n`;
+// What the day's open leases posted and have not folded yet, and what they gave back and no sync gathered yet, read
+// in a statement after the lock (account-sql.ts, unfoldedPosted): with them, posted is what was spent and pending
+// what is held (an automatic use must not spend a reset on units another process gave back).
+const UNFOLDED = `select ${unfoldedPosted("$1::bigint")}::text as n, ${ungatheredReturned("$1::bigint")}::text as returned`;
 
 async function withUnfolded(client: pg.PoolClient, day: DayRow): Promise<DayRow> {
-  const n = BigInt((await client.query<{ n: string }>({ name: "quota_day_unfolded", text: UNFOLDED, values: [day.id] })).rows[0]!.n);
+  const query = { name: "quota_day_unfolded", text: UNFOLDED, values: [day.id] };
+  const row = (await client.query<{ n: string; returned: string }>(query)).rows[0]!;
+  const n = BigInt(row.n);
   return Object.assign({}, day, {
     debits_posted: String(BigInt(day.debits_posted) + n),
-    debits_pending: String(BigInt(day.debits_pending) - n),
+    debits_pending: String(BigInt(day.debits_pending) - n - BigInt(row.returned)),
   });
 }
 

@@ -53,7 +53,10 @@ export interface Refusal {
   allowance: bigint;
   /**
    * Posted debits, as the account row holds them: the charges other processes' open leases posted and have not
-   * folded yet (docs/billing.md, "Escrow") are in `reserved` here. Their sum, what a refusal states, is exact.
+   * folded yet (docs/billing.md, "Escrow") are in `reserved` here. Their sum, what a refusal states, is exact but
+   * for units another process gave back and no full sync gathered yet (quota_leases.returned), counted as
+   * reserved: a refusal after a sync that fell short has gathered them, all but those on a lease row another
+   * statement held.
    */
   used: bigint;
   /** Pending debits other than this process's free leased units. */

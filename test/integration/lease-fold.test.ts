@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { readAccount } from "../../src/quota/account-sql.js";
+import { AUTO_RESET_THRESHOLD } from "../../src/quota/auto-reset.js";
 import { reserveDurableRow } from "../../src/quota/durable-sql.js";
 import { expireRows } from "../../src/quota/expire-sql.js";
 import { reconcileLedger } from "../../src/quota/index.js";
@@ -410,6 +411,26 @@ describe("a lease's posted units, folded", () => {
       pending: 265n,
     });
     expect(await reconcileLedger(db.pool)).toEqual([]);
+  });
+
+  it("an automatic reset counts what another lease gave back and no sync gathered yet as free: not needed", async () => {
+    const { userId, leaseId } = await opened();
+    await db.pool.query("update users set auto_reset_enabled = true where id = $1", [userId]);
+    // Another lease takes 600 (its headroom stops at the threshold): 75 left on the row, under it.
+    const other = await secondLease(userId);
+    expect(await syncLease(db.pool, { ...fullSyncOf(other, 1, live.id), need: 600n, headroom: 400n })).toMatchObject({ granted: 600n });
+    // The first lease gives back 200 on request: 275 are free, though the row still counts them as pending.
+    await syncLease(db.pool, { ...postOnly(leaseId, 2, 0n, []), giveBack: 200n });
+    const client = await db.pool.connect();
+    try {
+      await client.query("begin");
+      const use = { userId, id: crypto.randomUUID(), day: PERIOD, weeklyBase: 1n, baseRevision: 0n, trigger: "automatic" as const };
+      const automatic = { ownFree: 0n, need: 50n, threshold: AUTO_RESET_THRESHOLD, posting: 0n };
+      expect(await useResetIn(client, { ...use, nowIso: new Date().toISOString(), automatic })).toEqual({ outcome: "not_needed" });
+      await client.query("commit");
+    } finally {
+      client.release();
+    }
   });
 
   // A statement that waits for the account's lock re-reads that row only: if it read the leases' unfolded posts in
